@@ -1,0 +1,30 @@
+"""Start-up checks of the settings, with messages that say what to change."""
+
+from django.conf import settings
+from django.core.checks import Error, Tags, register
+
+
+@register(Tags.security, deploy=False)
+def check_secret_key(app_configs, **kwargs):
+    if not settings.DEBUG and settings.SECRET_KEY == settings.INSECURE_DEFAULT_SECRET_KEY:
+        return [
+            Error(
+                "SECRET_KEY is not set and DEBUG is off.",
+                hint="Set SECRET_KEY to a long random value (or DEBUG=true for local development only).",
+                id="kourier.E001",
+            )
+        ]
+    return []
+
+
+@register()
+def check_slack_api_url(app_configs, **kwargs):
+    if not settings.SLACK_API_URL.startswith(("http://", "https://")) or not settings.SLACK_API_URL.endswith("/"):
+        return [
+            Error(
+                f"SLACK_API_URL must be an http(s) URL ending in '/', got {settings.SLACK_API_URL!r}.",
+                hint="The default is https://slack.com/api/.",
+                id="kourier.E002",
+            )
+        ]
+    return []

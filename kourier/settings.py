@@ -1,0 +1,153 @@
+"""Settings, all read from the environment (see .env.example for every variable)."""
+
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = BASE_DIR / "var"
+
+# The private Redis-compatible server that the launcher starts when REDIS_URL is not set.
+EMBEDDED_REDIS_PORT = 6399
+EMBEDDED_REDIS_URL = f"redis://127.0.0.1:{EMBEDDED_REDIS_PORT}/0"
+# Used only when DEBUG is on; a system check refuses it otherwise.
+INSECURE_DEFAULT_SECRET_KEY = "insecure-development-key-do-not-use-in-production"
+
+env = environ.Env(
+    DEBUG=(bool, False),
+    ALLOWED_HOSTS=(list, ["localhost", "127.0.0.1", "[::1]"]),
+    LOG_LEVEL=(str, "INFO"),
+    LOG_FORMAT=(str, ""),
+    SLACK_API_URL=(str, "https://slack.com/api/"),
+    A2A_CONNECT_TIMEOUT=(float, 5.0),
+    A2A_READ_TIMEOUT=(float, 300.0),
+    A2A_REQUEST_TIMEOUT=(float, 3600.0),
+)
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+DEBUG = env("DEBUG")
+SECRET_KEY = env("SECRET_KEY", default=INSECURE_DEFAULT_SECRET_KEY)
+ALLOWED_HOSTS = env("ALLOWED_HOSTS")
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'kourier.sqlite3'}")}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL lets the web process read while a worker writes; the timeout rides out short write locks.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"}
+    )
+else:
+    DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
+
+REDIS_URL = env("REDIS_URL", default=EMBEDDED_REDIS_URL)
+REDIS_IS_EMBEDDED = "REDIS_URL" not in env.ENVIRON
+
+SLACK_API_URL = env("SLACK_API_URL")
+A2A_CONNECT_TIMEOUT = env("A2A_CONNECT_TIMEOUT")
+A2A_READ_TIMEOUT = env("A2A_READ_TIMEOUT")
+A2A_REQUEST_TIMEOUT = env("A2A_REQUEST_TIMEOUT")
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "kourier",
+    "bindings",
+    "sessions.apps.ThreadSessionsConfig",
+    "interactions",
+    "audit",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "kourier.urls"
+ASGI_APPLICATION = "kourier.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+CHANNEL_LAYERS = {
+    "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}},
+}
+
+CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+# A task is acknowledged only once it has run, so a worker killed mid-task leaves it for another.
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+CELERY_BEAT_SCHEDULE: dict[str, dict] = {}
+
+LOG_LEVEL = env("LOG_LEVEL").upper()
+# JSON lines in production; readable lines while developing (DEBUG on) unless LOG_FORMAT says otherwise.
+LOG_FORMAT = env("LOG_FORMAT") or ("text" if DEBUG else "json")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s",
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+        },
+        "text": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s %(extra_fields)s"},
+    },
+    "filters": {"extra_fields": {"()": "kourier.logging.ExtraFieldsFilter"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LOG_FORMAT,
+            "filters": ["extra_fields"],
+        },
+    },
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        "django.server": {"level": "WARNING"},
+        "daphne": {"level": "WARNING"},
+    },
+}
