@@ -32,6 +32,8 @@ CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'kourier.sqlite3'}")}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # A file, not memory, so that the processes an end-to-end test starts share the test database.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test_kourier.sqlite3")}
     # WAL lets the web process read while a worker writes; the timeout rides out short write locks.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"}
@@ -111,7 +113,16 @@ CHANNEL_LAYERS = {
     "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}},
 }
 
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": env("CACHE_KEY_PREFIX", default="kourier"),
+    }
+}
+
 CELERY_BROKER_URL = REDIS_URL
+CELERY_TASK_DEFAULT_QUEUE = env("CELERY_QUEUE", default="kourier")
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 # A task is acknowledged only once it has run, so a worker killed mid-task leaves it for another.

@@ -1,6 +1,8 @@
-"""Shared fixtures. Each fake lives in tests/fakes/ and exposes its own fixtures as a plugin."""
+"""Shared fixtures. Each fake and support piece lives in its own module and is loaded as a plugin."""
 
 pytest_plugins = [
+    "tests.support.private_redis",
+    "tests.support.stack",
     "tests.fakes.slack.fixtures",
     "tests.fakes.a2a_agent.fixtures",
 ]

@@ -1,0 +1,87 @@
+"""Runs the whole service on one machine: Daphne, a Celery worker and Celery beat.
+
+With no REDIS_URL it first starts the private Redis-compatible server of the embedded default.
+Each process is a child; a signal to this command stops them all, gracefully.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand
+
+from kourier.embedded_redis import start_private_redis
+
+GRACEFUL_STOP_SECONDS = 30
+
+
+class Command(BaseCommand):
+    help = "Start the web server, a Celery worker and Celery beat (and a private Redis when REDIS_URL is unset)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument("--concurrency", type=int, default=4, help="Celery worker threads.")
+
+    def handle(self, *args, host: str, port: int, concurrency: int, **options):
+        redis_server = None
+        if settings.REDIS_IS_EMBEDDED:
+            redis_server = start_private_redis(settings.EMBEDDED_REDIS_PORT, settings.VAR_DIR / "redis")
+            self.stdout.write(f"Private Redis at {settings.REDIS_URL} (data in var/redis)")
+        try:
+            call_command("migrate", interactive=False, verbosity=0)
+            self.stdout.write("Database migrated.")
+            children = self._start_children(host, port, concurrency)
+            self._announce(host, port)
+            self._wait(children)
+        finally:
+            if redis_server is not None:
+                redis_server.stop()
+
+    def _start_children(self, host: str, port: int, concurrency: int) -> list[subprocess.Popen]:
+        env = {**os.environ, "REDIS_URL": settings.REDIS_URL}
+        python = sys.executable
+        commands = [
+            [python, "-m", "daphne", "-b", host, "-p", str(port), "kourier.asgi:application"],
+            [python, "-m", "celery", "-A", "kourier", "worker", "--pool", "threads",
+             "--concurrency", str(concurrency), "--loglevel", settings.LOG_LEVEL],
+            [python, "-m", "celery", "-A", "kourier", "beat", "--loglevel", settings.LOG_LEVEL,
+             "--schedule", str(settings.VAR_DIR / "celerybeat-schedule")],
+        ]  # fmt: skip
+        return [subprocess.Popen(command, env=env) for command in commands]
+
+    def _announce(self, host: str, port: int) -> None:
+        base = f"http://{host}:{port}"
+        self.stdout.write(
+            self.style.SUCCESS(f"Agent Kourier is running at {base}/ (Slack events: {base}/slack/events)\n")
+            + f"Admin: {base}/admin/  (first user: .venv/bin/python manage.py createsuperuser)\n"
+            + "Stop with Ctrl-C."
+        )
+
+    def _wait(self, children: list[subprocess.Popen]) -> None:
+        stopping = False
+
+        def stop(signum, frame):
+            nonlocal stopping
+            stopping = True
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        while not stopping and all(child.poll() is None for child in children):
+            time.sleep(0.5)
+        for child in children:
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + GRACEFUL_STOP_SECONDS
+        for child in children:
+            try:
+                child.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                child.kill()
+        failed = [child.args[2] for child in children if child.returncode not in (0, -signal.SIGTERM)]
+        if failed and not stopping:
+            raise SystemExit(f"A process of the service exited unexpectedly: {', '.join(map(str, failed))}")

@@ -1,0 +1,101 @@
+from datetime import timedelta
+
+from django.db import models
+from django.db.models import Q
+
+
+class Session(models.Model):
+    """One Slack thread, mapped to one A2A context of the Binding's agent."""
+
+    class Kind(models.TextChoices):
+        CHAT = "chat", "Chat thread"
+        ALERT = "alert", "Alert thread"
+
+    connection = models.ForeignKey("bindings.Connection", on_delete=models.CASCADE, related_name="sessions")
+    binding = models.ForeignKey(
+        "bindings.Binding", on_delete=models.SET_NULL, null=True, related_name="sessions"
+    )
+    channel_id = models.CharField(max_length=32)
+    thread_ts = models.CharField(max_length=32, help_text="The thread's root message.")
+    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.CHAT)
+    context_id = models.CharField(max_length=200, blank=True, help_text="Filled from the agent's first response.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_activity_at = models.DateTimeField()
+    expires_at = models.DateTimeField(db_index=True)
+    # The runner's lease: one runner per session; a lease past its time is taken over.
+    lease_owner = models.CharField(max_length=100, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["connection", "channel_id", "thread_ts"], name="one_session_per_thread"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.channel_id}/{self.thread_ts}"
+
+    def touch(self, now, ttl: timedelta) -> None:
+        self.last_activity_at = now
+        self.expires_at = now + ttl
+
+
+class Turn(models.Model):
+    """One Slack message sent to the agent, and what the agent did with it."""
+
+    class State(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+        EXPIRED = "expired"  # arrived after the session's TTL: answered with the expiry notice
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="turns")
+    # The turn key (invariant 1): the chat message itself.
+    connection = models.ForeignKey("bindings.Connection", on_delete=models.CASCADE, related_name="+")
+    channel_id = models.CharField(max_length=32)
+    message_ts = models.CharField(max_length=32)
+    user_id = models.CharField(max_length=32, blank=True, help_text="Empty for a trigger's turn.")
+    text = models.TextField()
+    state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED, db_index=True)
+    outcome = models.CharField(max_length=32, blank=True)
+    message_id = models.CharField(max_length=64, help_text="The A2A messageId, derived from the turn key.")
+    task_id = models.CharField(max_length=200, blank=True)
+    acknowledged = models.BooleanField(default=False, help_text="The acknowledgment reaction was added.")
+    reply_ts = models.CharField(max_length=32, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["connection", "channel_id", "message_ts"], name="one_turn_per_message"
+            )
+        ]
+        indexes = [models.Index(fields=["session", "state", "message_ts"])]
+
+    def __str__(self) -> str:
+        return f"turn {self.channel_id}/{self.message_ts}"
+
+
+class ThreadNote(models.Model):
+    """A reply that was not a turn (threadReplies: mention), carried to the next turn as context."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="notes")
+    connection = models.ForeignKey("bindings.Connection", on_delete=models.CASCADE, related_name="+")
+    channel_id = models.CharField(max_length=32)
+    message_ts = models.CharField(max_length=32)
+    user_id = models.CharField(max_length=32)
+    text = models.TextField()
+    carried_by = models.ForeignKey(Turn, on_delete=models.SET_NULL, null=True, blank=True, related_name="notes")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["connection", "channel_id", "message_ts"], name="one_note_per_message"
+            )
+        ]
+        indexes = [models.Index(fields=["session", "message_ts"], condition=Q(carried_by=None), name="uncarried_notes")]

@@ -1,0 +1,160 @@
+"""State changes of sessions and turns. Ingress and tasks call these; they audit and enqueue."""
+
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from bindings.models import Binding, Connection
+from bindings.services import binding_for_channel
+from kourier.queue import enqueue_after_commit
+
+from .models import Session, ThreadNote, Turn
+from .routing import ChatMessage, Route, ThreadState, route
+
+logger = logging.getLogger(__name__)
+
+# uuid5 namespace for A2A message ids: the id of a turn is a pure function of its Slack message.
+_MESSAGE_ID_NAMESPACE = uuid.UUID("6f1d8f2c-3b57-4b8e-9a55-1d3f0c6a7e10")
+
+
+def message_id_for(connection_id: int, channel_id: str, message_ts: str) -> str:
+    return str(uuid.uuid5(_MESSAGE_ID_NAMESPACE, f"{connection_id}:{channel_id}:{message_ts}"))
+
+
+@dataclass(frozen=True)
+class RouteResult:
+    route: Route | None  # None: the channel is not bound
+    created: bool = False  # False for a duplicate delivery of a message already taken
+    turn_id: int | None = None
+
+
+def route_message(connection: Connection, message: ChatMessage, *, now: datetime | None = None) -> RouteResult:
+    """Takes one Slack message: a turn, a context note, an expiry notice, or nothing.
+
+    Safe to call for every delivery of the same message: the turn key is a unique constraint.
+    """
+    binding = binding_for_channel(connection, message.channel_id)
+    if binding is None:
+        return RouteResult(route=None)
+    now = now or timezone.now()
+    with transaction.atomic():
+        session = Session.objects.filter(
+            connection=connection, channel_id=message.channel_id, thread_ts=message.root_ts
+        ).first()
+        thread = ThreadState(has_session=session is not None, expired=bool(session and session.expires_at <= now))
+        decision = route(message, thread, thread_replies=binding.thread_replies)
+        if decision is Route.IGNORE:
+            return RouteResult(route=decision)
+        if decision is Route.NOTE:
+            assert session is not None
+            created = _take_note(session, message)
+            if created:
+                _touch(session, binding, now)
+            return RouteResult(route=decision, created=created)
+        if session is None:
+            session = _start_session(connection, binding, message, now)
+        turn, created = _take_turn(session, message, expired=decision is Route.EXPIRED)
+        if not created:
+            return RouteResult(route=decision, created=False, turn_id=turn.id)
+        from . import tasks  # the tasks module imports this one
+
+        if decision is Route.EXPIRED:
+            enqueue_after_commit(tasks.tell_expired, turn.id)
+        else:
+            _touch(session, binding, now)
+            if binding.acknowledgment_enabled:
+                enqueue_after_commit(tasks.acknowledge_turn, turn.id)
+            enqueue_after_commit(tasks.drive_session, session.id)
+        logger.info(
+            "turn.accepted",
+            extra={"turn_id": turn.id, "session_id": session.id, "binding": binding.name, "route": decision.value},
+        )
+        return RouteResult(route=decision, created=True, turn_id=turn.id)
+
+
+def _start_session(connection: Connection, binding: Binding, message: ChatMessage, now: datetime) -> Session:
+    session, _ = Session.objects.get_or_create(
+        connection=connection,
+        channel_id=message.channel_id,
+        thread_ts=message.root_ts,
+        defaults={
+            "binding": binding,
+            "kind": Session.Kind.CHAT,
+            "last_activity_at": now,
+            "expires_at": now + binding.thread_ttl,
+        },
+    )
+    return session
+
+
+def _take_turn(session: Session, message: ChatMessage, *, expired: bool) -> tuple[Turn, bool]:
+    return Turn.objects.get_or_create(
+        connection_id=session.connection_id,
+        channel_id=message.channel_id,
+        message_ts=message.ts,
+        defaults={
+            "session": session,
+            "user_id": message.user_id,
+            "text": message.text,
+            "state": Turn.State.EXPIRED if expired else Turn.State.QUEUED,
+            "message_id": message_id_for(session.connection_id, message.channel_id, message.ts),
+        },
+    )
+
+
+def _take_note(session: Session, message: ChatMessage) -> bool:
+    _, created = ThreadNote.objects.get_or_create(
+        connection_id=session.connection_id,
+        channel_id=message.channel_id,
+        message_ts=message.ts,
+        defaults={"session": session, "user_id": message.user_id, "text": message.text},
+    )
+    return created
+
+
+def _touch(session: Session, binding: Binding, now: datetime) -> None:
+    # Activity only moves forward, whichever of two concurrent deliveries commits last.
+    Session.objects.filter(pk=session.pk).filter(Q(last_activity_at__lt=now)).update(
+        last_activity_at=now, expires_at=now + binding.thread_ttl
+    )
+
+
+def claim_lease(session_id: int, owner: str, *, seconds: int, now: datetime | None = None) -> bool:
+    """Takes the session's runner lease if it is free, expired, or already ours."""
+    now = now or timezone.now()
+    taken = (
+        Session.objects.filter(pk=session_id)
+        .filter(Q(lease_owner="") | Q(lease_expires_at__lt=now) | Q(lease_owner=owner))
+        .update(lease_owner=owner, lease_expires_at=now + timezone.timedelta(seconds=seconds))
+    )
+    return taken == 1
+
+
+def renew_lease(session_id: int, owner: str, *, seconds: int) -> bool:
+    now = timezone.now()
+    return (
+        Session.objects.filter(pk=session_id, lease_owner=owner).update(
+            lease_expires_at=now + timezone.timedelta(seconds=seconds)
+        )
+        == 1
+    )
+
+
+def release_lease(session_id: int, owner: str) -> None:
+    Session.objects.filter(pk=session_id, lease_owner=owner).update(lease_owner="", lease_expires_at=None)
+
+
+def next_queued_turn(session_id: int) -> Turn | None:
+    return (
+        Turn.objects.filter(session_id=session_id, state__in=[Turn.State.QUEUED, Turn.State.RUNNING])
+        .order_by("message_ts")
+        .first()
+    )
+
+
+__all__ = ["RouteResult", "claim_lease", "next_queued_turn", "release_lease", "renew_lease", "route_message"]

@@ -1,0 +1,149 @@
+"""Runs the product as real processes for end-to-end tests: Daphne, a Celery worker, Celery beat.
+
+They share the test database (committed rows: use transactional_db) and the test Redis, on a
+queue of their own so tests never pick up each other's tasks.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+from django.db import connection
+
+from tests.support.private_redis import free_port
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+START_TIMEOUT_SECONDS = 30
+
+
+def database_url_of_test_database() -> str:
+    db = connection.settings_dict
+    if db["ENGINE"] == "django.db.backends.sqlite3":
+        return f"sqlite:///{db['NAME']}"
+    credentials = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
+    host = db["HOST"] or "localhost"
+    port = f":{db['PORT']}" if db["PORT"] else ""
+    return f"postgres://{credentials}@{host}{port}/{db['NAME']}"
+
+
+@dataclass
+class Stack:
+    env: dict[str, str]
+    logs: Path
+    base_url: str = ""
+    processes: dict[str, subprocess.Popen] = field(default_factory=dict)
+
+    def start(self, name: str, command: list[str]) -> subprocess.Popen:
+        log = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115  (closed with the process)
+        process = subprocess.Popen(command, env=self.env, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT)
+        self.processes[name] = process
+        return process
+
+    def start_web(self) -> None:
+        port = free_port()
+        self.base_url = f"http://127.0.0.1:{port}"
+        self.start("web", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "kourier.asgi:application"])
+        deadline = time.monotonic() + START_TIMEOUT_SECONDS
+        while time.monotonic() < deadline:
+            if self.processes["web"].poll() is not None:
+                raise RuntimeError(f"web exited at start:\n{self.log_tail('web')}")
+            try:
+                if httpx.get(f"{self.base_url}/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)  # polling for the server to listen, not timing a race
+        raise RuntimeError(f"web did not start:\n{self.log_tail('web')}")
+
+    def start_worker(self, name: str = "worker", concurrency: int = 4) -> subprocess.Popen:
+        return self.start(
+            name,
+            [sys.executable, "-m", "celery", "-A", "kourier", "worker", "--pool", "threads",
+             "--concurrency", str(concurrency), "-Q", self.env["CELERY_QUEUE"], "-n", f"{name}-{uuid.uuid4().hex[:6]}@%h",
+             "--without-gossip", "--without-mingle", "--loglevel", "INFO"],
+        )  # fmt: skip
+
+    def start_beat(self) -> subprocess.Popen:
+        return self.start(
+            "beat",
+            [sys.executable, "-m", "celery", "-A", "kourier", "beat", "--loglevel", "INFO",
+             "--schedule", str(self.logs / "celerybeat-schedule")],
+        )  # fmt: skip
+
+    def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
+        process = self.processes[name]
+        process.send_signal(sig)
+        process.wait(timeout=30)
+
+    def log_tail(self, name: str, lines: int = 60) -> str:
+        path = self.logs / f"{name}.log"
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""
+
+    def stop(self) -> None:
+        for process in self.processes.values():
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in self.processes.values():
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+@pytest.fixture
+def start_stack(
+    transactional_db, redis_url: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[Callable[..., Stack]]:
+    """Starts the product's processes; call it once the test has written its Connection and Binding."""
+    stacks: list[Stack] = []
+
+    def start(*, env: dict[str, str] | None = None, web: bool = True, workers: int = 1, beat: bool = False) -> Stack:
+        unique = uuid.uuid4().hex[:8]
+        stack = Stack(
+            env={
+                **os.environ,
+                "DJANGO_SETTINGS_MODULE": "kourier.settings",
+                "DATABASE_URL": database_url_of_test_database(),
+                "REDIS_URL": redis_url,
+                "CELERY_QUEUE": f"test-{unique}",
+                "CACHE_KEY_PREFIX": f"test-{unique}",
+                "SECRET_KEY": "test-secret-key",
+                "ALLOWED_HOSTS": "127.0.0.1,localhost",
+                "LOG_LEVEL": "INFO",
+                "PYTHONUNBUFFERED": "1",
+                **(env or {}),
+            },
+            logs=tmp_path,
+        )
+        stacks.append(stack)
+        if web:
+            stack.start_web()
+        for index in range(workers):
+            stack.start_worker(name="worker" if index == 0 else f"worker{index + 1}")
+        if beat:
+            stack.start_beat()
+        return stack
+
+    yield start
+    for stack in stacks:
+        stack.stop()
+        if request.node.rep_call.failed if hasattr(request.node, "rep_call") else False:
+            for name in stack.processes:
+                print(f"--- {name} log ---\n{stack.log_tail(name)}")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    # Lets fixtures see whether the test failed, to print the processes' logs only then.
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, f"rep_{report.when}", report)
