@@ -19,7 +19,7 @@ install: $(STAMP)
 serve: $(STAMP)
 	mkdir -p var
 	test -s var/secret_key || $(BIN)/python -c "import secrets; print(secrets.token_urlsafe(50))" > var/secret_key
-	SECRET_KEY="$${SECRET_KEY:-$$(cat var/secret_key)}" $(BIN)/python manage.py serve
+	$(BIN)/python manage.py serve
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -26,7 +26,10 @@ env = environ.Env(
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
 DEBUG = env("DEBUG")
-SECRET_KEY = env("SECRET_KEY", default=INSECURE_DEFAULT_SECRET_KEY)
+_SECRET_KEY_FILE = VAR_DIR / "secret_key"  # made once by `make serve`
+SECRET_KEY = env("SECRET_KEY", default="") or (
+    _SECRET_KEY_FILE.read_text().strip() if _SECRET_KEY_FILE.exists() else INSECURE_DEFAULT_SECRET_KEY
+)
 ALLOWED_HOSTS = env("ALLOWED_HOSTS")
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
@@ -132,7 +135,10 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
-CELERY_BEAT_SCHEDULE: dict[str, dict] = {}
+CELERY_BEAT_SCHEDULE = {
+    "recover-sessions": {"task": "sessions.tasks.recover_sessions", "schedule": 30.0},
+    "delete-expired-sessions": {"task": "sessions.tasks.delete_expired_sessions", "schedule": 3600.0},
+}
 
 LOG_LEVEL = env("LOG_LEVEL").upper()
 # JSON lines in production; readable lines while developing (DEBUG on) unless LOG_FORMAT says otherwise.

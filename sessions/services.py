@@ -158,3 +158,149 @@ def next_queued_turn(session_id: int) -> Turn | None:
 
 
 __all__ = ["RouteResult", "claim_lease", "next_queued_turn", "release_lease", "renew_lease", "route_message"]
+
+
+# --- The turn runner's state changes. Each is one transaction, called from async code via sync_to_async.
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    url: str
+    headers: dict[str, str]
+    dialect: str
+    protocol_version: str
+
+
+@dataclass(frozen=True)
+class TurnWork:
+    """Everything a runner needs to run one turn, read in one go."""
+
+    turn_id: int
+    session_id: int
+    binding_name: str
+    team_id: str
+    channel_id: str
+    thread_ts: str
+    message_ts: str
+    user_id: str
+    text: str
+    message_id: str
+    task_id: str  # set when an earlier attempt already reached the agent
+    context_id: str
+    resumed: bool  # an earlier runner started this turn and did not finish it
+    reply_ts: str
+    bot_token: str
+    bot_user_id: str
+    agent: AgentSettings
+    live: bool
+    ask_user: bool
+    acknowledgment_emoji: str | None
+    notes: tuple[tuple[str, str], ...]  # (user_id, text) of replies carried as context
+
+
+def start_turn(turn_id: int, *, now: datetime | None = None) -> TurnWork | None:
+    """Marks a queued turn running and gathers its work; None when it is no longer to be run."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        turn = (
+            Turn.objects.select_for_update()
+            .select_related("session__binding", "session__connection")
+            .filter(pk=turn_id, state__in=[Turn.State.QUEUED, Turn.State.RUNNING])
+            .first()
+        )
+        if turn is None:
+            return None
+        session, binding, connection = turn.session, turn.session.binding, turn.session.connection
+        if binding is None:
+            return None
+        resumed = turn.state == Turn.State.RUNNING
+        if not resumed:
+            turn.state, turn.started_at = Turn.State.RUNNING, now
+            turn.save(update_fields=["state", "started_at"])
+        if binding.thread_replies == "mention":
+            ThreadNote.objects.filter(session=session, carried_by=None, message_ts__lt=turn.message_ts).update(
+                carried_by=turn
+            )
+        notes = tuple(turn.notes.order_by("message_ts").values_list("user_id", "text"))
+        return TurnWork(
+            turn_id=turn.pk,
+            session_id=session.pk,
+            binding_name=binding.name,
+            team_id=connection.team_id,
+            channel_id=turn.channel_id,
+            thread_ts=session.thread_ts,
+            message_ts=turn.message_ts,
+            user_id=turn.user_id,
+            text=turn.text,
+            message_id=turn.message_id,
+            task_id=turn.task_id,
+            context_id=session.context_id,
+            resumed=resumed,
+            reply_ts=turn.reply_ts,
+            bot_token=connection.bot_token(),
+            bot_user_id=connection.bot_user_id,
+            agent=AgentSettings(
+                url=binding.agent_url,
+                headers=binding.agent_headers_resolved(),
+                dialect=binding.dialect,
+                protocol_version=binding.protocol_version,
+            ),
+            live=binding.output == "live",
+            ask_user=binding.ask_user,
+            acknowledgment_emoji=binding.acknowledgment_emoji if binding.acknowledgment_enabled else None,
+            notes=notes,
+        )
+
+
+def record_task(turn_id: int, session_id: int, *, task_id: str, context_id: str) -> None:
+    """Keeps the agent's task and context as soon as the agent names them."""
+    with transaction.atomic():
+        Turn.objects.filter(pk=turn_id).update(task_id=task_id)
+        if context_id:
+            Session.objects.filter(pk=session_id, context_id="").update(context_id=context_id)
+
+
+def record_reply(turn_id: int, reply_ts: str) -> None:
+    Turn.objects.filter(pk=turn_id, reply_ts="").update(reply_ts=reply_ts)
+
+
+def finish_turn(turn_id: int, *, outcome: str, failed: bool, now: datetime | None = None) -> bool:
+    """Ends a running turn. Returns whether its acknowledgment reaction is to be removed."""
+    now = now or timezone.now()
+    Turn.objects.filter(pk=turn_id, state=Turn.State.RUNNING).update(
+        state=Turn.State.FAILED if failed else Turn.State.DONE, outcome=outcome, ended_at=now
+    )
+    return Turn.objects.filter(pk=turn_id, acknowledged=True).exists()
+
+
+def forget_context(session_id: int) -> None:
+    """The agent no longer has the conversation: the next turn starts a fresh context."""
+    Session.objects.filter(pk=session_id).update(context_id="")
+
+
+def claim_acknowledgment(turn_id: int) -> bool:
+    """Claims the right to add a turn's reaction: once, and only while the turn waits or runs."""
+    return (
+        Turn.objects.filter(
+            pk=turn_id, acknowledged=False, state__in=[Turn.State.QUEUED, Turn.State.RUNNING]
+        ).update(acknowledged=True)
+        == 1
+    )
+
+
+def turn_is_over(turn_id: int) -> bool:
+    return not Turn.objects.filter(pk=turn_id, state__in=[Turn.State.QUEUED, Turn.State.RUNNING]).exists()
+
+
+def has_pending_turns(session_id: int) -> bool:
+    return Turn.objects.filter(session_id=session_id, state__in=[Turn.State.QUEUED, Turn.State.RUNNING]).exists()
+
+
+def delete_sessions_expired_before(cutoff: datetime) -> int:
+    """Deletes sessions whose TTL ran out before cutoff, with everything that belongs to them."""
+    deleted = 0
+    for session in Session.objects.filter(expires_at__lt=cutoff).only("pk", "channel_id", "thread_ts"):
+        with transaction.atomic():
+            session.delete()
+        deleted += 1
+    return deleted

@@ -1,0 +1,156 @@
+"""Connections and Bindings in the admin: the same checks as ``manage.py apply``, and no secret values.
+
+A secret is only ever shown as the name of its environment variable, and whether that variable is set.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import Count, QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.utils.html import format_html_join
+from django.utils.safestring import mark_safe
+
+from bindings import services
+from bindings.forms import BindingForm, ConnectionForm, ManifestForm
+from bindings.models import Binding, Connection
+
+
+def _variables_status(variables: list[tuple[str, str]]) -> str:
+    """``label: NAME (set)`` per variable; the value itself is never read beyond "is it empty"."""
+    if not variables:
+        return "—"
+    return format_html_join(
+        mark_safe("<br>"),
+        "{}: <code>{}</code> ({})",
+        ((label, name, "set" if os.environ.get(name) else "not set") for label, name in variables),
+    )
+
+
+class ManifestAdmin(admin.ModelAdmin):
+    """Saves through the service that ``apply`` uses, with the spec the form validated."""
+
+    form: type[ManifestForm]
+
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
+        # The form writes nothing to the instance but its name; the service writes the rest.
+        kwargs["fields"] = self.form._meta.fields
+        return super().get_form(request, obj, change, **kwargs)
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        self.save_spec(form.spec, obj)
+        for warning in form.warnings:
+            messages.warning(request, str(warning))
+
+    def save_spec(self, spec: Any, obj: Any) -> None:
+        raise NotImplementedError
+
+
+@admin.register(Connection)
+class ConnectionAdmin(ManifestAdmin):
+    form = ConnectionForm
+    list_display = ["name", "bot_token_env", "signing_secret_env", "socket_mode", "team_id", "binding_count"]
+    search_fields = ["name", "team_id"]
+    readonly_fields = ["secrets", "team_id", "bot_user_id", "created_at", "updated_at"]
+    fieldsets = [
+        (None, {"fields": ["name"]}),
+        (
+            "Secrets",
+            {
+                "description": "Names of environment variables. The values are read from the environment "
+                "when needed; they are never stored or shown.",
+                "fields": ["bot_token_env", "signing_secret_env", "app_token_env", "secrets"],
+            },
+        ),
+        ("Learned from Slack", {"fields": ["team_id", "bot_user_id"]}),
+        ("History", {"fields": ["created_at", "updated_at"]}),
+    ]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Connection]:
+        return super().get_queryset(request).annotate(binding_count=Count("bindings"))
+
+    @admin.display(boolean=True, description="Socket Mode")
+    def socket_mode(self, obj: Connection) -> bool:
+        return obj.socket_mode
+
+    @admin.display(description="Bindings", ordering="binding_count")
+    def binding_count(self, obj: Connection) -> int:
+        return getattr(obj, "binding_count", 0)
+
+    @admin.display(description="Environment")
+    def secrets(self, obj: Connection) -> str:
+        variables = [("botToken", obj.bot_token_env), ("signingSecret", obj.signing_secret_env)]
+        if obj.app_token_env:
+            variables.append(("appToken", obj.app_token_env))
+        return _variables_status([(label, name) for label, name in variables if name])
+
+    def save_spec(self, spec: Any, obj: Connection) -> None:
+        services.save_connection(spec, obj)
+
+
+@admin.register(Binding)
+class BindingAdmin(ManifestAdmin):
+    form = BindingForm
+    list_display = ["name", "connection", "channel_list", "agent_url", "dialect", "output", "tool_approvals"]
+    list_filter = ["connection", "dialect", "output", "tool_approvals"]
+    search_fields = ["name", "agent_url", "channels__channel_id"]
+    list_select_related = ["connection"]
+    readonly_fields = ["header_variables", "created_at", "updated_at"]
+    fieldsets = [
+        (None, {"fields": ["name", "connection", "channels"]}),
+        (
+            "Agent",
+            {"fields": ["agent_url", "dialect", "protocol_version", "agent_headers", "header_variables"]},
+        ),
+        (
+            "Chat",
+            {
+                "fields": [
+                    "output",
+                    "thread_replies",
+                    "acknowledgment_enabled",
+                    "acknowledgment_emoji",
+                    "progress",
+                ]
+            },
+        ),
+        (
+            "Interactions",
+            {"fields": ["ask_user", "tool_approvals", "approver_groups", "interaction_timeout"]},
+        ),
+        ("Session", {"fields": ["thread_ttl"]}),
+        ("History", {"fields": ["created_at", "updated_at"]}),
+    ]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Binding]:
+        return super().get_queryset(request).prefetch_related("channels")
+
+    @admin.display(description="Channels")
+    def channel_list(self, obj: Binding) -> str:
+        return ", ".join(obj.channel_ids())
+
+    @admin.display(description="Header variables")
+    def header_variables(self, obj: Binding) -> str:
+        return _variables_status(sorted(obj.agent_headers.items()))
+
+    def save_spec(self, spec: Any, obj: Binding) -> None:
+        services.save_binding(spec, obj)
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        if request.method == "GET":
+            binding = self.get_object(request, object_id)
+            if binding is not None:
+                shown = {str(message) for message in messages.get_messages(request)}
+                for warning in services.binding_warnings(binding):
+                    if str(warning) not in shown:
+                        messages.warning(request, str(warning))
+        return super().change_view(request, object_id, form_url, extra_context)

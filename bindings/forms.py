@@ -1,0 +1,322 @@
+"""The admin's forms: each turns what the operator typed into a manifest and validates it like ``apply``.
+
+Field types are deliberately loose (text, selects, checkboxes), so that every refusal comes from
+``bindings.manifest`` with the same wording as the loader's, and lands on the field it is about.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Any
+
+from django import forms
+
+from bindings import manifest, services
+from bindings.manifest import BindingSpec, ConnectionSpec, ManifestWarning, Problem
+from bindings.models import Binding, Connection
+
+CONNECTION_FIELD_PATHS = {
+    "metadata.name": "name",
+    "spec.botToken": "bot_token_env",
+    "spec.signingSecret": "signing_secret_env",
+    "spec.appToken": "app_token_env",
+}
+
+BINDING_FIELD_PATHS = {
+    "metadata.name": "name",
+    "spec.connection": "connection",
+    "spec.channels": "channels",
+    "spec.agent.url": "agent_url",
+    "spec.agent.dialect": "dialect",
+    "spec.agent.protocolVersion": "protocol_version",
+    "spec.agent.headers": "agent_headers",
+    "spec.output": "output",
+    "spec.chat.threadReplies": "thread_replies",
+    "spec.chat.acknowledgment.enabled": "acknowledgment_enabled",
+    "spec.chat.acknowledgment.emoji": "acknowledgment_emoji",
+    "spec.chat.progress": "progress",
+    "spec.interactions.askUser": "ask_user",
+    "spec.interactions.toolApprovals": "tool_approvals",
+    "spec.interactions.approverGroups": "approver_groups",
+    "spec.interactions.timeout": "interaction_timeout",
+    "spec.session.threadTTL": "thread_ttl",
+}
+
+
+def field_for(path: str, field_paths: dict[str, str]) -> str | None:
+    """The form field a manifest path belongs to (``spec.channels[2]`` → ``channels``), if any."""
+    for prefix, name in field_paths.items():
+        if path == prefix or path.startswith((f"{prefix}.", f"{prefix}[")):
+            return name
+    return None
+
+
+def _choices(enum: type[StrEnum]) -> list[tuple[str, str]]:
+    return [(member.value, member.value) for member in enum]
+
+
+def _env_field(label: str, help_text: str) -> forms.CharField:
+    return forms.CharField(label=label, required=False, help_text=help_text)
+
+
+def _select(label: str, choices: list[tuple[str, str]], initial: str, help_text: str = "") -> forms.CharField:
+    # A text field shown as a select: a value outside the list is refused by the manifest's validator.
+    return forms.CharField(
+        label=label,
+        required=False,
+        initial=initial,
+        help_text=help_text,
+        widget=forms.Select(choices=choices),
+    )
+
+
+def split_list(text: str) -> list[str]:
+    """``"C1, C2"`` → ``["C1", "C2"]``. Entries are kept even when empty, so the validator can refuse them."""
+    text = text.strip()
+    return [entry.strip() for entry in re.split(r"[,\n]", text)] if text else []
+
+
+class HeadersField(forms.CharField):
+    """One header per line, ``Header-Name: ENV_VAR_NAME``, as a dict."""
+
+    widget = forms.Textarea(attrs={"rows": 3})
+
+    def to_python(self, value: Any) -> dict[str, str]:  # type: ignore[override]
+        headers: dict[str, str] = {}
+        for number, line in enumerate(str(value or "").splitlines(), start=1):
+            if not line.strip():
+                continue
+            header, colon, variable = line.partition(":")
+            if not colon:
+                raise forms.ValidationError(f"line {number}: write each header as Header-Name: ENV_VAR_NAME")
+            if header.strip() in headers:
+                raise forms.ValidationError(f"line {number}: the header {header.strip()} is listed twice")
+            headers[header.strip()] = variable.strip()
+        return headers
+
+
+class ManifestForm(forms.ModelForm):
+    """A form checked by converting it to a manifest and validating that (``check()``)."""
+
+    field_paths: dict[str, str] = {}
+    spec: ConnectionSpec | BindingSpec | None = None
+    warnings: list[ManifestWarning]
+
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        cleaned_data = self.cleaned_data
+        validation = self.check(cleaned_data)
+        self.warnings = validation.warnings
+        for problem in validation.errors:
+            self.add_problem(problem)
+        specs: list[ConnectionSpec | BindingSpec] = [*validation.connections, *validation.bindings]
+        self.spec = specs[0] if validation.ok and specs else None
+        return cleaned_data
+
+    def check(self, cleaned_data: dict[str, Any]) -> manifest.Validation:
+        raise NotImplementedError
+
+    def add_problem(self, problem: Problem) -> None:
+        field = field_for(problem.path, self.field_paths)
+        self.add_error(field if field in self.fields else None, str(problem))
+
+
+class ConnectionForm(ManifestForm):
+    field_paths = CONNECTION_FIELD_PATHS
+
+    name = forms.CharField(
+        required=False, help_text="metadata.name: letters, digits, hyphens and underscores."
+    )
+    bot_token_env = _env_field(
+        "Bot token variable", "spec.botToken: the NAME of the environment variable that holds the bot token."
+    )
+    signing_secret_env = _env_field(
+        "Signing secret variable",
+        "spec.signingSecret: the NAME of the environment variable that holds the signing secret.",
+    )
+    app_token_env = _env_field(
+        "App token variable",
+        "spec.appToken (optional, Socket Mode): the NAME of the environment variable that holds the "
+        "app-level token.",
+    )
+
+    class Meta:
+        model = Connection
+        fields = ["name"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:
+            for name in ("bot_token_env", "signing_secret_env", "app_token_env"):
+                self.initial.setdefault(name, getattr(self.instance, name))
+
+    def check(self, cleaned_data: dict[str, Any]) -> manifest.Validation:
+        spec: dict[str, Any] = {}
+        for key, name in (
+            ("botToken", "bot_token_env"),
+            ("signingSecret", "signing_secret_env"),
+            ("appToken", "app_token_env"),
+        ):
+            if cleaned_data.get(name):
+                spec[key] = {"fromEnv": cleaned_data[name]}
+        return services.check_connection(_document(manifest.Kind.CONNECTION, cleaned_data.get("name"), spec))
+
+
+class BindingForm(ManifestForm):
+    field_paths = BINDING_FIELD_PATHS
+
+    name = forms.CharField(
+        required=False, help_text="metadata.name: letters, digits, hyphens and underscores."
+    )
+    connection = _select("Connection", [], "", "spec.connection")
+    channels = forms.CharField(
+        required=False, help_text="spec.channels: Slack channel IDs, comma-separated, such as C0123456789."
+    )
+    agent_url = forms.CharField(label="Agent URL", required=False, help_text="spec.agent.url")
+    dialect = _select("Dialect", _choices(manifest.Dialect), manifest.DEFAULT_DIALECT, "spec.agent.dialect")
+    protocol_version = _select(
+        "Protocol version",
+        _choices(manifest.ProtocolVersion),
+        manifest.DEFAULT_PROTOCOL_VERSION,
+        "spec.agent.protocolVersion: auto reads it from the agent card.",
+    )
+    agent_headers = HeadersField(
+        label="Agent headers",
+        required=False,
+        help_text="spec.agent.headers: one per line, as Header-Name: ENV_VAR_NAME. The value is read from "
+        "that environment variable when the agent is called; it is never stored.",
+    )
+    output = _select("Output", _choices(manifest.Output), manifest.DEFAULT_OUTPUT, "spec.output")
+    thread_replies = _select(
+        "Thread replies",
+        _choices(manifest.ThreadReplies),
+        manifest.DEFAULT_THREAD_REPLIES,
+        "spec.chat.threadReplies",
+    )
+    acknowledgment_enabled = forms.BooleanField(
+        label="Acknowledgment reaction",
+        required=False,
+        initial=manifest.DEFAULT_ACKNOWLEDGMENT_ENABLED,
+        help_text="spec.chat.acknowledgment.enabled",
+    )
+    acknowledgment_emoji = forms.CharField(
+        label="Acknowledgment emoji",
+        required=False,
+        initial=manifest.DEFAULT_ACKNOWLEDGMENT_EMOJI,
+        help_text="spec.chat.acknowledgment.emoji: a bare reaction name such as eyes (no colons).",
+    )
+    progress = _select(
+        "Progress", _choices(manifest.Progress), manifest.DEFAULT_PROGRESS, "spec.chat.progress"
+    )
+    ask_user = forms.BooleanField(
+        label="Ask user",
+        required=False,
+        initial=manifest.DEFAULT_ASK_USER,
+        help_text="spec.interactions.askUser",
+    )
+    tool_approvals = forms.BooleanField(
+        label="Tool approvals",
+        required=False,
+        initial=manifest.DEFAULT_TOOL_APPROVALS,
+        help_text="spec.interactions.toolApprovals: kagent-v1 dialect only.",
+    )
+    approver_groups = forms.CharField(
+        required=False,
+        help_text="spec.interactions.approverGroups: Slack user group IDs, comma-separated, such as "
+        f"S0123456789; at most {manifest.MAX_APPROVER_GROUPS}. Empty: any non-bot channel member may decide.",
+    )
+    interaction_timeout = forms.CharField(
+        required=False,
+        initial=manifest.format_duration(manifest.DEFAULT_INTERACTION_TIMEOUT),
+        help_text="spec.interactions.timeout: such as 45s, 30m, 1h30m or 90d.",
+    )
+    thread_ttl = forms.CharField(
+        label="Thread TTL",
+        required=False,
+        initial=manifest.format_duration(manifest.DEFAULT_THREAD_TTL),
+        help_text="spec.session.threadTTL: such as 90d.",
+    )
+
+    class Meta:
+        model = Binding
+        fields = ["name"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        names = list(Connection.objects.order_by("name").values_list("name", flat=True))
+        self.fields["connection"].widget.choices = [("", "---------"), *((name, name) for name in names)]
+        if self.instance.pk:
+            self.initial.update(form_values(services.binding_spec(self.instance)))
+
+    def check(self, cleaned_data: dict[str, Any]) -> manifest.Validation:
+        def given(name: str) -> Any:
+            value = cleaned_data.get(name)
+            return None if value == "" else value  # null: the validator's "omitted"
+
+        document = _document(
+            manifest.Kind.BINDING,
+            cleaned_data.get("name"),
+            {
+                "connection": given("connection"),
+                "channels": split_list(cleaned_data.get("channels", "")),
+                "agent": {
+                    "url": given("agent_url"),
+                    "dialect": given("dialect"),
+                    "protocolVersion": given("protocol_version"),
+                    "headers": {
+                        header: {"fromEnv": variable}
+                        for header, variable in (cleaned_data.get("agent_headers") or {}).items()
+                    },
+                },
+                "output": given("output"),
+                "chat": {
+                    "threadReplies": given("thread_replies"),
+                    "acknowledgment": {
+                        "enabled": cleaned_data.get("acknowledgment_enabled", False),
+                        "emoji": given("acknowledgment_emoji"),
+                    },
+                    "progress": given("progress"),
+                },
+                "interactions": {
+                    "askUser": cleaned_data.get("ask_user", False),
+                    "toolApprovals": cleaned_data.get("tool_approvals", False),
+                    "approverGroups": split_list(cleaned_data.get("approver_groups", "")),
+                    "timeout": given("interaction_timeout"),
+                },
+                "session": {"threadTTL": given("thread_ttl")},
+            },
+        )
+        return services.check_binding(document, binding=self.instance)
+
+
+def _document(kind: manifest.Kind, name: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": manifest.API_VERSION,
+        "kind": kind.value,
+        "metadata": {"name": name or None},
+        "spec": spec,
+    }
+
+
+def form_values(spec: BindingSpec) -> dict[str, Any]:
+    """A Binding's spec as the form shows it."""
+    return {
+        "name": spec.name,
+        "connection": spec.connection,
+        "channels": ", ".join(spec.channels),
+        "agent_url": spec.agent.url,
+        "dialect": spec.agent.dialect.value,
+        "protocol_version": spec.agent.protocol_version.value,
+        "agent_headers": "\n".join(f"{header}: {variable}" for header, variable in spec.agent.headers),
+        "output": spec.output.value,
+        "thread_replies": spec.chat.thread_replies.value,
+        "acknowledgment_enabled": spec.chat.acknowledgment.enabled,
+        "acknowledgment_emoji": spec.chat.acknowledgment.emoji,
+        "progress": spec.chat.progress.value,
+        "ask_user": spec.interactions.ask_user,
+        "tool_approvals": spec.interactions.tool_approvals,
+        "approver_groups": ", ".join(spec.interactions.approver_groups),
+        "interaction_timeout": manifest.format_duration(spec.interactions.timeout),
+        "thread_ttl": manifest.format_duration(spec.session.thread_ttl),
+    }

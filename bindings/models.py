@@ -1,0 +1,175 @@
+"""Connections (Slack app installations) and Bindings (channels of a Connection → one agent).
+
+Secrets are never stored: a Connection and a Binding's agent headers keep the *names* of environment
+variables, and the values are read from the environment when they are needed. The operator writes
+these rows with manifests (``manage.py apply``) or the admin; both go through ``bindings.services``.
+"""
+
+from __future__ import annotations
+
+import os
+from enum import StrEnum
+
+from django.db import models
+
+from bindings import manifest
+
+
+class MissingSecret(Exception):
+    """An environment variable that a Connection or Binding refers to is not set (or is empty)."""
+
+    def __init__(self, subject: str, path: str, variable: str) -> None:
+        self.subject = subject
+        self.path = path
+        self.variable = variable
+        super().__init__(f"{subject}: {path}: environment variable {variable} is not set or is empty")
+
+
+def _read_env(subject: str, path: str, variable: str) -> str:
+    value = os.environ.get(variable, "")
+    if not value:
+        raise MissingSecret(subject, path, variable)
+    return value
+
+
+def _choices(enum: type[StrEnum]) -> list[tuple[str, str]]:
+    return [(member.value, member.value) for member in enum]
+
+
+class Connection(models.Model):
+    """One Slack app installation: where its bot token, signing secret and app-level token are found.
+
+    ``team_id`` and ``bot_user_id`` are learned at runtime from ``auth.test``; they are not part of
+    the manifest, and applying a manifest leaves them alone.
+    """
+
+    name = models.SlugField(max_length=manifest.NAME_MAX_LENGTH, unique=True)
+    bot_token_env = models.CharField(
+        "bot token variable",
+        max_length=manifest.ENV_NAME_MAX_LENGTH,
+        help_text="The name of the environment variable that holds the bot token (xoxb-…).",
+    )
+    signing_secret_env = models.CharField(
+        "signing secret variable",
+        max_length=manifest.ENV_NAME_MAX_LENGTH,
+        help_text="The name of the environment variable that holds the app's signing secret.",
+    )
+    app_token_env = models.CharField(
+        "app token variable",
+        max_length=manifest.ENV_NAME_MAX_LENGTH,
+        blank=True,
+        help_text="The name of the environment variable that holds the app-level token (xapp-…), "
+        "for Socket Mode. Empty: events arrive over HTTP.",
+    )
+    team_id = models.CharField(max_length=32, blank=True)
+    bot_user_id = models.CharField(max_length=32, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def subject(self) -> str:
+        return manifest.subject_for(manifest.Kind.CONNECTION.value, self.name)
+
+    @property
+    def socket_mode(self) -> bool:
+        return bool(self.app_token_env)
+
+    def bot_token(self) -> str:
+        return _read_env(self.subject, "spec.botToken", self.bot_token_env)
+
+    def signing_secret(self) -> str:
+        return _read_env(self.subject, "spec.signingSecret", self.signing_secret_env)
+
+    def app_token(self) -> str | None:
+        """The app-level token, or None when the Connection does not use Socket Mode."""
+        if not self.app_token_env:
+            return None
+        return _read_env(self.subject, "spec.appToken", self.app_token_env)
+
+
+class Binding(models.Model):
+    """One configured bridge: channels of a Connection → one agent endpoint, and how threads behave.
+
+    The fields mirror the manifest's ``spec`` (bindings/manifest.py has the defaults and the rules).
+    ``agent_headers`` maps a header name to the name of the environment variable holding its value:
+    the Binding's service identity toward the agent.
+    """
+
+    Dialect = manifest.Dialect
+    ProtocolVersion = manifest.ProtocolVersion
+    Output = manifest.Output
+    ThreadReplies = manifest.ThreadReplies
+    Progress = manifest.Progress
+
+    name = models.SlugField(max_length=manifest.NAME_MAX_LENGTH, unique=True)
+    connection = models.ForeignKey(Connection, on_delete=models.PROTECT, related_name="bindings")
+    agent_url = models.CharField("agent URL", max_length=manifest.URL_MAX_LENGTH)
+    dialect = models.CharField(
+        max_length=16, choices=_choices(Dialect), default=manifest.DEFAULT_DIALECT.value
+    )
+    protocol_version = models.CharField(
+        max_length=8, choices=_choices(ProtocolVersion), default=manifest.DEFAULT_PROTOCOL_VERSION.value
+    )
+    agent_headers = models.JSONField(default=dict, blank=True)
+    output = models.CharField(max_length=8, choices=_choices(Output), default=manifest.DEFAULT_OUTPUT.value)
+    thread_replies = models.CharField(
+        max_length=8, choices=_choices(ThreadReplies), default=manifest.DEFAULT_THREAD_REPLIES.value
+    )
+    acknowledgment_enabled = models.BooleanField(default=manifest.DEFAULT_ACKNOWLEDGMENT_ENABLED)
+    acknowledgment_emoji = models.CharField(
+        max_length=manifest.EMOJI_MAX_LENGTH, default=manifest.DEFAULT_ACKNOWLEDGMENT_EMOJI
+    )
+    progress = models.CharField(
+        max_length=24, choices=_choices(Progress), default=manifest.DEFAULT_PROGRESS.value
+    )
+    ask_user = models.BooleanField(default=manifest.DEFAULT_ASK_USER)
+    tool_approvals = models.BooleanField(default=manifest.DEFAULT_TOOL_APPROVALS)
+    approver_groups = models.JSONField(default=list, blank=True)
+    interaction_timeout = models.DurationField(default=manifest.DEFAULT_INTERACTION_TIMEOUT)
+    thread_ttl = models.DurationField("thread TTL", default=manifest.DEFAULT_THREAD_TTL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def subject(self) -> str:
+        return manifest.subject_for(manifest.Kind.BINDING.value, self.name)
+
+    def channel_ids(self) -> list[str]:
+        return sorted(channel.channel_id for channel in self.channels.all())
+
+    def agent_headers_resolved(self) -> dict[str, str]:
+        """The headers to send to the agent, with each value read from its environment variable."""
+        return {
+            header: _read_env(self.subject, f"spec.agent.headers.{header}", variable)
+            for header, variable in sorted(self.agent_headers.items())
+        }
+
+
+class BindingChannel(models.Model):
+    """A channel of a Binding. ``connection`` repeats the Binding's so the database itself refuses
+    a channel bound twice on one Connection (services keep the two in step)."""
+
+    binding = models.ForeignKey(Binding, on_delete=models.CASCADE, related_name="channels")
+    connection = models.ForeignKey(Connection, on_delete=models.PROTECT, related_name="+")
+    channel_id = models.CharField("channel ID", max_length=manifest.SLACK_ID_MAX_LENGTH)
+
+    class Meta:
+        ordering = ["channel_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["connection", "channel_id"], name="bindings_channel_bound_once"),
+        ]
+
+    def __str__(self) -> str:
+        return self.channel_id

@@ -1,0 +1,340 @@
+"""Writing and reading Connections and Bindings: manifests in and out, the admin's checks, and lookups.
+
+Every write of a Connection or Binding goes through ``save_connection`` / ``save_binding`` after
+``bindings.manifest.validate`` has accepted it: ``apply_manifests`` (``manage.py apply``) and the admin
+share the validator and the write path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from bindings import manifest
+from bindings.manifest import (
+    BindingSpec,
+    ConnectionSpec,
+    Document,
+    ManifestWarning,
+    Problem,
+    Validation,
+)
+from bindings.models import Binding, BindingChannel, Connection
+
+CREATED = "created"
+CONFIGURED = "configured"
+UNCHANGED = "unchanged"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What applying did (or, in a dry run, would do) to one resource, as kubectl reports it."""
+
+    kind: str
+    name: str
+    action: str  # created | configured | unchanged
+    changes: tuple[str, ...] = ()  # the manifest paths that a "configured" changes
+    dry_run: bool = False
+
+    def __str__(self) -> str:
+        text = f"{self.kind.lower()}/{self.name} {self.action}"
+        if self.dry_run:
+            text += " (dry run)"
+        if self.changes:
+            text += ": " + ", ".join(self.changes)
+        return text
+
+
+@dataclass
+class ApplyResult:
+    dry_run: bool = False
+    outcomes: list[Outcome] = field(default_factory=list)
+    errors: list[Problem] = field(default_factory=list)
+    warnings: list[ManifestWarning] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    @property
+    def changed(self) -> bool:
+        return any(outcome.action != UNCHANGED for outcome in self.outcomes)
+
+    def summary(self) -> str:
+        if self.errors:
+            count = len(self.errors)
+            return f"Refused: {count} error{'s' if count != 1 else ''}; nothing was written."
+        counts = {action: 0 for action in (CREATED, CONFIGURED, UNCHANGED)}
+        for outcome in self.outcomes:
+            counts[outcome.action] += 1
+        if self.dry_run:
+            return (
+                f"Dry run, nothing was written: {counts[CREATED]} to create, "
+                f"{counts[CONFIGURED]} to configure, {counts[UNCHANGED]} unchanged."
+            )
+        if not self.changed:
+            return f"Nothing changed: {counts[UNCHANGED]} unchanged."
+        return f"Applied: {counts[CREATED]} created, {counts[CONFIGURED]} configured, {counts[UNCHANGED]} unchanged."
+
+
+# --- Lookups -----------------------------------------------------------------------------------------
+
+
+def binding_for_channel(connection: Connection | int, channel_id: str) -> Binding | None:
+    """The Binding that owns a channel of a Connection, with its Connection, in one query."""
+    return (
+        Binding.objects.select_related("connection")
+        .filter(channels__connection=connection, channels__channel_id=channel_id)
+        .first()
+    )
+
+
+def connection_spec(connection: Connection) -> ConnectionSpec:
+    return ConnectionSpec(
+        name=connection.name,
+        bot_token_env=connection.bot_token_env,
+        signing_secret_env=connection.signing_secret_env,
+        app_token_env=connection.app_token_env or None,
+    )
+
+
+def binding_spec(binding: Binding) -> BindingSpec:
+    """The spec a Binding row holds (reads its channels, so prefetch them when reading many)."""
+    return BindingSpec(
+        name=binding.name,
+        connection=binding.connection.name,
+        channels=tuple(sorted(channel.channel_id for channel in binding.channels.all())),
+        agent=manifest.AgentSpec(
+            url=binding.agent_url,
+            dialect=manifest.Dialect(binding.dialect),
+            protocol_version=manifest.ProtocolVersion(binding.protocol_version),
+            headers=manifest.sort_headers(binding.agent_headers.items()),
+        ),
+        output=manifest.Output(binding.output),
+        chat=manifest.ChatSpec(
+            thread_replies=manifest.ThreadReplies(binding.thread_replies),
+            acknowledgment=manifest.AcknowledgmentSpec(
+                enabled=binding.acknowledgment_enabled, emoji=binding.acknowledgment_emoji
+            ),
+            progress=manifest.Progress(binding.progress),
+        ),
+        interactions=manifest.InteractionsSpec(
+            ask_user=binding.ask_user,
+            tool_approvals=binding.tool_approvals,
+            approver_groups=tuple(binding.approver_groups),
+            timeout=binding.interaction_timeout,
+        ),
+        session=manifest.SessionSpec(thread_ttl=binding.thread_ttl),
+    )
+
+
+def binding_warnings(binding: Binding) -> list[ManifestWarning]:
+    return manifest.binding_warnings(binding_spec(binding))
+
+
+# --- Validation against the database -----------------------------------------------------------------
+
+
+def existing_state(*, exclude_binding: int | None = None) -> dict[str, Any]:
+    """What the validator needs to know of the database, as plain data (see ``manifest.validate``)."""
+    channels = BindingChannel.objects.values_list("connection__name", "channel_id", "binding__name")
+    if exclude_binding is not None:
+        channels = channels.exclude(binding_id=exclude_binding)
+    return {
+        "connections": set(Connection.objects.values_list("name", flat=True)),
+        "bound_channels": {(connection, channel): owner for connection, channel, owner in channels},
+    }
+
+
+def check_connection(document: Mapping[str, Any]) -> Validation:
+    """Validate one Connection manifest (as a dict) the way ``apply`` would: the admin form's check."""
+    return manifest.validate([Document(data=document)])
+
+
+def check_binding(document: Mapping[str, Any], *, binding: Binding | None = None) -> Validation:
+    """Validate one Binding manifest (as a dict) the way ``apply`` would: the admin form's check.
+
+    ``binding`` is the row being edited, whose own channels do not count as taken.
+    """
+    exclude = binding.pk if binding is not None and binding.pk else None
+    return manifest.validate([Document(data=document)], **existing_state(exclude_binding=exclude))
+
+
+# --- Writes ------------------------------------------------------------------------------------------
+
+_CONNECTION_FIELDS = ["name", "bot_token_env", "signing_secret_env", "app_token_env"]
+
+
+def connection_fields(spec: ConnectionSpec) -> dict[str, Any]:
+    return {
+        "name": spec.name,
+        "bot_token_env": spec.bot_token_env,
+        "signing_secret_env": spec.signing_secret_env,
+        "app_token_env": spec.app_token_env or "",
+    }
+
+
+def binding_fields(spec: BindingSpec) -> dict[str, Any]:
+    """The Binding row's values for a spec (its connection and channels aside)."""
+    return {
+        "name": spec.name,
+        "agent_url": spec.agent.url,
+        "dialect": spec.agent.dialect.value,
+        "protocol_version": spec.agent.protocol_version.value,
+        "agent_headers": dict(spec.agent.headers),
+        "output": spec.output.value,
+        "thread_replies": spec.chat.thread_replies.value,
+        "acknowledgment_enabled": spec.chat.acknowledgment.enabled,
+        "acknowledgment_emoji": spec.chat.acknowledgment.emoji,
+        "progress": spec.chat.progress.value,
+        "ask_user": spec.interactions.ask_user,
+        "tool_approvals": spec.interactions.tool_approvals,
+        "approver_groups": list(spec.interactions.approver_groups),
+        "interaction_timeout": spec.interactions.timeout,
+        "thread_ttl": spec.session.thread_ttl,
+    }
+
+
+@transaction.atomic
+def save_connection(spec: ConnectionSpec, connection: Connection | None = None) -> Connection:
+    """Write a validated spec to ``connection`` (a new row when None). Runtime fields are left alone."""
+    connection = connection if connection is not None else Connection()
+    for name, value in connection_fields(spec).items():
+        setattr(connection, name, value)
+    if connection.pk is None:
+        connection.save()
+    else:
+        connection.save(update_fields=[*_CONNECTION_FIELDS, "updated_at"])
+    return connection
+
+
+@transaction.atomic
+def save_binding(spec: BindingSpec, binding: Binding | None = None) -> Binding:
+    """Write a validated spec to ``binding`` (a new row when None), channels included."""
+    binding = binding if binding is not None else Binding()
+    values = binding_fields(spec)
+    for name, value in values.items():
+        setattr(binding, name, value)
+    binding.connection = Connection.objects.get(name=spec.connection)
+    if binding.pk is None:
+        binding.save()
+    else:
+        binding.save(update_fields=[*values, "connection", "updated_at"])
+    _release_channels(binding, spec.channels)
+    held = set(binding.channels.values_list("channel_id", flat=True))
+    BindingChannel.objects.bulk_create(
+        BindingChannel(binding=binding, connection_id=binding.connection_id, channel_id=channel)
+        for channel in spec.channels
+        if channel not in held
+    )
+    return binding
+
+
+def _release_channels(binding: Binding, keep: Sequence[str]) -> None:
+    """Delete the Binding's channels that ``keep`` drops, or that belong to another Connection."""
+    binding.channels.exclude(connection_id=binding.connection_id, channel_id__in=list(keep)).delete()
+
+
+# --- Manifests ---------------------------------------------------------------------------------------
+
+
+def apply_manifests(text: str | Sequence[Document], dry_run: bool = False) -> ApplyResult:
+    """Apply manifests (YAML text, or documents already parsed): all of them, or nothing.
+
+    Everything is validated first; a single refusal means nothing is written. Connections are
+    written before Bindings. A resource that the input leaves as it is is reported unchanged and not
+    written, so applying the same input twice changes nothing. Resources the input does not name are
+    left alone (there is no pruning).
+    """
+    if isinstance(text, str):
+        documents, errors = manifest.parse_documents(text)
+        if errors:
+            return ApplyResult(dry_run=dry_run, errors=errors)
+    else:
+        documents = list(text)
+    if not documents:
+        return ApplyResult(dry_run=dry_run, errors=[Problem("input", "", "there are no manifests to apply")])
+
+    try:
+        with transaction.atomic():
+            validation = manifest.validate(documents, **existing_state())
+            result = ApplyResult(dry_run=dry_run, errors=validation.errors, warnings=validation.warnings)
+            if validation.ok:
+                result.outcomes = _apply(validation, dry_run)
+    except IntegrityError as exc:
+        message = (
+            f"the database refused the change, perhaps because of another change made at the same time: {exc}"
+        )
+        return ApplyResult(dry_run=dry_run, errors=[Problem("input", "", f"{message}; nothing was written")])
+    return result
+
+
+def _apply(validation: Validation, dry_run: bool) -> list[Outcome]:
+    outcomes = []
+    connections = Connection.objects.in_bulk(
+        [spec.name for spec in validation.connections], field_name="name"
+    )
+    connection_plan = []
+    for conn_spec in validation.connections:
+        existing = connections.get(conn_spec.name)
+        outcome = _outcome("Connection", conn_spec, connection_spec(existing) if existing else None, dry_run)
+        outcomes.append(outcome)
+        connection_plan.append((conn_spec, existing, outcome))
+
+    bindings = {
+        binding.name: binding
+        for binding in Binding.objects.select_related("connection")
+        .prefetch_related("channels")
+        .filter(name__in=[spec.name for spec in validation.bindings])
+    }
+    binding_plan = []
+    for spec in validation.bindings:
+        existing_binding = bindings.get(spec.name)
+        outcome = _outcome(
+            "Binding", spec, binding_spec(existing_binding) if existing_binding else None, dry_run
+        )
+        outcomes.append(outcome)
+        binding_plan.append((spec, existing_binding, outcome))
+
+    if dry_run:
+        return outcomes
+    for conn_spec, existing, outcome in connection_plan:
+        if outcome.action != UNCHANGED:
+            save_connection(conn_spec, existing)
+    # A channel may move between two Bindings of this input: free every channel given up first.
+    for spec, existing_binding, outcome in binding_plan:
+        if existing_binding is not None and outcome.action != UNCHANGED:
+            existing_binding.connection = Connection.objects.get(name=spec.connection)
+            _release_channels(existing_binding, spec.channels)
+    for spec, existing_binding, outcome in binding_plan:
+        if outcome.action != UNCHANGED:
+            save_binding(spec, existing_binding)
+    return outcomes
+
+
+def _outcome(
+    kind: str,
+    spec: ConnectionSpec | BindingSpec,
+    existing: ConnectionSpec | BindingSpec | None,
+    dry_run: bool,
+) -> Outcome:
+    if existing is None:
+        return Outcome(kind, spec.name, CREATED, dry_run=dry_run)
+    if existing == spec:
+        return Outcome(kind, spec.name, UNCHANGED, dry_run=dry_run)
+    return Outcome(
+        kind, spec.name, CONFIGURED, tuple(manifest.changed_fields(existing, spec)), dry_run=dry_run
+    )
+
+
+def export_manifests() -> str:
+    """Every Connection, then every Binding, as manifests that ``apply_manifests`` takes back unchanged."""
+    specs: list[ConnectionSpec | BindingSpec] = [
+        connection_spec(c) for c in Connection.objects.order_by("name")
+    ]
+    bindings = Binding.objects.select_related("connection").prefetch_related("channels").order_by("name")
+    specs.extend(binding_spec(binding) for binding in bindings)
+    return manifest.dump_manifests(specs) if specs else ""

@@ -1,0 +1,21 @@
+"""The fixed sentences a thread is told when a turn cannot be answered. Each says what happened and
+what the person can do."""
+
+EXPIRED = "This conversation has expired. Mention me in the channel to start a new one."
+TASK_FAILED = "The agent ran into an error and stopped before finishing. Reply here to try again."
+TASK_REJECTED = "The agent declined this request. Reply here to rephrase it or ask something else."
+TASK_CANCELED = "The agent's task was cancelled before it finished. Reply here to start it again."
+AGENT_UNREACHABLE = (
+    "The agent could not be reached, so this message was not answered. Reply here to try again in a moment."
+)
+AGENT_GARBLED = (
+    "The agent sent a response I could not read, so this message was not answered. "
+    "Reply here to try again; if it keeps happening, tell whoever runs the agent."
+)
+CONVERSATION_GONE = (
+    "The agent no longer has this conversation. Your next message here starts a new one with the agent."
+)
+QUESTION_NOT_ENABLED = (
+    "The agent stopped to ask a question, but questions are turned off here, so its task was cancelled. "
+    "Reply with more detail to try again."
+)

@@ -1,0 +1,410 @@
+"""The admin lists and edits Connections and Bindings with the loader's checks, and shows no secret."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.messages import get_messages
+from django.urls import reverse
+
+from bindings import manifest
+from bindings.models import Binding, Connection
+from tests.factories import BindingFactory, ConnectionFactory
+
+from .manifests import binding, documents, errors_of
+
+pytestmark = pytest.mark.django_db
+
+WARNING = (
+    'Binding "ops": spec.interactions.toolApprovals is true but approverGroups is empty: '
+    "any non-bot member of the channel may decide approvals"
+)
+
+
+@pytest.fixture
+def acme():
+    return ConnectionFactory(name="acme")
+
+
+def binding_form(**fields: Any) -> dict[str, Any]:
+    """What the add form posts for the minimal Binding, with some fields changed."""
+    data = {
+        "name": "ops",
+        "connection": "acme",
+        "channels": "C0123456789",
+        "agent_url": "http://127.0.0.1:8083/",
+        "dialect": "a2a",
+        "protocol_version": "auto",
+        "agent_headers": "",
+        "output": "live",
+        "thread_replies": "all",
+        "acknowledgment_enabled": "on",
+        "acknowledgment_emoji": "hourglass_flowing_sand",
+        "progress": "steps-and-activity",
+        "approver_groups": "",
+        "interaction_timeout": "30m",
+        "thread_ttl": "90d",
+    }
+    data.update(fields)
+    return {key: value for key, value in data.items() if value is not None}
+
+
+def form_errors(response) -> list[str]:
+    form = response.context["adminform"].form
+    return [str(error) for errors in form.errors.values() for error in errors]
+
+
+def messages_of(response) -> list[str]:
+    return [str(message) for message in get_messages(response.wsgi_request)]
+
+
+# --- Connections -------------------------------------------------------------------------------------
+
+
+def test_the_connection_list_shows_names_variables_and_binding_counts(admin_client, acme):
+    BindingFactory(connection=acme)
+
+    response = admin_client.get(reverse("admin:bindings_connection_changelist"))
+
+    assert response.status_code == 200
+    content = response.content.decode()
+    assert "acme" in content
+    assert "SLACK_BOT_TOKEN" in content
+
+
+def test_a_connection_is_added_from_variable_names(admin_client):
+    response = admin_client.post(
+        reverse("admin:bindings_connection_add"),
+        {
+            "name": "acme",
+            "bot_token_env": "ACME_BOT",
+            "signing_secret_env": "ACME_SIGNING",
+            "app_token_env": "",
+        },
+    )
+
+    assert response.status_code == 302
+    assert Connection.objects.filter(
+        name="acme", bot_token_env="ACME_BOT", signing_secret_env="ACME_SIGNING", app_token_env=""
+    ).exists()
+
+
+def test_a_connection_form_refuses_with_the_loaders_words(admin_client):
+    response = admin_client.post(
+        reverse("admin:bindings_connection_add"),
+        {"name": "acme", "bot_token_env": "xoxb-not-a-name", "signing_secret_env": "", "app_token_env": ""},
+    )
+
+    assert response.status_code == 200
+    form = response.context["adminform"].form
+    assert form.errors["bot_token_env"] == [
+        'Connection "acme": spec.botToken.fromEnv: must be an environment variable name: letters, digits '
+        "and underscores, not starting with a digit, at most 255 characters"
+    ]
+    assert form.errors["signing_secret_env"] == ['Connection "acme": spec.signingSecret: is required']
+    assert not Connection.objects.exists()
+
+
+def test_editing_a_connection_keeps_what_was_learned_from_slack(admin_client, acme):
+    Connection.objects.filter(pk=acme.pk).update(team_id="T01", bot_user_id="U01")
+
+    response = admin_client.post(
+        reverse("admin:bindings_connection_change", args=[acme.pk]),
+        {
+            "name": "acme",
+            "bot_token_env": "NEW_BOT",
+            "signing_secret_env": "NEW_SIGNING",
+            "app_token_env": "APP",
+        },
+    )
+
+    assert response.status_code == 302
+    assert Connection.objects.filter(pk=acme.pk, bot_token_env="NEW_BOT", app_token_env="APP", team_id="T01")
+
+
+def test_the_connection_page_shows_whether_each_variable_is_set_but_never_its_value(
+    admin_client, monkeypatch
+):
+    monkeypatch.setenv("ACME_BOT", "xoxb-very-secret-token")
+    monkeypatch.delenv("ACME_SIGNING", raising=False)
+    connection = ConnectionFactory(name="acme", bot_token_env="ACME_BOT", signing_secret_env="ACME_SIGNING")
+
+    change = admin_client.get(
+        reverse("admin:bindings_connection_change", args=[connection.pk])
+    ).content.decode()
+    listing = admin_client.get(reverse("admin:bindings_connection_changelist")).content.decode()
+
+    assert "botToken: <code>ACME_BOT</code> (set)" in change
+    assert "signingSecret: <code>ACME_SIGNING</code> (not set)" in change
+    assert "xoxb-very-secret-token" not in change
+    assert "xoxb-very-secret-token" not in listing
+
+
+# --- Bindings ----------------------------------------------------------------------------------------
+
+
+def test_the_binding_list_shows_channels_and_agents(admin_client):
+    BindingFactory(name="ops", channels=["C0123456789", "C0987654321"])
+
+    content = admin_client.get(reverse("admin:bindings_binding_changelist")).content.decode()
+
+    assert "C0123456789, C0987654321" in content
+    assert "http://127.0.0.1:8083/" in content
+
+
+def test_a_binding_is_added_with_its_channels(admin_client, acme):
+    response = admin_client.post(
+        reverse("admin:bindings_binding_add"),
+        binding_form(channels="C0123456789, C0987654321", agent_headers="Authorization: OPS_AGENT_TOKEN"),
+    )
+
+    assert response.status_code == 302
+    saved = Binding.objects.get(name="ops")
+    assert saved.connection == acme
+    assert saved.channel_ids() == ["C0123456789", "C0987654321"]
+    assert saved.agent_headers == {"Authorization": "OPS_AGENT_TOKEN"}
+    assert saved.interaction_timeout.total_seconds() == 1800
+
+
+def test_a_binding_saved_by_the_admin_exports_like_one_applied(admin_client, acme):
+    from bindings import services
+
+    admin_client.post(reverse("admin:bindings_binding_add"), binding_form())
+    exported = services.export_manifests()
+
+    assert [str(o) for o in services.apply_manifests(exported).outcomes] == [
+        "connection/acme unchanged",
+        "binding/ops unchanged",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("fields", "document", "field"),
+    [
+        pytest.param(
+            {"interaction_timeout": "30 minutes"},
+            binding(interactions={"timeout": "30 minutes"}),
+            "interaction_timeout",
+            id="bad duration",
+        ),
+        pytest.param(
+            {"acknowledgment_emoji": ":eyes:"},
+            binding(chat={"acknowledgment": {"emoji": ":eyes:"}}),
+            "acknowledgment_emoji",
+            id="emoji with colons",
+        ),
+        pytest.param(
+            {
+                "tool_approvals": "on",
+                "dialect": "kagent-v1",
+                "approver_groups": ",".join(f"S{i:02d}" for i in range(11)),
+            },
+            binding(
+                agent={"url": "http://127.0.0.1:8083/", "dialect": "kagent-v1"},
+                interactions={"toolApprovals": True, "approverGroups": [f"S{i:02d}" for i in range(11)]},
+            ),
+            "approver_groups",
+            id="more than 10 approver groups",
+        ),
+        pytest.param(
+            {"tool_approvals": "on", "dialect": "kagent-v1", "approver_groups": "S01, , S02, S01"},
+            binding(
+                agent={"url": "http://127.0.0.1:8083/", "dialect": "kagent-v1"},
+                interactions={"toolApprovals": True, "approverGroups": ["S01", "", "S02", "S01"]},
+            ),
+            "approver_groups",
+            id="empty and duplicate approver groups",
+        ),
+        pytest.param(
+            {"approver_groups": "S01"},
+            binding(interactions={"approverGroups": ["S01"]}),
+            "approver_groups",
+            id="approver groups without toolApprovals",
+        ),
+        pytest.param(
+            {"tool_approvals": "on"},
+            binding(interactions={"toolApprovals": True}),
+            "tool_approvals",
+            id="toolApprovals on a2a",
+        ),
+        pytest.param(
+            {"connection": "globex"},
+            binding(connection="globex"),
+            "connection",
+            id="unknown connection",
+        ),
+        pytest.param(
+            {"channels": "C0123456789, general"},
+            binding(channels=["C0123456789", "general"]),
+            "channels",
+            id="bad channel",
+        ),
+        pytest.param(
+            {"output": "stream"},
+            binding(output="stream"),
+            "output",
+            id="value outside the choices",
+        ),
+        pytest.param(
+            {"agent_url": ""},
+            binding(agent={"dialect": "a2a", "protocolVersion": "auto"}),
+            "agent_url",
+            id="missing agent url",
+        ),
+    ],
+)
+def test_the_binding_form_refuses_with_the_loaders_words_on_the_right_field(
+    admin_client, acme, fields, document, field
+):
+    response = admin_client.post(reverse("admin:bindings_binding_add"), binding_form(**fields))
+
+    assert response.status_code == 200
+    form = response.context["adminform"].form
+    expected = errors_of(document)
+    assert expected
+    assert form.errors[field] == expected
+    assert form_errors(response) == expected
+    assert not Binding.objects.exists()
+
+
+def test_the_binding_form_refuses_a_channel_bound_to_another_binding(admin_client, acme):
+    BindingFactory(name="other", connection=acme, channels=["C0123456789"])
+
+    response = admin_client.post(reverse("admin:bindings_binding_add"), binding_form())
+
+    assert response.context["adminform"].form.errors["channels"] == [
+        'Binding "ops": spec.channels[0]: channel C0123456789 is already bound to Binding "other" '
+        'on Connection "acme"'
+    ]
+
+
+def test_a_binding_keeps_its_own_channels_when_edited(admin_client, acme):
+    existing = BindingFactory(name="ops", connection=acme, channels=["C0123456789"])
+
+    response = admin_client.post(
+        reverse("admin:bindings_binding_change", args=[existing.pk]),
+        binding_form(channels="C0123456789, C0000000001", output="final"),
+    )
+
+    assert response.status_code == 302
+    existing.refresh_from_db()
+    assert existing.output == "final"
+    assert existing.channel_ids() == ["C0000000001", "C0123456789"]
+
+
+def test_a_renamed_binding_keeps_its_channels(admin_client, acme):
+    existing = BindingFactory(name="ops", connection=acme, channels=["C0123456789"])
+
+    response = admin_client.post(
+        reverse("admin:bindings_binding_change", args=[existing.pk]), binding_form(name="ops-renamed")
+    )
+
+    assert response.status_code == 302
+    assert Binding.objects.get(pk=existing.pk).name == "ops-renamed"
+
+
+def test_a_binding_name_already_taken_is_refused(admin_client, acme):
+    BindingFactory(name="ops", connection=acme, channels=["C0000000001"])
+
+    response = admin_client.post(reverse("admin:bindings_binding_add"), binding_form())
+
+    assert response.context["adminform"].form.errors["name"] == ["Binding with this Name already exists."]
+
+
+def test_a_header_line_without_a_colon_is_refused(admin_client, acme):
+    response = admin_client.post(
+        reverse("admin:bindings_binding_add"), binding_form(agent_headers="Authorization")
+    )
+
+    assert response.context["adminform"].form.errors["agent_headers"] == [
+        "line 1: write each header as Header-Name: ENV_VAR_NAME"
+    ]
+
+
+def test_the_change_page_shows_the_binding_as_it_is(admin_client, acme):
+    existing = BindingFactory(
+        name="ops",
+        connection=acme,
+        channels=["C0123456789"],
+        dialect="kagent-v1",
+        tool_approvals=True,
+        approver_groups=["S0000000001", "S0000000002"],
+        agent_headers={"Authorization": "OPS_AGENT_TOKEN"},
+    )
+
+    response = admin_client.get(reverse("admin:bindings_binding_change", args=[existing.pk]))
+
+    initial = response.context["adminform"].form.initial
+    assert initial["channels"] == "C0123456789"
+    assert initial["approver_groups"] == "S0000000001, S0000000002"
+    assert initial["agent_headers"] == "Authorization: OPS_AGENT_TOKEN"
+    assert initial["interaction_timeout"] == "30m"
+    assert initial["thread_ttl"] == "90d"
+    assert initial["connection"] == "acme"
+
+
+# --- The warning -------------------------------------------------------------------------------------
+
+
+def test_tool_approvals_without_groups_is_saved_with_the_loaders_warning(admin_client, acme):
+    response = admin_client.post(
+        reverse("admin:bindings_binding_add"),
+        binding_form(dialect="kagent-v1", tool_approvals="on"),
+        follow=True,
+    )
+
+    loaders = manifest.validate(
+        documents(
+            binding(agent={"url": "http://a/", "dialect": "kagent-v1"}, interactions={"toolApprovals": True})
+        ),
+        connections=["acme"],
+    ).warnings
+    assert Binding.objects.get(name="ops").tool_approvals
+    assert [str(w) for w in loaders] == [WARNING]
+    assert WARNING in messages_of(response)
+
+
+def test_the_change_page_of_such_a_binding_shows_the_warning_once(admin_client, acme):
+    response = admin_client.post(
+        reverse("admin:bindings_binding_add"),
+        binding_form(dialect="kagent-v1", tool_approvals="on", _continue="1"),
+        follow=True,
+    )
+
+    assert messages_of(response).count(WARNING) == 1
+    assert response.content.decode().count("any non-bot member of the channel may decide approvals") == 1
+
+    again = admin_client.get(
+        reverse("admin:bindings_binding_change", args=[Binding.objects.get(name="ops").pk])
+    )
+    assert messages_of(again).count(WARNING) == 1
+
+
+def test_a_binding_with_approver_groups_has_no_warning(admin_client, acme):
+    existing = BindingFactory(
+        connection=acme, dialect="kagent-v1", tool_approvals=True, approver_groups=["S01"]
+    )
+
+    response = admin_client.get(reverse("admin:bindings_binding_change", args=[existing.pk]))
+
+    assert messages_of(response) == []
+
+
+# --- Secrets -----------------------------------------------------------------------------------------
+
+
+def test_no_page_renders_a_header_secret(admin_client, acme, monkeypatch):
+    monkeypatch.setenv("OPS_AGENT_TOKEN", "Bearer very-secret-agent-token")
+    existing = BindingFactory(name="ops", connection=acme, agent_headers={"Authorization": "OPS_AGENT_TOKEN"})
+
+    pages = [
+        admin_client.get(reverse("admin:bindings_binding_change", args=[existing.pk])),
+        admin_client.get(reverse("admin:bindings_binding_changelist")),
+        admin_client.get(reverse("admin:bindings_binding_add")),
+    ]
+
+    for page in pages:
+        assert page.status_code == 200
+        assert "very-secret-agent-token" not in page.content.decode()
+    assert "Authorization: <code>OPS_AGENT_TOKEN</code> (set)" in pages[0].content.decode()

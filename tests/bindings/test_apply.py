@@ -1,0 +1,336 @@
+"""Applying and exporting manifests: all or nothing, idempotent, and round-tripping."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from bindings import services
+from bindings.models import Binding, BindingChannel, Connection
+from tests.factories import BindingFactory, ConnectionFactory
+
+from .manifests import CONNECTION, EXAMPLE, MINIMAL_BINDING, as_yaml, binding, varied
+
+pytestmark = pytest.mark.django_db
+
+
+def snapshot() -> dict[str, Any]:
+    """Every row of the bindings app, timestamps included: equal snapshots mean nothing was written."""
+    return {
+        "connections": list(Connection.objects.order_by("pk").values()),
+        "bindings": list(Binding.objects.order_by("pk").values()),
+        "channels": list(BindingChannel.objects.order_by("pk").values()),
+    }
+
+
+def lines(result: services.ApplyResult) -> list[str]:
+    return [str(outcome) for outcome in result.outcomes]
+
+
+# --- apply -------------------------------------------------------------------------------------------
+
+
+def test_applying_the_example_creates_the_connection_then_the_binding():
+    result = services.apply_manifests(EXAMPLE)
+
+    assert result.ok
+    assert lines(result) == ["connection/acme created", "binding/ops created"]
+    assert result.summary() == "Applied: 2 created, 0 configured, 0 unchanged."
+    binding = Binding.objects.get(name="ops")
+    assert binding.connection == Connection.objects.get(name="acme", app_token_env="SLACK_APP_TOKEN")
+    assert binding.channel_ids() == ["C0123456789"]
+    assert binding.agent_headers == {"Authorization": "OPS_AGENT_TOKEN"}
+    assert (binding.dialect, binding.interaction_timeout, binding.thread_ttl) == (
+        "kagent-v1",
+        timedelta(minutes=30),
+        timedelta(days=90),
+    )
+
+
+def test_applying_the_same_manifests_twice_changes_nothing_and_says_so():
+    services.apply_manifests(EXAMPLE)
+    before = snapshot()
+
+    result = services.apply_manifests(EXAMPLE)
+
+    assert lines(result) == ["connection/acme unchanged", "binding/ops unchanged"]
+    assert not result.changed
+    assert result.summary() == "Nothing changed: 2 unchanged."
+    assert snapshot() == before
+
+
+def test_a_changed_field_configures_only_that_resource_and_names_the_field():
+    services.apply_manifests(EXAMPLE)
+    connection_before = Connection.objects.values().get(name="acme")
+
+    result = services.apply_manifests(EXAMPLE.replace("output: live", "output: final"))
+
+    assert lines(result) == ["connection/acme unchanged", "binding/ops configured: spec.output"]
+    assert Binding.objects.get(name="ops").output == "final"
+    assert Connection.objects.values().get(name="acme") == connection_before
+
+
+def test_an_omitted_field_is_set_back_to_its_default():
+    services.apply_manifests(as_yaml(CONNECTION, binding(output="final", chat={"progress": "steps"})))
+
+    result = services.apply_manifests(as_yaml(CONNECTION, MINIMAL_BINDING))
+
+    assert lines(result) == [
+        "connection/acme unchanged",
+        "binding/ops configured: spec.output, spec.chat.progress",
+    ]
+    assert Binding.objects.filter(name="ops", output="live", progress="steps-and-activity").exists()
+
+
+def test_a_dry_run_reports_what_would_change_and_writes_nothing():
+    services.apply_manifests(as_yaml(CONNECTION))
+    before = snapshot()
+
+    result = services.apply_manifests(EXAMPLE, dry_run=True)
+
+    assert lines(result) == [
+        "connection/acme configured (dry run): spec.appToken",
+        "binding/ops created (dry run)",
+    ]
+    assert result.summary() == "Dry run, nothing was written: 1 to create, 1 to configure, 0 unchanged."
+    assert snapshot() == before
+
+
+def test_one_refusal_writes_nothing_at_all():
+    services.apply_manifests(as_yaml(CONNECTION))
+    before = snapshot()
+    good = varied(binding(channels=["C0000000001"]), "metadata.name", "good")
+
+    result = services.apply_manifests(as_yaml(CONNECTION, good, binding(output="stream")))
+
+    assert [str(e) for e in result.errors] == [
+        'Binding "ops": spec.output: must be one of live, final (got "stream")'
+    ]
+    assert result.outcomes == []
+    assert result.summary() == "Refused: 1 error; nothing was written."
+    assert snapshot() == before
+
+
+def test_a_channel_held_by_a_binding_outside_the_input_is_refused():
+    BindingFactory(name="other", connection=ConnectionFactory(name="acme"), channels=["C0123456789"])
+
+    result = services.apply_manifests(as_yaml(MINIMAL_BINDING))
+
+    assert [str(e) for e in result.errors] == [
+        'Binding "ops": spec.channels[0]: channel C0123456789 is already bound to Binding "other" '
+        'on Connection "acme"'
+    ]
+
+
+def test_a_channel_may_move_between_two_bindings_of_one_input():
+    services.apply_manifests(
+        as_yaml(
+            CONNECTION,
+            binding(channels=["C0000000001", "C0000000002"]),
+            varied(binding(channels=["C0000000003"]), "metadata.name", "other"),
+        )
+    )
+
+    result = services.apply_manifests(
+        as_yaml(
+            binding(channels=["C0000000001"]),
+            varied(binding(channels=["C0000000002", "C0000000003"]), "metadata.name", "other"),
+        )
+    )
+
+    assert lines(result) == [
+        "binding/ops configured: spec.channels",
+        "binding/other configured: spec.channels",
+    ]
+    assert Binding.objects.get(name="ops").channel_ids() == ["C0000000001"]
+    assert Binding.objects.get(name="other").channel_ids() == ["C0000000002", "C0000000003"]
+
+
+def test_moving_a_binding_to_another_connection_moves_its_channels():
+    globex = varied(CONNECTION, "metadata.name", "globex")
+    services.apply_manifests(as_yaml(CONNECTION, globex, MINIMAL_BINDING))
+
+    result = services.apply_manifests(as_yaml(binding(connection="globex")))
+
+    assert lines(result) == ["binding/ops configured: spec.connection"]
+    channel = BindingChannel.objects.get()
+    assert (channel.connection.name, channel.binding.connection.name) == ("globex", "globex")
+
+
+def test_applying_leaves_what_was_learned_from_slack_alone():
+    services.apply_manifests(as_yaml(CONNECTION))
+    Connection.objects.filter(name="acme").update(team_id="T01", bot_user_id="U01")
+
+    services.apply_manifests(as_yaml(varied(CONNECTION, "spec.appToken", {"fromEnv": "SLACK_APP_TOKEN"})))
+
+    assert Connection.objects.filter(
+        name="acme", team_id="T01", bot_user_id="U01", app_token_env="SLACK_APP_TOKEN"
+    )
+
+
+def test_resources_the_input_does_not_name_are_left_alone():
+    BindingFactory(name="kept")
+
+    services.apply_manifests(EXAMPLE)
+
+    assert Binding.objects.filter(name="kept").exists()
+
+
+def test_an_input_without_manifests_is_refused():
+    assert [str(e) for e in services.apply_manifests("# nothing\n").errors] == [
+        "input: there are no manifests to apply"
+    ]
+
+
+# --- export ------------------------------------------------------------------------------------------
+
+
+def test_export_writes_back_what_was_applied():
+    services.apply_manifests(EXAMPLE)
+
+    exported = services.export_manifests()
+
+    assert exported.startswith("apiVersion: kourier/v1\nkind: Connection\nmetadata: {name: acme}\n")
+    assert "  channels: [C0123456789]\n" in exported
+    assert "      Authorization: {fromEnv: OPS_AGENT_TOKEN}\n" in exported
+
+
+def test_exported_manifests_apply_back_unchanged_and_export_the_same_text():
+    globex = ConnectionFactory(name="globex", app_token_env="GLOBEX_APP_TOKEN")
+    BindingFactory(
+        name="triage",
+        connection=globex,
+        channels=["C0000000002", "C0000000001"],
+        dialect="kagent-v1",
+        protocol_version="0.3",
+        agent_headers={"X-Tenant": "TRIAGE_TENANT", "Authorization": "TRIAGE_TOKEN"},
+        output="final",
+        thread_replies="mention",
+        acknowledgment_enabled=False,
+        acknowledgment_emoji="eyes",
+        progress="activity",
+        ask_user=True,
+        tool_approvals=True,
+        approver_groups=["S0000000002", "S0000000001"],
+        interaction_timeout=timedelta(hours=1, minutes=30),
+        thread_ttl=timedelta(days=7),
+    )
+    BindingFactory(name="plain", connection=globex)
+    exported = services.export_manifests()
+    before = snapshot()
+
+    result = services.apply_manifests(exported)
+
+    assert lines(result) == [
+        "connection/globex unchanged",
+        "binding/plain unchanged",
+        "binding/triage unchanged",
+    ]
+    assert snapshot() == before
+    assert services.export_manifests() == exported
+
+
+def test_an_empty_database_exports_nothing():
+    assert services.export_manifests() == ""
+
+
+# --- the commands ------------------------------------------------------------------------------------
+
+
+def test_the_apply_command_prints_one_line_per_resource(tmp_path, capsys):
+    path = tmp_path / "example.yaml"
+    path.write_text(EXAMPLE)
+
+    call_command("apply", "-f", str(path))
+    call_command("apply", "-f", str(path))
+
+    assert capsys.readouterr().out == (
+        "connection/acme created\n"
+        "binding/ops created\n"
+        "Applied: 2 created, 0 configured, 0 unchanged.\n"
+        "connection/acme unchanged\n"
+        "binding/ops unchanged\n"
+        "Nothing changed: 2 unchanged.\n"
+    )
+
+
+def test_the_apply_command_takes_several_files_together(tmp_path, capsys):
+    (tmp_path / "connection.yaml").write_text(as_yaml(CONNECTION))
+    (tmp_path / "binding.yaml").write_text(as_yaml(MINIMAL_BINDING))
+
+    call_command("apply", "-f", str(tmp_path / "binding.yaml"), "-f", str(tmp_path / "connection.yaml"))
+
+    assert capsys.readouterr().out.splitlines()[:2] == ["connection/acme created", "binding/ops created"]
+
+
+def test_the_apply_command_reads_standard_input(monkeypatch, capsys):
+    monkeypatch.setattr("sys.stdin", __import__("io").StringIO(EXAMPLE))
+
+    call_command("apply", "-f", "-", "--dry-run")
+
+    assert capsys.readouterr().out == (
+        "connection/acme created (dry run)\n"
+        "binding/ops created (dry run)\n"
+        "Dry run, nothing was written: 2 to create, 0 to configure, 0 unchanged.\n"
+    )
+    assert not Connection.objects.exists()
+
+
+def test_the_apply_command_prints_every_refusal_and_fails(tmp_path, capsys):
+    path = tmp_path / "bad.yaml"
+    path.write_text(as_yaml(binding(output="stream", connection="globex")))
+
+    with pytest.raises(CommandError, match=r"^Refused: 2 errors; nothing was written\.$"):
+        call_command("apply", "-f", str(path))
+
+    assert capsys.readouterr().err.splitlines() == [
+        'Binding "ops": spec.connection: unknown Connection "globex"',
+        'Binding "ops": spec.output: must be one of live, final (got "stream")',
+    ]
+    assert not Binding.objects.exists()
+
+
+def test_the_apply_command_refuses_broken_yaml_naming_the_file(tmp_path, capsys):
+    path = tmp_path / "broken.yaml"
+    path.write_text("kind: [Binding\n")
+
+    with pytest.raises(CommandError):
+        call_command("apply", "-f", str(path))
+
+    assert capsys.readouterr().err.startswith(f"{path}: line 2, column 1: not valid YAML: ")
+
+
+def test_the_apply_command_refuses_a_file_it_cannot_read(tmp_path):
+    with pytest.raises(CommandError, match=r"^cannot read .*missing.yaml: "):
+        call_command("apply", "-f", str(tmp_path / "missing.yaml"))
+
+
+def test_the_apply_command_prints_warnings_to_standard_error(tmp_path, capsys):
+    path = tmp_path / "ops.yaml"
+    path.write_text(EXAMPLE.replace("toolApprovals: false", "toolApprovals: true"))
+
+    call_command("apply", "-f", str(path))
+
+    captured = capsys.readouterr()
+    assert captured.err == (
+        'Warning: Binding "ops": spec.interactions.toolApprovals is true but approverGroups is empty: '
+        "any non-bot member of the channel may decide approvals\n"
+    )
+    assert "Warning" not in captured.out
+    assert Binding.objects.get(name="ops").tool_approvals
+
+
+def test_the_export_command_prints_manifests_that_apply_back_unchanged(tmp_path, capsys):
+    services.apply_manifests(EXAMPLE)
+
+    call_command("export")
+    exported = capsys.readouterr().out
+    (tmp_path / "exported.yaml").write_text(exported)
+    call_command("apply", "-f", str(tmp_path / "exported.yaml"))
+
+    assert exported == services.export_manifests()
+    assert capsys.readouterr().out.splitlines()[-1] == "Nothing changed: 2 unchanged."

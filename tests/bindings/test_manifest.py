@@ -1,0 +1,686 @@
+"""The manifest format: what it accepts, what it refuses (and in which words), and how it is written back."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from bindings import manifest
+from bindings.manifest import (
+    AcknowledgmentSpec,
+    AgentSpec,
+    BindingSpec,
+    ChatSpec,
+    ConnectionSpec,
+    InteractionsSpec,
+    SessionSpec,
+)
+
+from .manifests import CONNECTION, EXAMPLE, MINIMAL_BINDING, binding, documents, errors_of, varied
+
+# --- Durations ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("45s", timedelta(seconds=45)),
+        ("30m", timedelta(minutes=30)),
+        ("1h30m", timedelta(hours=1, minutes=30)),
+        ("90d", timedelta(days=90)),
+        ("1d2h3m4s", timedelta(days=1, hours=2, minutes=3, seconds=4)),
+        ("90m", timedelta(minutes=90)),
+    ],
+)
+def test_a_duration_is_whole_units_largest_first(text, expected):
+    assert manifest.parse_duration(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "30", "30 m", "30M", "1.5h", "30m1h", "1h 30m", "-5m", "1w", "m"])
+def test_anything_else_is_not_a_duration(text):
+    with pytest.raises(ValueError, match="not a duration"):
+        manifest.parse_duration(text)
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (timedelta(seconds=45), "45s"),
+        (timedelta(minutes=30), "30m"),
+        (timedelta(minutes=90), "1h30m"),
+        (timedelta(days=90), "90d"),
+        (timedelta(days=1, seconds=1), "1d1s"),
+        (timedelta(hours=36), "1d12h"),
+    ],
+)
+def test_a_duration_is_written_in_its_canonical_form(value, text):
+    assert manifest.format_duration(value) == text
+    assert manifest.parse_duration(text) == value
+
+
+# --- Accepted ----------------------------------------------------------------------------------------
+
+
+def test_the_issue_example_reads_into_specs():
+    parsed, problems = manifest.parse_documents(EXAMPLE, "example.yaml")
+    validation = manifest.validate(parsed)
+
+    assert problems == []
+    assert validation.errors == []
+    assert validation.warnings == []
+    assert validation.connections == [
+        ConnectionSpec("acme", "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", app_token_env="SLACK_APP_TOKEN")
+    ]
+    assert validation.bindings == [
+        BindingSpec(
+            name="ops",
+            connection="acme",
+            channels=("C0123456789",),
+            agent=AgentSpec(
+                url="http://127.0.0.1:8083/",
+                dialect=manifest.Dialect.KAGENT_V1,
+                protocol_version=manifest.ProtocolVersion.AUTO,
+                headers=(("Authorization", "OPS_AGENT_TOKEN"),),
+            ),
+            output=manifest.Output.LIVE,
+            chat=ChatSpec(
+                thread_replies=manifest.ThreadReplies.ALL,
+                acknowledgment=AcknowledgmentSpec(enabled=True, emoji="hourglass_flowing_sand"),
+                progress=manifest.Progress.STEPS_AND_ACTIVITY,
+            ),
+            interactions=InteractionsSpec(
+                ask_user=False, tool_approvals=False, approver_groups=(), timeout=timedelta(minutes=30)
+            ),
+            session=SessionSpec(thread_ttl=timedelta(days=90)),
+        )
+    ]
+
+
+def test_omitted_fields_take_the_specs_defaults():
+    [spec] = manifest.validate(documents(MINIMAL_BINDING), connections=["acme"]).bindings
+
+    assert spec.agent.dialect == "a2a"
+    assert spec.agent.protocol_version == "auto"
+    assert spec.agent.headers == ()
+    assert spec.output == "live"
+    assert spec.chat.thread_replies == "all"
+    assert spec.chat.acknowledgment == AcknowledgmentSpec(enabled=True, emoji="hourglass_flowing_sand")
+    assert spec.chat.progress == "steps-and-activity"
+    assert spec.interactions == InteractionsSpec(
+        ask_user=False, tool_approvals=False, approver_groups=(), timeout=timedelta(minutes=30)
+    )
+    assert spec.session.thread_ttl == timedelta(days=90)
+
+
+def test_a_field_set_to_null_counts_as_omitted():
+    document = binding(output=None, chat={"acknowledgment": None}, interactions={"approverGroups": None})
+
+    [spec] = manifest.validate(documents(document), connections=["acme"]).bindings
+
+    assert spec == manifest.validate(documents(MINIMAL_BINDING), connections=["acme"]).bindings[0]
+
+
+def test_a_connection_without_an_app_token_uses_http():
+    [spec] = manifest.validate(documents(CONNECTION)).connections
+
+    assert spec.app_token_env is None
+
+
+def test_protocol_version_written_as_a_bare_number_is_read_as_the_version():
+    parsed, _ = manifest.parse_documents(
+        "apiVersion: kourier/v1\nkind: Binding\nmetadata: {name: ops}\n"
+        "spec: {connection: acme, channels: [C1], agent: {url: 'http://a/', protocolVersion: 1.0}}\n"
+    )
+
+    [spec] = manifest.validate(parsed, connections=["acme"]).bindings
+
+    assert spec.agent.protocol_version == "1.0"
+
+
+def test_the_order_of_channels_does_not_matter_but_the_order_of_approver_groups_does():
+    one = binding(channels=["C2", "C1"], interactions={"toolApprovals": True, "approverGroups": ["S2", "S1"]})
+    two = binding(channels=["C1", "C2"], interactions={"toolApprovals": True, "approverGroups": ["S2", "S1"]})
+    three = binding(
+        channels=["C1", "C2"], interactions={"toolApprovals": True, "approverGroups": ["S1", "S2"]}
+    )
+    agent = {"url": "http://127.0.0.1:8083/", "dialect": "kagent-v1"}
+
+    specs = [
+        manifest.validate(documents(varied(doc, "spec.agent", agent)), connections=["acme"]).bindings[0]
+        for doc in (one, two, three)
+    ]
+
+    assert specs[0] == specs[1]
+    assert specs[1] != specs[2]
+    assert specs[2].interactions.approver_groups == ("S1", "S2")
+
+
+def test_a_binding_may_use_a_connection_defined_in_the_same_input():
+    assert errors_of(CONNECTION, MINIMAL_BINDING, connections=[]) == []
+
+
+def test_a_binding_may_take_over_its_own_channels():
+    assert errors_of(MINIMAL_BINDING, bound_channels={("acme", "C0123456789"): "ops"}) == []
+
+
+def test_a_binding_may_take_a_channel_from_a_binding_redefined_in_the_same_input():
+    other = varied(binding(channels=["C0999999999"]), "metadata.name", "other")
+
+    assert errors_of(MINIMAL_BINDING, other, bound_channels={("acme", "C0123456789"): "other"}) == []
+
+
+def test_the_same_channel_id_on_another_connection_is_another_channel():
+    assert errors_of(MINIMAL_BINDING, bound_channels={("globex", "C0123456789"): "other"}) == []
+
+
+# --- Refused, with the exact words -------------------------------------------------------------------
+
+B = 'Binding "ops"'
+
+
+@pytest.mark.parametrize(
+    ("document", "expected"),
+    [
+        pytest.param(
+            varied(MINIMAL_BINDING, "spec.agent.token", "x"),
+            [
+                f"{B}: spec.agent.token: unknown field (expected one of: url, dialect, protocolVersion, headers)"
+            ],
+            id="unknown key",
+        ),
+        pytest.param(
+            binding(chat={"threadReply": "all"}),
+            [f'{B}: spec.chat.threadReply: unknown field (did you mean "threadReplies"?)'],
+            id="unknown key close to a known one",
+        ),
+        pytest.param(
+            varied(MINIMAL_BINDING, "metadata.labels", {}),
+            [f"{B}: metadata.labels: unknown field (expected one of: name)"],
+            id="unknown metadata",
+        ),
+        pytest.param(
+            varied(MINIMAL_BINDING, "apiVersion", "kourier/v2"),
+            [f'{B}: apiVersion: must be kourier/v1 (got "kourier/v2")'],
+            id="apiVersion",
+        ),
+        pytest.param(
+            varied(MINIMAL_BINDING, "metadata.name", "ops team"),
+            [
+                "Binding in document 1 in test.yaml: metadata.name: must be a name of letters, digits, hyphens "
+                'and underscores, at most 63 characters (got "ops team")'
+            ],
+            id="bad name",
+        ),
+        pytest.param(
+            binding(output="stream"),
+            [f'{B}: spec.output: must be one of live, final (got "stream")'],
+            id="output",
+        ),
+        pytest.param(
+            binding(output=1),
+            [f"{B}: spec.output: must be one of live, final (got 1)"],
+            id="output of the wrong type",
+        ),
+        pytest.param(
+            binding(chat={"threadReplies": "some"}),
+            [f'{B}: spec.chat.threadReplies: must be one of all, mention (got "some")'],
+            id="threadReplies",
+        ),
+        pytest.param(
+            binding(chat={"progress": "verbose"}),
+            [f'{B}: spec.chat.progress: must be one of steps, steps-and-activity, activity (got "verbose")'],
+            id="progress",
+        ),
+        pytest.param(
+            binding(agent={"url": "http://a/", "dialect": "kagent"}),
+            [f'{B}: spec.agent.dialect: must be one of kagent-v1, a2a (got "kagent")'],
+            id="dialect",
+        ),
+        pytest.param(
+            binding(agent={"url": "http://a/", "protocolVersion": "2.0"}),
+            [f'{B}: spec.agent.protocolVersion: must be one of auto, 1.0, 0.3 (got "2.0")'],
+            id="protocolVersion",
+        ),
+        pytest.param(
+            binding(agent={"url": "ftp://agent/"}),
+            [
+                f'{B}: spec.agent.url: must be an http:// or https:// URL of at most 500 characters (got "ftp://agent/")'
+            ],
+            id="agent url",
+        ),
+        pytest.param(
+            binding(agent={"dialect": "a2a"}),
+            [f"{B}: spec.agent.url: is required"],
+            id="agent url missing",
+        ),
+        pytest.param(
+            binding(chat={"acknowledgment": {"enabled": "yes please"}}),
+            [f'{B}: spec.chat.acknowledgment.enabled: must be true or false (got "yes please")'],
+            id="wrong type: boolean",
+        ),
+        pytest.param(
+            binding(channels="C0123456789"),
+            [f'{B}: spec.channels: must be a list (got "C0123456789")'],
+            id="wrong type: list",
+        ),
+        pytest.param(
+            binding(chat=["all"]),
+            [f"{B}: spec.chat: must be a mapping (got a list)"],
+            id="wrong type: mapping",
+        ),
+        pytest.param(
+            binding(connection=7),
+            [f"{B}: spec.connection: must be a string (got 7)"],
+            id="wrong type: string",
+        ),
+        pytest.param(
+            binding(channels=[]),
+            [f"{B}: spec.channels: must list at least one channel"],
+            id="no channels",
+        ),
+        pytest.param(
+            binding(channels=["C0123456789", "C0123456789"]),
+            [f'{B}: spec.channels[1]: duplicate entry "C0123456789"'],
+            id="channel twice in one binding",
+        ),
+        pytest.param(
+            binding(channels=["#ops"]),
+            [f'{B}: spec.channels[0]: must be a Slack channel ID such as C0123456789 (got "#ops")'],
+            id="channel name instead of ID",
+        ),
+        pytest.param(
+            binding(interactions={"timeout": "30 minutes"}),
+            [
+                f"{B}: spec.interactions.timeout: must be a duration such as 45s, 30m, 1h30m or 90d "
+                '(got "30 minutes")'
+            ],
+            id="bad duration",
+        ),
+        pytest.param(
+            binding(interactions={"timeout": 30}),
+            [f"{B}: spec.interactions.timeout: must be a duration such as 45s, 30m, 1h30m or 90d (got 30)"],
+            id="duration without a unit",
+        ),
+        pytest.param(
+            binding(session={"threadTTL": "0d"}),
+            [f'{B}: spec.session.threadTTL: must be longer than zero (got "0d")'],
+            id="zero duration",
+        ),
+        pytest.param(
+            binding(session={"threadTTL": "3651d"}),
+            [f'{B}: spec.session.threadTTL: must be at most 3650d (got "3651d")'],
+            id="duration too long",
+        ),
+        pytest.param(
+            binding(session={"threadTTL": "99999999999999999d"}),
+            [f'{B}: spec.session.threadTTL: must be at most 3650d (got "99999999999999999d")'],
+            id="duration too long to hold",
+        ),
+        pytest.param(
+            binding(
+                agent={"url": "http://a/", "dialect": "kagent-v1"},
+                interactions={"toolApprovals": True, "approverGroups": [f"S{i:02d}" for i in range(11)]},
+            ),
+            [f"{B}: spec.interactions.approverGroups: at most 10 entries are allowed (got 11)"],
+            id="more than 10 approver groups",
+        ),
+        pytest.param(
+            binding(
+                agent={"url": "http://a/", "dialect": "kagent-v1"},
+                interactions={"toolApprovals": True, "approverGroups": ["S01", ""]},
+            ),
+            [f"{B}: spec.interactions.approverGroups[1]: must not be empty"],
+            id="empty approver group",
+        ),
+        pytest.param(
+            binding(
+                agent={"url": "http://a/", "dialect": "kagent-v1"},
+                interactions={"toolApprovals": True, "approverGroups": ["S01", "S02", "S01"]},
+            ),
+            [f'{B}: spec.interactions.approverGroups[2]: duplicate entry "S01"'],
+            id="duplicate approver group",
+        ),
+        pytest.param(
+            binding(
+                agent={"url": "http://a/", "dialect": "kagent-v1"},
+                interactions={"toolApprovals": True, "approverGroups": ["oncall"]},
+            ),
+            [
+                f"{B}: spec.interactions.approverGroups[0]: must be a Slack user group ID such as S0123456789 "
+                '(got "oncall")'
+            ],
+            id="approver group handle instead of ID",
+        ),
+        pytest.param(
+            binding(
+                agent={"url": "http://a/", "dialect": "kagent-v1"}, interactions={"approverGroups": ["S01"]}
+            ),
+            [f"{B}: spec.interactions.approverGroups: approver groups need toolApprovals: true"],
+            id="approver groups without toolApprovals",
+        ),
+        pytest.param(
+            binding(
+                agent={"url": "http://a/", "dialect": "kagent-v1"},
+                interactions={"toolApprovals": False, "approverGroups": ["S01"]},
+            ),
+            [f"{B}: spec.interactions.approverGroups: approver groups need toolApprovals: true"],
+            id="approver groups with toolApprovals false",
+        ),
+        pytest.param(
+            binding(agent={"url": "http://a/", "dialect": "a2a"}, interactions={"toolApprovals": True}),
+            [
+                f"{B}: spec.interactions.toolApprovals: tool approvals need the kagent-v1 dialect "
+                "(spec.agent.dialect is a2a)"
+            ],
+            id="toolApprovals on a2a",
+        ),
+        pytest.param(
+            binding(interactions={"toolApprovals": True}),
+            [
+                f"{B}: spec.interactions.toolApprovals: tool approvals need the kagent-v1 dialect "
+                "(spec.agent.dialect is a2a)"
+            ],
+            id="toolApprovals on the default dialect",
+        ),
+        pytest.param(
+            binding(chat={"acknowledgment": {"emoji": ":eyes:"}}),
+            [
+                f"{B}: spec.chat.acknowledgment.emoji: must be a bare reaction name such as eyes, "
+                'without colons or spaces (got ":eyes:")'
+            ],
+            id="emoji with colons",
+        ),
+        pytest.param(
+            binding(chat={"acknowledgment": {"emoji": "hourglass flowing sand"}}),
+            [
+                f"{B}: spec.chat.acknowledgment.emoji: must be a bare reaction name such as eyes, "
+                'without colons or spaces (got "hourglass flowing sand")'
+            ],
+            id="emoji with spaces",
+        ),
+        pytest.param(
+            binding(agent={"url": "http://a/", "headers": {"Authorization": "Bearer s3cr3t"}}),
+            [
+                f"{B}: spec.agent.headers.Authorization: must be a reference to an environment variable, "
+                "{fromEnv: VARIABLE_NAME}; a secret is never written in a manifest (got a string)"
+            ],
+            id="secret written in the manifest",
+        ),
+        pytest.param(
+            binding(agent={"url": "http://a/", "headers": {"Authorization": {"fromEnv": "Bearer s3cr3t"}}}),
+            [
+                f"{B}: spec.agent.headers.Authorization.fromEnv: must be an environment variable name: "
+                "letters, digits and underscores, not starting with a digit, at most 255 characters"
+            ],
+            id="secret written as the variable name",
+        ),
+        pytest.param(
+            binding(
+                agent={
+                    "url": "http://a/",
+                    "headers": {"Authorization": {"fromEnv": "A"}, "authorization": {"fromEnv": "B"}},
+                }
+            ),
+            [
+                f"{B}: spec.agent.headers.authorization: duplicate header: HTTP header names ignore case, "
+                'and "Authorization" is set'
+            ],
+            id="header twice",
+        ),
+        pytest.param(
+            binding(agent={"url": "http://a/", "headers": {"X Token": {"fromEnv": "A"}}}),
+            [f'{B}: spec.agent.headers.X Token: must be an HTTP header name (got "X Token")'],
+            id="bad header name",
+        ),
+    ],
+)
+def test_a_binding_is_refused_naming_the_binding_and_the_field(document, expected):
+    assert errors_of(document) == expected
+
+
+def test_a_secret_in_a_manifest_is_never_repeated_in_the_refusal():
+    document = binding(agent={"url": "http://a/", "headers": {"Authorization": "Bearer s3cr3t"}})
+    also = binding(agent={"url": "http://a/", "headers": {"Authorization": {"fromEnv": "Bearer s3cr3t"}}})
+    connection = varied(CONNECTION, "spec.botToken", "xoxb-s3cr3t")
+
+    for text in errors_of(document) + errors_of(also) + errors_of(connection):
+        assert "s3cr3t" not in text
+
+
+def test_a_channel_bound_to_another_binding_is_refused():
+    assert errors_of(MINIMAL_BINDING, bound_channels={("acme", "C0123456789"): "other"}) == [
+        f'{B}: spec.channels[0]: channel C0123456789 is already bound to Binding "other" on Connection "acme"'
+    ]
+
+
+def test_a_channel_claimed_by_two_bindings_of_one_input_is_refused_on_the_second():
+    other = varied(MINIMAL_BINDING, "metadata.name", "other")
+
+    assert errors_of(MINIMAL_BINDING, other) == [
+        'Binding "other": spec.channels[0]: channel C0123456789 is already bound to Binding "ops" '
+        'on Connection "acme"'
+    ]
+
+
+def test_an_unknown_connection_is_refused():
+    assert errors_of(binding(connection="globex")) == [f'{B}: spec.connection: unknown Connection "globex"']
+
+
+def test_a_resource_defined_twice_in_one_input_is_refused():
+    assert errors_of(CONNECTION, CONNECTION) == [
+        'Connection "acme": metadata.name: is defined more than once (first in document 1 in test.yaml)'
+    ]
+
+
+def test_every_refusal_of_a_document_is_reported_in_field_order():
+    document = binding(
+        output="stream",
+        connection="globex",
+        interactions={"timeout": "soon", "toolApprovals": True},
+        session={"threadTTL": "forever"},
+    )
+
+    assert errors_of(document) == [
+        f'{B}: spec.connection: unknown Connection "globex"',
+        f'{B}: spec.output: must be one of live, final (got "stream")',
+        f"{B}: spec.interactions.toolApprovals: tool approvals need the kagent-v1 dialect "
+        "(spec.agent.dialect is a2a)",
+        f'{B}: spec.interactions.timeout: must be a duration such as 45s, 30m, 1h30m or 90d (got "soon")',
+        f'{B}: spec.session.threadTTL: must be a duration such as 45s, 30m, 1h30m or 90d (got "forever")',
+    ]
+
+
+@pytest.mark.parametrize(
+    ("document", "expected"),
+    [
+        pytest.param(
+            varied(CONNECTION, "spec.botToken", "xoxb-123"),
+            [
+                'Connection "acme": spec.botToken: must be a reference to an environment variable, '
+                "{fromEnv: VARIABLE_NAME}; a secret is never written in a manifest (got a string)"
+            ],
+            id="inline secret",
+        ),
+        pytest.param(
+            varied(CONNECTION, "spec.signingSecret"),
+            ['Connection "acme": spec.signingSecret: is required'],
+            id="missing signing secret",
+        ),
+        pytest.param(
+            varied(CONNECTION, "spec.appToken", {"fromEnv": "SLACK_APP_TOKEN", "fromFile": "/x"}),
+            ['Connection "acme": spec.appToken.fromFile: unknown field (expected one of: fromEnv)'],
+            id="unknown key in a reference",
+        ),
+        pytest.param(
+            varied(CONNECTION, "spec.botToken", {}),
+            ['Connection "acme": spec.botToken.fromEnv: is required'],
+            id="empty reference",
+        ),
+    ],
+)
+def test_a_connection_is_refused_naming_the_connection_and_the_field(document, expected):
+    assert errors_of(document) == expected
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (
+            ["a list"],
+            "document 1 in test.yaml: must be a mapping with apiVersion, kind, metadata, spec (got a list)",
+        ),
+        (
+            varied(MINIMAL_BINDING, "kind", "Bindings"),
+            'document 1 in test.yaml: kind: must be one of Connection, Binding (got "Bindings")',
+        ),
+    ],
+)
+def test_a_document_that_is_not_a_resource_is_refused_by_its_place(data, expected):
+    assert errors_of(data) == [expected]
+
+
+def test_broken_yaml_is_refused_with_its_line():
+    _, problems = manifest.parse_documents("kind: Binding\nspec: [C1\n", "ops.yaml")
+
+    assert [str(p) for p in problems] == [
+        "ops.yaml: line 3, column 1: not valid YAML: expected ',' or ']', but got '<stream end>'"
+    ]
+
+
+def test_a_key_written_twice_is_refused_rather_than_silently_dropped():
+    _, problems = manifest.parse_documents("kind: Binding\noutput: live\noutput: final\n", "ops.yaml")
+
+    assert [str(p) for p in problems] == [
+        'ops.yaml: line 3, column 1: not valid YAML: duplicate key "output"'
+    ]
+
+
+def test_keys_merged_from_an_anchor_may_be_overridden():
+    parsed, problems = manifest.parse_documents("base: &b {x: 1, y: 2}\nother:\n  <<: *b\n  y: 3\n")
+
+    assert problems == []
+    assert parsed[0].data["other"] == {"x": 1, "y": 3}
+
+
+def test_empty_documents_are_skipped_but_keep_their_place():
+    parsed, _ = manifest.parse_documents("---\n---\nkind: Binding\n", "ops.yaml")
+
+    assert [(d.index, d.location) for d in parsed] == [(2, "document 2 in ops.yaml")]
+
+
+# --- Warnings ----------------------------------------------------------------------------------------
+
+
+def test_tool_approvals_without_approver_groups_is_accepted_with_a_warning_naming_the_binding():
+    document = binding(
+        agent={"url": "http://a/", "dialect": "kagent-v1"}, interactions={"toolApprovals": True}
+    )
+
+    validation = manifest.validate(documents(document), connections=["acme"])
+
+    assert validation.errors == []
+    assert [str(w) for w in validation.warnings] == [
+        'Binding "ops": spec.interactions.toolApprovals is true but approverGroups is empty: '
+        "any non-bot member of the channel may decide approvals"
+    ]
+
+
+def test_tool_approvals_with_approver_groups_has_no_warning():
+    document = binding(
+        agent={"url": "http://a/", "dialect": "kagent-v1"},
+        interactions={"toolApprovals": True, "approverGroups": ["S0123456789"]},
+    )
+
+    assert manifest.validate(documents(document), connections=["acme"]).warnings == []
+
+
+# --- Written back ------------------------------------------------------------------------------------
+
+
+def test_specs_are_written_back_with_every_field_in_the_issues_shape():
+    validation = manifest.validate(manifest.parse_documents(EXAMPLE)[0])
+
+    assert manifest.dump_manifests([*validation.connections, *validation.bindings]) == (
+        "apiVersion: kourier/v1\n"
+        "kind: Connection\n"
+        "metadata: {name: acme}\n"
+        "spec:\n"
+        "  botToken: {fromEnv: SLACK_BOT_TOKEN}\n"
+        "  signingSecret: {fromEnv: SLACK_SIGNING_SECRET}\n"
+        "  appToken: {fromEnv: SLACK_APP_TOKEN}\n"
+        "---\n"
+        "apiVersion: kourier/v1\n"
+        "kind: Binding\n"
+        "metadata: {name: ops}\n"
+        "spec:\n"
+        "  connection: acme\n"
+        "  channels: [C0123456789]\n"
+        "  agent:\n"
+        "    url: http://127.0.0.1:8083/\n"
+        "    dialect: kagent-v1\n"
+        "    protocolVersion: auto\n"
+        "    headers:\n"
+        "      Authorization: {fromEnv: OPS_AGENT_TOKEN}\n"
+        "  output: live\n"
+        "  chat:\n"
+        "    threadReplies: all\n"
+        "    acknowledgment: {enabled: true, emoji: hourglass_flowing_sand}\n"
+        "    progress: steps-and-activity\n"
+        "  interactions:\n"
+        "    askUser: false\n"
+        "    toolApprovals: false\n"
+        "    approverGroups: []\n"
+        "    timeout: 30m\n"
+        "  session:\n"
+        "    threadTTL: 90d\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        MINIMAL_BINDING,
+        binding(
+            agent={"url": "http://a/", "protocolVersion": "1.0"}, chat={"acknowledgment": {"emoji": "+1"}}
+        ),
+        binding(
+            channels=["C2", "C1"],
+            agent={
+                "url": "https://a/",
+                "dialect": "kagent-v1",
+                "headers": {"b": {"fromEnv": "B"}, "A": {"fromEnv": "A"}},
+            },
+            interactions={"toolApprovals": True, "approverGroups": ["S2", "S1"], "timeout": "90m"},
+            session={"threadTTL": "36h"},
+        ),
+    ],
+)
+def test_what_is_written_back_reads_into_the_same_spec(document):
+    [spec] = manifest.validate(documents(document), connections=["acme"]).bindings
+
+    text = manifest.dump_manifests([spec])
+    [again] = manifest.validate(manifest.parse_documents(text)[0], connections=["acme"]).bindings
+
+    assert again == spec
+    assert manifest.dump_manifests([again]) == text
+
+
+def test_a_connection_without_an_app_token_is_written_without_one():
+    [spec] = manifest.validate(documents(CONNECTION)).connections
+
+    assert "appToken" not in manifest.dump_manifests([spec])
+
+
+def test_changed_fields_are_named_by_their_manifest_paths():
+    old = manifest.validate(documents(MINIMAL_BINDING), connections=["acme"]).bindings[0]
+    new = manifest.validate(
+        documents(binding(output="final", channels=["C1"], chat={"acknowledgment": {"enabled": False}})),
+        connections=["acme"],
+    ).bindings[0]
+
+    assert manifest.changed_fields(old, new) == [
+        "spec.channels",
+        "spec.output",
+        "spec.chat.acknowledgment.enabled",
+    ]

@@ -1,0 +1,30 @@
+"""A faithful fake of Slack for integration tests: a real HTTP server that slack_sdk clients talk to.
+
+Start with ``SlackFake`` (fake.py) or the ``slack_fake`` fixture (fixtures.py). Behaviour follows
+/work/shared/research/slack.md; see the module docstrings for what each part enforces.
+"""
+
+from . import defaults
+from .clock import Clock, ManualClock, SystemClock
+from .delivery import Delivery
+from .errors import FakeMisuse, SlackError
+from .fake import SlackFake
+from .faults import Fault
+from .pipeline import RecordedCall
+from .views import CardView, EphemeralView, MessageView
+
+__all__ = [
+    "CardView",
+    "Clock",
+    "Delivery",
+    "EphemeralView",
+    "FakeMisuse",
+    "Fault",
+    "ManualClock",
+    "MessageView",
+    "RecordedCall",
+    "SlackError",
+    "SlackFake",
+    "SystemClock",
+    "defaults",
+]

@@ -1,0 +1,861 @@
+"""SlackFake: a Slack that the app under test talks to over real HTTP, and the people who use it.
+
+The app's real slack_sdk clients call ``fake.url``; tests set the world up (workspaces, people,
+channels), make people act (say something, press a button), inject faults, and read back what a
+person would see and which calls the app made.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+from urllib.parse import urlencode
+
+from . import events, interactivity, streams
+from .clock import Clock, SystemClock
+from .delivery import ACK_TIMEOUT, Deliverer, Delivery, Outgoing
+from .errors import FakeMisuse
+from .faults import ArgsPredicate, Fault, FaultPlan
+from .methods import current_assistant_status
+from .pipeline import RecordedCall, WebApi
+from .rate_limits import RateLimiter
+from .server import FakeHttpServer
+from .shapes import mentioned_users, message_json, rich_text_blocks
+from .state import (
+    DEFAULT_STREAM_LIFETIME,
+    AppInstall,
+    AssistantStatusSupport,
+    Channel,
+    EventTarget,
+    Message,
+    SlackState,
+    User,
+    UserGroup,
+    Workspace,
+)
+from .views import EphemeralView, MessageView, ephemeral_view, message_view, thread_view
+
+DeliverWhich = Literal["both", "app_mention", "message", "none"]
+DeliveryOrder = Literal["app_mention_first", "message_first"]
+Choice = interactivity.Choice
+
+
+class SlackFake:
+    def __init__(
+        self,
+        *,
+        clock: Clock | None = None,
+        rate_limits: bool = True,
+        rate_limit_multiplier: float = 1.0,
+        stream_lifetime: float = DEFAULT_STREAM_LIFETIME,
+        ack_timeout: float = ACK_TIMEOUT,
+    ) -> None:
+        """``rate_limits=False`` admits every call; ``rate_limit_multiplier`` scales every budget.
+
+        ``stream_lifetime`` is the default for workspaces added later (Slack: about five minutes).
+        ``ack_timeout`` is how long deliveries wait for the app's 2xx (Slack: three seconds).
+        """
+        self.clock = clock or SystemClock()
+        self.rate_limits = RateLimiter(self.clock, enabled=rate_limits, multiplier=rate_limit_multiplier)
+        self._state = SlackState(self.clock)
+        self._faults = FaultPlan()
+        self._default_stream_lifetime = stream_lifetime
+        self._deliveries: list[Delivery] = []
+        self._deliverer = Deliverer(self._record_delivery, ack_timeout)
+        self._api = WebApi(self._state, self.rate_limits, self._faults, self._echo_to_app)
+        self._server = FakeHttpServer(self._api.handle)
+        self._event_ids = events.EventIds()
+        self._primary_team: str | None = None
+        self._running = False
+
+    # Lifecycle.
+
+    def start(self) -> SlackFake:
+        if not self._running:
+            self._server.start()
+            self._running = True
+        return self
+
+    def stop(self) -> None:
+        if self._running:
+            self._server.stop()
+            self._running = False
+        self._deliverer.close()
+
+    def __enter__(self) -> SlackFake:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        """The Web API base URL for slack_sdk clients (``base_url``), ending in "/"."""
+        return f"http://127.0.0.1:{self._server.port}/api/"
+
+    # The world: workspaces, people, channels.
+
+    def add_workspace(
+        self,
+        team_id: str,
+        *,
+        domain: str | None = None,
+        name: str | None = None,
+        app_name: str = "kourier",
+        bot_user_id: str | None = None,
+        bot_id: str | None = None,
+        app_id: str | None = None,
+        bot_token: str | None = None,
+        app_token: str | None = None,
+    ) -> Workspace:
+        """A workspace with the app installed: a bot user, a bot id and a bot token (and an app token if given)."""
+        with self._state.lock:
+            if team_id in self._state.workspaces:
+                raise FakeMisuse(f"workspace {team_id} exists already")
+            app = AppInstall(
+                app_id=app_id or self._state.new_id("A"),
+                bot_id=bot_id or self._state.new_id("B"),
+                bot_user_id=bot_user_id or self._state.new_id("U"),
+                bot_token=bot_token or f"xoxb-{team_id}-{secrets.token_hex(12)}",
+                app_token=app_token,
+                name=app_name,
+            )
+            workspace = Workspace(
+                team_id=team_id,
+                domain=domain or team_id.lower(),
+                name=name or f"Workspace {team_id}",
+                app=app,
+                stream_lifetime=self._default_stream_lifetime,
+            )
+            self._state.workspaces[team_id] = workspace
+            self._state.tokens[app.bot_token] = (team_id, "bot")
+            if app_token:
+                self._state.tokens[app_token] = (team_id, "app")
+            self._state.users[app.bot_user_id] = User(
+                id=app.bot_user_id,
+                team_id=team_id,
+                name=app_name,
+                real_name=app_name.title(),
+                display_name=app_name,
+                is_bot=True,
+                bot_id=app.bot_id,
+                app_id=app.app_id,
+            )
+            self._primary_team = self._primary_team or team_id
+            return workspace
+
+    def add_user(
+        self,
+        user_id: str,
+        real_name: str,
+        *,
+        team: str | None = None,
+        display_name: str | None = None,
+        name: str | None = None,
+        deleted: bool = False,
+    ) -> User:
+        user = User(
+            id=user_id,
+            team_id=self._team(team),
+            name=name or real_name.split()[0].lower(),
+            real_name=real_name,
+            display_name=display_name if display_name is not None else real_name.split()[0].lower(),
+            deleted=deleted,
+        )
+        with self._state.lock:
+            self._state.users[user_id] = user
+        return user
+
+    def add_bot(self, user_id: str, name: str, *, team: str | None = None, bot_id: str | None = None) -> User:
+        """Another app's bot (an alerting integration, say), which can post with ``bot_says``."""
+        with self._state.lock:
+            user = User(
+                id=user_id,
+                team_id=self._team(team),
+                name=name,
+                real_name=name,
+                display_name=name,
+                is_bot=True,
+                bot_id=bot_id or self._state.new_id("B"),
+                app_id=self._state.new_id("A"),
+            )
+            self._state.users[user_id] = user
+            return user
+
+    def add_channel(
+        self,
+        channel_id: str,
+        name: str,
+        *,
+        team: str | None = None,
+        members: list[str] | tuple[str, ...] = (),
+        bot_is_member: bool = True,
+        private: bool = False,
+        archived: bool = False,
+    ) -> Channel:
+        workspace = self.workspace(team)
+        member_ids = list(members)
+        if bot_is_member:
+            member_ids.append(workspace.app.bot_user_id)
+        channel = Channel(
+            id=channel_id,
+            team_id=workspace.team_id,
+            name=name,
+            members=list(dict.fromkeys(member_ids)),
+            is_private=private,
+            is_archived=archived,
+        )
+        with self._state.lock:
+            self._state.channels[channel_id] = channel
+        return channel
+
+    def add_dm(self, channel_id: str, user: str, *, team: str | None = None) -> Channel:
+        """The direct-message conversation between a person and the app."""
+        workspace = self.workspace(team)
+        channel = Channel(
+            id=channel_id,
+            team_id=workspace.team_id,
+            name=channel_id,
+            members=[user, workspace.app.bot_user_id],
+            is_im=True,
+        )
+        with self._state.lock:
+            self._state.channels[channel_id] = channel
+        return channel
+
+    def add_usergroup(
+        self, group_id: str, handle: str, users: list[str], *, team: str | None = None, disabled: bool = False
+    ) -> UserGroup:
+        group = UserGroup(
+            id=group_id, team_id=self._team(team), handle=handle, users=list(users), disabled=disabled
+        )
+        with self._state.lock:
+            self._state.usergroups[group_id] = group
+        return group
+
+    def add_emoji(self, name: str, *, team: str | None = None) -> None:
+        """A custom emoji of the workspace, usable as a reaction."""
+        with self._state.lock:
+            self.workspace(team).custom_emoji.add(name)
+
+    def join(self, channel: str, user: str) -> None:
+        with self._state.lock:
+            members = self._channel(channel).members
+            if user not in members:
+                members.append(user)
+
+    def leave(self, channel: str, user: str) -> None:
+        with self._state.lock:
+            members = self._channel(channel).members
+            if user in members:
+                members.remove(user)
+
+    def archive_channel(self, channel: str) -> None:
+        with self._state.lock:
+            self._channel(channel).is_archived = True
+
+    def deactivate_user(self, user: str) -> None:
+        with self._state.lock:
+            self._user(user).deleted = True
+
+    def workspace(self, team: str | None = None) -> Workspace:
+        team_id = self._team(team)
+        if team_id not in self._state.workspaces:
+            raise FakeMisuse(f"no workspace {team_id}")
+        return self._state.workspaces[team_id]
+
+    def configure_workspace(
+        self,
+        team: str | None = None,
+        *,
+        streams_enabled: bool | None = None,
+        task_cards_enabled: bool | None = None,
+        assistant_status: AssistantStatusSupport | None = None,
+        usergroups_available: bool | None = None,
+        stream_lifetime: float | None = None,
+    ) -> Workspace:
+        """Switch what a workspace (or the app in it) can do.
+
+        ``streams_enabled=False``: chat.startStream answers feature_not_enabled.
+        ``task_cards_enabled=False``: task_update/plan_update chunks answer invalid_chunks, and
+        task_card/plan blocks answer invalid_blocks, as when the app lacks the agent feature.
+        ``assistant_status``: "missing_scope" or "unknown_method" for assistant.threads.setStatus.
+        ``usergroups_available=False``: usergroups.users.list answers plan_upgrade_required.
+        ``stream_lifetime``: seconds from a stream's start until it expires.
+        """
+        with self._state.lock:
+            workspace = self.workspace(team)
+            if streams_enabled is not None:
+                workspace.streams_enabled = streams_enabled
+            if task_cards_enabled is not None:
+                workspace.task_cards_enabled = task_cards_enabled
+            if assistant_status is not None:
+                workspace.assistant_status_support = assistant_status
+            if usergroups_available is not None:
+                workspace.usergroups_available = usergroups_available
+            if stream_lifetime is not None:
+                workspace.stream_lifetime = stream_lifetime
+            return workspace
+
+    def deliver_events_to(
+        self,
+        url: str,
+        signing_secret: str,
+        *,
+        team: str | None = None,
+        verification_token: str = "fake-verification-token",
+        echo_own_messages: bool = True,
+    ) -> None:
+        """Send this workspace's Events API and interactivity requests to the app at ``url``.
+
+        With ``echo_own_messages``, the app's own posts, edits and deletions come back to it as message
+        events with its bot_id, as Slack sends them.
+        """
+        with self._state.lock:
+            self.workspace(team).events = EventTarget(
+                url, signing_secret, verification_token, echo_own_messages
+            )
+
+    # The primary (first) workspace's ids, for tests that use one workspace.
+
+    @property
+    def team_id(self) -> str:
+        return self.workspace().team_id
+
+    @property
+    def bot_token(self) -> str:
+        return self.workspace().app.bot_token
+
+    @property
+    def app_token(self) -> str | None:
+        return self.workspace().app.app_token
+
+    @property
+    def bot_user_id(self) -> str:
+        return self.workspace().app.bot_user_id
+
+    @property
+    def bot_id(self) -> str:
+        return self.workspace().app.bot_id
+
+    @property
+    def app_id(self) -> str:
+        return self.workspace().app.app_id
+
+    @property
+    def bot_mention(self) -> str:
+        """How a person's message mentions the app: ``<@BOTUSERID>``."""
+        return f"<@{self.bot_user_id}>"
+
+    # Faults and the call record.
+
+    def fail(
+        self,
+        method: str,
+        error: str = "ratelimited",
+        *,
+        times: int | None = 1,
+        retry_after: int = 1,
+        when: ArgsPredicate | None = None,
+        team: str | None = None,
+        body: str | dict[str, Any] | None = None,
+        **extra: Any,
+    ) -> Fault:
+        """Make the next ``times`` matching calls of ``method`` fail (``times=None``: all, until cleared).
+
+        ``error``: "ratelimited", "http_<status>", "timeout", "timeout_after_apply", "disconnect",
+        "disconnect_after_apply", or any Slack error name (see faults.py). ``when`` picks calls by their
+        arguments; ``body`` replaces the answer's body; ``extra`` adds fields to a named error's body.
+        """
+        return self._faults.add(
+            Fault(method, error, times, retry_after, when, team, body=body, extra=dict(extra))
+        )
+
+    def clear_faults(self) -> None:
+        self._faults.clear()
+
+    def calls(self, method: str | None = None) -> list[RecordedCall]:
+        return self._api.calls(method)
+
+    def count(self, method: str) -> int:
+        return len(self._api.calls(method))
+
+    def last_call(self, method: str) -> RecordedCall:
+        calls = self._api.calls(method)
+        if not calls:
+            raise AssertionError(f"the app never called {method}")
+        return calls[-1]
+
+    def reset_calls(self) -> None:
+        self._api.reset_calls()
+
+    def wait_until(self, condition: Callable[[], bool], timeout: float = 5.0) -> None:
+        """Block until ``condition()`` holds, re-checking whenever the app makes a call or a delivery ends."""
+        deadline = time.monotonic() + timeout
+        with self._api.changed:
+            while not condition():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError(f"condition not met within {timeout} s")
+                # The timeout also re-checks conditions on time-based state, such as stream expiry.
+                self._api.changed.wait(min(remaining, 0.05))
+
+    def wait_for_call(self, method: str, count: int = 1, timeout: float = 5.0) -> RecordedCall:
+        """Wait until the app has called ``method`` ``count`` times; returns the latest such call."""
+        self.wait_until(lambda: self.count(method) >= count, timeout)
+        return self.last_call(method)
+
+    # What people see.
+
+    def thread(self, channel: str, thread_ts: str) -> list[MessageView]:
+        """The thread as a person sees it: root first, then replies in order."""
+        with self._state.lock:
+            root = self._state.message(channel, thread_ts)
+            if root is None:
+                raise KeyError(f"no message {thread_ts} in {channel}")
+            root = self._state.message(channel, root.root_ts) or root
+            return thread_view(self._state, root)
+
+    def message(self, channel: str, ts: str) -> MessageView:
+        with self._state.lock:
+            message = self._state.message(channel, ts)
+            if message is None:
+                raise KeyError(f"no message {ts} in {channel}")
+            return message_view(self._state, message)
+
+    def messages(self, channel: str) -> list[MessageView]:
+        """The channel's top-level messages, oldest first (thread replies are in ``thread``)."""
+        with self._state.lock:
+            return [
+                message_view(self._state, m)
+                for m in self._state.messages.get(channel, {}).values()
+                if not m.is_reply and (not m.deleted or self._state.replies(m))
+            ]
+
+    def ephemerals(self, user: str, channel: str | None = None) -> list[EphemeralView]:
+        """The "Only visible to you" messages a person has been shown."""
+        with self._state.lock:
+            return [
+                ephemeral_view(e)
+                for e in self._state.ephemerals
+                if e.user == user and not e.deleted and (channel is None or e.channel == channel)
+            ]
+
+    def assistant_status(self, channel: str, thread_ts: str) -> str | None:
+        """The assistant status shown in a thread now, if any."""
+        with self._state.lock:
+            history = self._state.assistant_statuses.get((channel, thread_ts), [])
+            return current_assistant_status(history, self._state.now())
+
+    def assistant_status_history(self, channel: str, thread_ts: str) -> list[str]:
+        """Every status set in a thread, in order; "" where it was cleared (by the app or by its reply)."""
+        with self._state.lock:
+            return [s.status for s in self._state.assistant_statuses.get((channel, thread_ts), [])]
+
+    # People acting. Events go to the app only when deliver_events_to was called for the workspace.
+
+    def user_says(
+        self,
+        user: str,
+        channel: str,
+        text: str,
+        thread_ts: str | None = None,
+        *,
+        deliver: DeliverWhich = "both",
+        order: DeliveryOrder = "app_mention_first",
+        concurrent: bool = False,
+    ) -> str:
+        """A person posts a message; returns its ts.
+
+        Slack sends the app a ``message`` event, and also an ``app_mention`` when the text mentions the
+        app (research/slack.md §4.1). ``deliver`` picks which of the two to send ("none": neither),
+        ``order`` their order, and ``concurrent`` sends them at the same moment.
+        """
+        with self._state.lock:
+            person = self._member(user, channel)
+            message = self._state.add_message(
+                Message(
+                    channel=channel,
+                    ts=self._state.next_ts(),
+                    team_id=person.team_id,
+                    text=text,
+                    blocks=rich_text_blocks(text),
+                    user=user,
+                    client_msg_id=str(uuid.uuid4()),
+                    thread_ts=self._thread_root(channel, thread_ts),
+                )
+            )
+            outgoing = self._events_for_new_message(message, deliver, order)
+        self._send(outgoing, concurrent)
+        return message.ts
+
+    def bot_says(self, bot_user: str, channel: str, text: str, thread_ts: str | None = None) -> str:
+        """Another app's bot posts a message (with its bot_id); returns its ts."""
+        with self._state.lock:
+            bot = self._member(bot_user, channel)
+            if not bot.is_bot:
+                raise FakeMisuse(f"{bot_user} is a person; use user_says")
+            message = self._state.add_message(
+                Message(
+                    channel=channel,
+                    ts=self._state.next_ts(),
+                    team_id=bot.team_id,
+                    text=text,
+                    user=bot.id,
+                    bot_id=bot.bot_id,
+                    app_id=bot.app_id,
+                    thread_ts=self._thread_root(channel, thread_ts),
+                )
+            )
+            outgoing = self._events_for_new_message(message, "both", "app_mention_first")
+        self._send(outgoing)
+        return message.ts
+
+    def user_edits(self, user: str, channel: str, ts: str, text: str) -> list[Delivery]:
+        """A person edits their message: Slack sends a ``message_changed`` event (no new app_mention)."""
+        with self._state.lock:
+            message = self._own_message(user, channel, ts)
+            previous = message_json(self._state, message, include_metadata=False)
+            message.text, message.blocks = text, rich_text_blocks(text)
+            message.edited = {"user": user, "ts": self._state.next_ts()}
+            chan = self._channel(channel)
+            event = events.message_changed_event(self._state, message, previous, chan, self._state.next_ts())
+            outgoing = self._event_outgoing(chan, event)
+        return self._send(outgoing)
+
+    def user_deletes(self, user: str, channel: str, ts: str) -> list[Delivery]:
+        """A person deletes their message: Slack sends a ``message_deleted`` event."""
+        with self._state.lock:
+            message = self._own_message(user, channel, ts)
+            previous = message_json(self._state, message, include_metadata=False)
+            message.deleted = True
+            chan = self._channel(channel)
+            outgoing = self._event_outgoing(
+                chan, events.message_deleted_event(previous, chan, self._state.next_ts())
+            )
+        return self._send(outgoing)
+
+    def user_reacts(self, user: str, channel: str, ts: str, name: str) -> list[Delivery]:
+        """A person adds a reaction: Slack sends ``reaction_added``."""
+        with self._state.lock:
+            self._member(user, channel)
+            message = self._state.live_message(channel, ts)
+            if message is None:
+                raise FakeMisuse(f"no message {ts} in {channel}")
+            reactors = message.reactions.setdefault(name, [])
+            if user not in reactors:
+                reactors.append(user)
+            event = events.reaction_added_event(user, name, message, self._state.next_ts())
+            outgoing = self._event_outgoing(self._channel(channel), event)
+        return self._send(outgoing)
+
+    def user_stops_stream(self, channel: str, ts: str) -> None:
+        """A person presses stop on a streaming reply: appends then fail with stopped_by_user."""
+        with self._state.lock:
+            message = self._state.live_message(channel, ts)
+            if (
+                message is None
+                or message.stream is None
+                or not message.stream.is_streaming(self._state.now())
+            ):
+                raise FakeMisuse(f"{ts} in {channel} is not streaming")
+            streams.end_stream(message.stream, "stopped_by_user", self._state.now())
+
+    def press_button(
+        self,
+        user: str,
+        channel: str,
+        ts: str,
+        action_id: str,
+        *,
+        block_id: str | None = None,
+        choices: Mapping[str, Choice] | None = None,
+    ) -> Delivery:
+        """A person clicks a button of a message (or of an ephemeral they were shown).
+
+        ``choices`` are what they picked or typed in the message's other inputs first, by action_id
+        (an option value, a list of values, or text); they appear in the payload's ``state.values``.
+        """
+        return self._act(user, channel, ts, action_id, block_id, None, choices or {})
+
+    def choose(
+        self,
+        user: str,
+        channel: str,
+        ts: str,
+        action_id: str,
+        choice: Choice,
+        *,
+        block_id: str | None = None,
+        choices: Mapping[str, Choice] | None = None,
+    ) -> Delivery:
+        """A person picks an option in a select, radio group, checkboxes or overflow menu that sends at once."""
+        return self._act(user, channel, ts, action_id, block_id, choice, choices or {})
+
+    def send_block_actions(
+        self,
+        user: str,
+        channel: str,
+        ts: str,
+        actions: list[dict[str, Any]],
+        state_values: dict[str, Any] | None = None,
+    ) -> Delivery:
+        """A block_actions payload with ``actions`` and ``state.values`` exactly as given."""
+        with self._state.lock:
+            person = self._user(user)
+            source = interactivity.find_source(self._state, person, channel, ts)
+            outgoing = self._block_actions_outgoing(person, source, actions, state_values or {})
+        return self._deliverer.send(outgoing)
+
+    def send_url_verification(self, *, team: str | None = None, challenge: str | None = None) -> Delivery:
+        workspace = self.workspace(team)
+        target = self._target(workspace)
+        body = events.url_verification(target, challenge or secrets.token_urlsafe(24))
+        return self._deliverer.send(self._signed(workspace, "url_verification", json.dumps(body).encode()))
+
+    def deliver_raw(
+        self,
+        body: bytes | str | dict[str, Any],
+        headers: Mapping[str, str] | None = None,
+        *,
+        sign: events.SignMode = "valid",
+        team: str | None = None,
+        content_type: str = "application/json",
+    ) -> Delivery:
+        """Send any body to the app, signed validly, forged, stale, or not at all (for its 401 tests)."""
+        workspace = self.workspace(team)
+        raw = (
+            json.dumps(body).encode()
+            if isinstance(body, dict)
+            else body.encode()
+            if isinstance(body, str)
+            else body
+        )
+        outgoing = self._signed(workspace, "raw", raw, sign=sign, content_type=content_type)
+        outgoing.headers.update(headers or {})
+        return self._deliverer.send(outgoing)
+
+    def redeliver(self, delivery: Delivery, *, retry_num: int = 1, reason: str = "http_timeout") -> Delivery:
+        """Send a delivery again as Slack's retry: same body and event_id, fresh signature, retry headers."""
+        if delivery.team_id is None:
+            raise FakeMisuse("only deliveries to a workspace's app can be sent again")
+        outgoing = self._signed(
+            self.workspace(delivery.team_id),
+            delivery.kind,
+            delivery.body,
+            event_id=delivery.event_id,
+            content_type=delivery.headers.get("Content-Type", "application/json"),
+            retry_num=retry_num,
+        )
+        outgoing.headers.update({"X-Slack-Retry-Num": str(retry_num), "X-Slack-Retry-Reason": reason})
+        return self._deliverer.send(outgoing)
+
+    def deliveries(self, kind: str | None = None, *, ts: str | None = None) -> list[Delivery]:
+        """Requests sent to the app so far, optionally of one kind (event type) or about one message ts."""
+        with self._state.lock:
+            found = list(self._deliveries)
+        if kind is not None:
+            found = [d for d in found if d.kind == kind]
+        if ts is not None:
+            found = [d for d in found if _delivery_ts(d) == ts]
+        return found
+
+    def wait_for_deliveries(self, timeout: float = 5.0) -> None:
+        """Wait until the background deliveries (the app's own messages echoed back) are done."""
+        if not self._deliverer.wait_idle(timeout):
+            raise TimeoutError(f"deliveries still running after {timeout} s")
+
+    # Internals.
+
+    def _team(self, team: str | None) -> str:
+        if team is not None:
+            return team
+        if self._primary_team is None:
+            raise FakeMisuse("add a workspace first")
+        return self._primary_team
+
+    def _channel(self, channel: str) -> Channel:
+        found = self._state.channels.get(channel)
+        if found is None:
+            raise FakeMisuse(f"no channel {channel}")
+        return found
+
+    def _user(self, user: str) -> User:
+        found = self._state.users.get(user)
+        if found is None:
+            raise FakeMisuse(f"no user {user}")
+        return found
+
+    def _member(self, user: str, channel: str) -> User:
+        """A user who can post in the channel: present, active and a member."""
+        person = self._user(user)
+        chan = self._channel(channel)
+        if person.deleted:
+            raise FakeMisuse(f"{user} is deactivated")
+        if user not in chan.members:
+            raise FakeMisuse(f"{user} is not a member of {channel}")
+        if chan.is_archived:
+            raise FakeMisuse(f"{channel} is archived")
+        return person
+
+    def _own_message(self, user: str, channel: str, ts: str) -> Message:
+        message = self._state.live_message(channel, ts)
+        if message is None or message.user != user:
+            raise FakeMisuse(f"{user} has no message {ts} in {channel}")
+        return message
+
+    def _thread_root(self, channel: str, thread_ts: str | None) -> str | None:
+        """People reply from the thread view, so their reply always goes under a real root."""
+        if thread_ts is None:
+            return None
+        target = self._state.live_message(channel, thread_ts)
+        if target is None:
+            raise FakeMisuse(f"no message {thread_ts} in {channel} to reply to")
+        return target.root_ts
+
+    def _target(self, workspace: Workspace) -> EventTarget:
+        if workspace.events is None:
+            raise FakeMisuse(f"call deliver_events_to() for {workspace.team_id} first")
+        return workspace.events
+
+    def _events_for_new_message(
+        self, message: Message, deliver: DeliverWhich, order: DeliveryOrder
+    ) -> list[Outgoing]:
+        channel = self._channel(message.channel)
+        workspace = self._state.workspace(channel.team_id)
+        if workspace.events is None or workspace.app.bot_user_id not in channel.members:
+            return []  # Slack sends channel events only to apps in the channel
+        mentions_app = workspace.app.bot_user_id in mentioned_users(message.text)
+        mention = events.app_mention_event(message, channel) if mentions_app else None
+        plain = events.message_event(self._state, message, channel)
+        chosen = {
+            "both": [mention, plain],
+            "app_mention": [mention],
+            "message": [plain],
+            "none": [],
+        }[deliver]
+        if order == "message_first":
+            chosen.reverse()
+        return [self._event_outgoing(channel, event) for event in chosen if event is not None]
+
+    def _event_outgoing(self, channel: Channel, event: dict[str, Any]) -> list[Outgoing]:
+        workspace = self._state.workspace(channel.team_id)
+        if workspace.events is None:
+            return []
+        return [self._envelope_outgoing(workspace, event)]
+
+    def _envelope_outgoing(self, workspace: Workspace, event: dict[str, Any]) -> Outgoing:
+        target = self._target(workspace)
+        event_id = self._event_ids.next()
+        body = events.envelope(workspace, target, event, event_id, int(self._state.now()))
+        kind = event.get("subtype") or event["type"]
+        return self._signed(workspace, kind, json.dumps(body).encode(), event_id=event_id)
+
+    def _signed(
+        self,
+        workspace: Workspace,
+        kind: str,
+        body: bytes,
+        *,
+        event_id: str | None = None,
+        sign: events.SignMode = "valid",
+        content_type: str = "application/json",
+        retry_num: int = 0,
+    ) -> Outgoing:
+        target = self._target(workspace)
+        # Signatures use the wall clock: the app checks them against its own.
+        headers = events.signed_headers(
+            target.signing_secret, body, now=time.time(), mode=sign, content_type=content_type
+        )
+        return Outgoing(kind, target.url, body, headers, event_id, retry_num, workspace.team_id)
+
+    def _send(self, outgoing: list[Outgoing], concurrent: bool = False) -> list[Delivery]:
+        if concurrent and len(outgoing) > 1:
+            return self._deliverer.send_together(outgoing)
+        return [self._deliverer.send(each) for each in outgoing]
+
+    def _act(
+        self,
+        user: str,
+        channel: str,
+        ts: str,
+        action_id: str,
+        block_id: str | None,
+        choice: Choice | None,
+        choices: Mapping[str, Choice],
+    ) -> Delivery:
+        with self._state.lock:
+            person = self._user(user)
+            source = interactivity.find_source(self._state, person, channel, ts)
+            found_block_id, element = interactivity.find_element(source, action_id, block_id)
+            if (choice is None) != (element["type"] == "button"):
+                verb = "press_button" if element["type"] == "button" else "choose"
+                raise FakeMisuse(f"{action_id!r} is a {element['type']}; use {verb}")
+            action = interactivity.element_action(found_block_id, element, choice, self._state.next_ts())
+            all_choices = dict(choices)
+            if choice is not None:
+                all_choices[action_id] = choice
+            values = interactivity.state_values(source.blocks, all_choices)
+            outgoing = self._block_actions_outgoing(person, source, [action], values)
+        return self._deliverer.send(outgoing)
+
+    def _block_actions_outgoing(
+        self,
+        person: User,
+        source: interactivity.ActionSource,
+        actions: list[dict[str, Any]],
+        values: dict[str, Any],
+    ) -> Outgoing:
+        workspace = self._state.workspace(source.channel.team_id)
+        target = self._target(workspace)
+        response_url = interactivity.register_response_url(self._state, workspace, source, person)
+        payload = interactivity.block_actions_payload(
+            self._state,
+            workspace,
+            target,
+            source,
+            person,
+            actions,
+            values,
+            response_url=f"http://127.0.0.1:{self._server.port}/actions/{workspace.team_id}/{response_url.id}/"
+            f"{secrets.token_urlsafe(12)}",
+            trigger_id=f"{int(self._state.now())}.{secrets.randbelow(10**12)}.{secrets.token_hex(16)}",
+        )
+        body = urlencode({"payload": json.dumps(payload)}).encode()
+        return self._signed(
+            workspace, "block_actions", body, content_type="application/x-www-form-urlencoded"
+        )
+
+    def _echo_to_app(self, workspace: Workspace, inner_events: list[dict[str, Any]]) -> None:
+        """The app's own posts, edits and deletions come back to it as events, as Slack sends them."""
+        target = workspace.events
+        if target is None or not target.echo_own_messages:
+            return
+        for event in inner_events:
+            self._deliverer.send_in_background(self._envelope_outgoing(workspace, event))
+
+    def _record_delivery(self, delivery: Delivery) -> None:
+        with self._api.changed:
+            self._deliveries.append(delivery)
+            self._api.changed.notify_all()
+
+
+def _delivery_ts(delivery: Delivery) -> str | None:
+    """The ts of the message a delivery is about."""
+    event = delivery.event
+    if event is not None:
+        if event.get("subtype") == "message_changed":
+            return event["message"]["ts"]
+        if event.get("subtype") == "message_deleted":
+            return event["deleted_ts"]
+        if event.get("type") == "reaction_added":
+            return event["item"]["ts"]
+        return event.get("ts")
+    payload = delivery.payload
+    if payload and isinstance(payload.get("container"), dict):
+        return payload["container"].get("message_ts")
+    return None

@@ -1,0 +1,113 @@
+"""HTTP plumbing: a threaded server on 127.0.0.1 that hands each request to the Web API pipeline.
+
+It knows nothing of Slack. Its one trick is a held answer (an injected timeout): the request is kept
+open unanswered until the client hangs up or the server stops, so a held request never blocks shutdown.
+"""
+
+from __future__ import annotations
+
+import select
+import socket
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+from .pipeline import HttpAnswer, HttpRequest
+
+MAX_HOLD_SECONDS = 120.0  # a held request is given up on after this, whatever the client does
+_POLL_SECONDS = 0.05
+
+
+class FakeHttpServer:
+    def __init__(self, handle: Callable[[HttpRequest], HttpAnswer]) -> None:
+        self._handle = handle
+        self._stopping = threading.Event()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("the server is not running")
+        return self._server.server_address[1]
+
+    def start(self) -> None:
+        self._stopping.clear()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_class(self._handle, self._stopping))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="slack-fake-http", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._server is None:
+            return
+        self._stopping.set()  # releases held requests
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._server = None
+        self._thread = None
+
+
+def _handler_class(
+    handle: Callable[[HttpRequest], HttpAnswer], stopping: threading.Event
+) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "SlackFake/1.0"
+
+        def do_GET(self) -> None:
+            self._serve()
+
+        def do_POST(self) -> None:
+            self._serve()
+
+        def log_message(self, format: str, *args: object) -> None:
+            """Quiet: the fake's own call record is the log."""
+
+        def _serve(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            url = urlsplit(self.path)
+            request = HttpRequest(
+                method=self.command,
+                path=url.path,
+                query=url.query,
+                headers={name.lower(): value for name, value in self.headers.items()},
+                body=body,
+            )
+            answer = handle(request)
+            if answer.transport == "hold":
+                self._hold()
+            if answer.transport != "respond":
+                self.close_connection = True
+                return
+            self.send_response(answer.status)
+            for name, value in answer.headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(answer.body)))
+            self.end_headers()
+            self.wfile.write(answer.body)
+
+        def _hold(self) -> None:
+            """Keep the request unanswered until the client gives up, the server stops, or the cap passes."""
+            waited = 0.0
+            while waited < MAX_HOLD_SECONDS and not stopping.wait(_POLL_SECONDS):
+                waited += _POLL_SECONDS
+                if _peer_closed(self.connection):
+                    return
+
+    return Handler
+
+
+def _peer_closed(connection: socket.socket) -> bool:
+    readable, _, _ = select.select([connection], [], [], 0)
+    if not readable:
+        return False
+    try:
+        return connection.recv(1, socket.MSG_PEEK) == b""
+    except OSError:
+        return True
