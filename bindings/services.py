@@ -338,3 +338,11 @@ def export_manifests() -> str:
     bindings = Binding.objects.select_related("connection").prefetch_related("channels").order_by("name")
     specs.extend(binding_spec(binding) for binding in bindings)
     return manifest.dump_manifests(specs) if specs else ""
+
+
+def note_slack_identity(connection_id: int, *, team_id: str, bot_user_id: str) -> None:
+    """Keeps the workspace and bot user that Slack's auth.test named for a Connection's token."""
+    if team_id and bot_user_id:
+        Connection.objects.filter(pk=connection_id).exclude(team_id=team_id, bot_user_id=bot_user_id).update(
+            team_id=team_id, bot_user_id=bot_user_id
+        )

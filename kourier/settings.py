@@ -23,7 +23,8 @@ env = environ.Env(
     A2A_READ_TIMEOUT=(float, 300.0),
     A2A_REQUEST_TIMEOUT=(float, 3600.0),
 )
-environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+if (BASE_DIR / ".env").exists():
+    environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
 DEBUG = env("DEBUG")
 _SECRET_KEY_FILE = VAR_DIR / "secret_key"  # made once by `make serve`
@@ -159,7 +160,7 @@ LOGGING = {
         "console": {
             "class": "logging.StreamHandler",
             "formatter": LOG_FORMAT,
-            "filters": ["extra_fields"],
+            "filters": ["extra_fields"] if LOG_FORMAT == "text" else [],
         },
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},

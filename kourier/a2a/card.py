@@ -45,10 +45,11 @@ def parse_agent_card(raw: Any) -> AgentCard:
 
 def _pick_interface(card: dict[str, Any]) -> tuple[str, str | None]:
     offered: list[tuple[str, str | None]] = []  # (version as written, url) of each JSON-RPC interface
-    for interface in card.get("supportedInterfaces") or ():
-        if isinstance(interface, dict) and _is_jsonrpc(interface.get("protocolBinding")):
-            offered.append((str(interface.get("protocolVersion") or ""), _url(interface.get("url"))))
-    if not offered:
+    if "supportedInterfaces" in card:  # a 1.x card
+        for interface in card.get("supportedInterfaces") or ():
+            if isinstance(interface, dict) and _is_jsonrpc(interface.get("protocolBinding")):
+                offered.append((str(interface.get("protocolVersion") or ""), _url(interface.get("url"))))
+    else:
         legacy_version = str(card.get("protocolVersion") or codec_v03.VERSION)
         if _is_jsonrpc(card.get("preferredTransport") or JSONRPC_BINDING):
             offered.append((legacy_version, _url(card.get("url"))))

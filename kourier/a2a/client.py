@@ -125,11 +125,14 @@ class A2AClient:
         self.url = url
         self.protocol_version: ProtocolVersion = protocol_version
         self.extensions = tuple(extensions)
-        self._read_timeout = read_timeout
-        self._request_timeout = request_timeout
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout
+        self.request_timeout = request_timeout
         self._http = httpx.AsyncClient(
             headers=dict(headers or {}),
-            timeout=httpx.Timeout(connect=connect_timeout, read=read_timeout, write=read_timeout, pool=connect_timeout),
+            timeout=httpx.Timeout(
+                connect=connect_timeout, read=read_timeout, write=read_timeout, pool=connect_timeout
+            ),
             transport=transport,
             follow_redirects=False,  # a redirect could carry the service identity elsewhere
         )
@@ -187,7 +190,9 @@ class A2AClient:
 
     def send_streaming(self, message: Message) -> EventStream:
         """Send a message and stream what the agent does with it (SendStreamingMessage / message/stream)."""
-        return EventStream(self._stream(lambda codec: (codec.send_streaming_method, codec.send_params(message))))
+        return EventStream(
+            self._stream(lambda codec: (codec.send_streaming_method, codec.send_params(message)))
+        )
 
     def subscribe(self, task_id: str) -> EventStream:
         """Follow a running task again (SubscribeToTask / tasks/resubscribe), e.g. after a dropped stream."""
@@ -252,10 +257,10 @@ class A2AClient:
     async def _unary(self, method: str, send: Callable[[], Any]) -> httpx.Response:
         """One request/response exchange under the whole-request deadline, errors typed."""
         try:
-            async with asyncio.timeout(self._request_timeout):
+            async with asyncio.timeout(self.request_timeout):
                 response: httpx.Response = await send()
         except TimeoutError as error:
-            raise AgentTimeout(f"no answer within {self._request_timeout:g} s", method=method) from error
+            raise AgentTimeout(f"no answer within {self.request_timeout:g} s", method=method) from error
         except httpx.TransportError as error:
             raise _transport_error(error, method) from error
         _raise_for_status(response, method)
@@ -271,11 +276,15 @@ class A2AClient:
             "POST",
             rpc_url,
             json={"jsonrpc": "2.0", "id": request_id, "method": method, "params": params},
-            headers={**codec.headers(self.extensions), "Accept": "text/event-stream", "Cache-Control": "no-store"},
+            headers={
+                **codec.headers(self.extensions),
+                "Accept": "text/event-stream",
+                "Cache-Control": "no-store",
+            },
         )
         # The deadline covers the whole stream. Each wait is bounded separately (never a timeout scope
         # around a ``yield``): the consumer's own work between events must not be cancelled by it.
-        deadline = asyncio.get_running_loop().time() + self._request_timeout
+        deadline = asyncio.get_running_loop().time() + self.request_timeout
         task_id: str | None = None
         context_id: str | None = None
 
@@ -283,7 +292,7 @@ class A2AClient:
             async with asyncio.timeout_at(deadline):
                 response = await self._http.send(request, stream=True)
         except TimeoutError as error:
-            raise AgentTimeout(f"no answer within {self._request_timeout:g} s", method=method) from error
+            raise AgentTimeout(f"no answer within {self.request_timeout:g} s", method=method) from error
         except httpx.TransportError as error:
             raise _transport_error(error, method, streaming=True) from error
 
@@ -325,13 +334,16 @@ class A2AClient:
                 "stream closed before a final state", method=method, task_id=task_id, context_id=context_id
             )
         except TimeoutError as error:
-            raise AgentTimeout(f"stream exceeded {self._request_timeout:g} s", method=method) from error
+            raise AgentTimeout(f"stream exceeded {self.request_timeout:g} s", method=method) from error
         except httpx.ReadTimeout as error:
-            raise AgentTimeout(f"no event for {self._read_timeout:g} s", method=method) from error
+            raise AgentTimeout(f"no event for {self.read_timeout:g} s", method=method) from error
         except httpx.TransportError as error:
             # Connection reset, truncated chunked body, peer closed mid-stream.
             raise StreamDropped(
-                f"connection lost ({type(error).__name__})", method=method, task_id=task_id, context_id=context_id
+                f"connection lost ({type(error).__name__})",
+                method=method,
+                task_id=task_id,
+                context_id=context_id,
             ) from error
         finally:
             await response.aclose()

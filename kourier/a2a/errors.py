@@ -107,7 +107,9 @@ class AgentHTTPError(A2AError):
     A 5xx from the agent itself means the request reached it: the outcome is unknown.
     """
 
-    def __init__(self, status_code: int, *, method: str | None = None, retry_after: float | None = None) -> None:
+    def __init__(
+        self, status_code: int, *, method: str | None = None, retry_after: float | None = None
+    ) -> None:
         super().__init__(f"HTTP {status_code}", method=method)
         self.status_code = status_code
         self.retry_after = retry_after

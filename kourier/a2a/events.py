@@ -191,4 +191,6 @@ class TaskEnded:
     message: str | None = None
 
 
-AgentEvent = TaskStarted | TextDelta | ToolCall | ToolResult | Question | ApprovalRequest | UnusablePause | TaskEnded
+AgentEvent = (
+    TaskStarted | TextDelta | ToolCall | ToolResult | Question | ApprovalRequest | UnusablePause | TaskEnded
+)

@@ -12,6 +12,8 @@ from asgiref.sync import sync_to_async
 from slack_bolt.async_app import AsyncApp
 
 from bindings.models import Connection
+from bindings.services import note_slack_identity
+from sessions.routing import ChatMessage
 from sessions.services import route_message
 
 from .clients import async_web_client
@@ -48,7 +50,9 @@ def _build_app(connection: Connection) -> AsyncApp:
         if isinstance(read, IgnoredEvent):
             logger.debug("slack.event_ignored", extra={"reason": read.reason, "connection_id": connection_id})
             return
-        await sync_to_async(_route, thread_sensitive=False)(connection_id, read)
+        await sync_to_async(_route, thread_sensitive=False)(
+            connection_id, read, team_id=context.team_id or "", bot_user_id=context.bot_user_id or ""
+        )
 
     app.event("app_mention")(take_message)
     app.event("message")(take_message)
@@ -61,6 +65,6 @@ def _build_app(connection: Connection) -> AsyncApp:
     return app
 
 
-def _route(connection_id: int, message) -> None:
-    connection = Connection.objects.get(pk=connection_id)
-    route_message(connection, message)
+def _route(connection_id: int, message: ChatMessage, *, team_id: str, bot_user_id: str) -> None:
+    note_slack_identity(connection_id, team_id=team_id, bot_user_id=bot_user_id)
+    route_message(Connection.objects.get(pk=connection_id), message)

@@ -68,8 +68,19 @@ def test_the_closing_artifact_and_completed_status():
         "text",
         {"kind": "something-else"},
         {"statusUpdate": {"taskId": "t", "status": {"state": "TASK_STATE_WORKING"}}},  # 1.0 shape
-        {"kind": "status-update", "taskId": "t", "contextId": "c", "final": False, "status": {"state": "napping"}},
-        {"kind": "status-update", "contextId": "c", "final": False, "status": {"state": "working"}},  # no taskId
+        {
+            "kind": "status-update",
+            "taskId": "t",
+            "contextId": "c",
+            "final": False,
+            "status": {"state": "napping"},
+        },
+        {
+            "kind": "status-update",
+            "contextId": "c",
+            "final": False,
+            "status": {"state": "working"},
+        },  # no taskId
         {"kind": "message", "messageId": "m", "role": "agent", "parts": [{"kind": "sound"}]},
     ],
 )
@@ -95,7 +106,10 @@ def test_encoded_message_is_valid_0_3_json_and_decodes_back():
 
     v03.Message.model_validate(encoded)
     assert encoded["role"] == "user"
-    assert encoded["parts"][2] == {"kind": "file", "file": {"bytes": "YWJj", "mimeType": "text/plain", "name": "a.txt"}}
+    assert encoded["parts"][2] == {
+        "kind": "file",
+        "file": {"bytes": "YWJj", "mimeType": "text/plain", "name": "a.txt"},
+    }
     assert CODEC.decode_stream_event(encoded) == message
 
 

@@ -123,7 +123,11 @@ def test_file_parts_by_url_and_inline():
                 "messageId": "m",
                 "role": "ROLE_AGENT",
                 "parts": [
-                    {"url": "https://example.test/report.pdf", "mediaType": "application/pdf", "filename": "r.pdf"},
+                    {
+                        "url": "https://example.test/report.pdf",
+                        "mediaType": "application/pdf",
+                        "filename": "r.pdf",
+                    },
                     {"raw": base64.b64encode(b"\x00hi").decode(), "mediaType": "application/octet-stream"},
                 ],
             }

@@ -13,6 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kourier.a2a import codec_v03, codec_v10
+from kourier.a2a.dialects.reader import TurnReader
+from kourier.a2a.events import AgentEvent
+from kourier.a2a.wire import StreamEvent
+
 DATA = Path(__file__).parent / "data"
 V010 = "kagent_v010"
 V1ALPHA = "kagent_v1alpha"
@@ -50,3 +55,16 @@ def exchanges(line: str, name: str) -> list[Exchange]:
 
 def agent_card(line: str) -> dict[str, Any]:
     return json.loads((DATA / line / "agent_card.json").read_text())
+
+
+def wire_events(line: str, exchange: Exchange) -> list[StreamEvent]:
+    """The results of an exchange decoded by the codec of its protocol version."""
+    codec = codec_v03.CODEC if line == V010 else codec_v10.CODEC
+    if exchange.method in ("GetTask", "CancelTask", "tasks/get", "tasks/cancel"):
+        return [codec.decode_task(result) for result in exchange.results]
+    return [codec.decode_stream_event(result) for result in exchange.results]
+
+
+def read(reader: TurnReader, events: list[StreamEvent]) -> list[AgentEvent]:
+    """Everything a reader makes of some wire events."""
+    return [normalized for event in events for normalized in reader.feed(event)]

@@ -19,7 +19,9 @@ from kourier.a2a.wire import Message
 
 
 class AnswerBuilder(Protocol):
-    def __call__(self, question: Question, answers: Sequence[Sequence[str]], *, message_id: str) -> Message: ...
+    def __call__(
+        self, question: Question, answers: Sequence[Sequence[str]], *, message_id: str
+    ) -> Message: ...
 
 
 class DecisionBuilder(Protocol):

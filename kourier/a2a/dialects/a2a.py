@@ -1,8 +1,8 @@
 """The ``a2a`` dialect: any A2A agent.
 
 A pause it can put to people is a text-only ``input-required``: one free-text question, answered with
-a plain user message to the paused task. A pause with structured parts (data, files) or an
-``auth-required`` pause cannot be used: the reader reports ``UnusablePause`` and the runner cancels the
+a plain user message to the paused task. A pause with structured parts (data, files), one whose
+message declares an extension, or an ``auth-required`` pause cannot be used: the reader reports ``UnusablePause`` and the runner cancels the
 task and tells the thread (spec: "Let the agent ask questions").
 """
 
@@ -35,7 +35,10 @@ def read_pause(pause: Pause) -> AgentEvent:
     if pause.state is TaskState.AUTH_REQUIRED:
         return UnusablePause(reason="auth-required", task_id=pause.task_id, context_id=pause.context_id)
     parts = pause.message.parts if pause.message is not None else ()
-    if any(not isinstance(part, TextPart) for part in parts):
+    # A message that declares an extension says what it wants in that extension's terms, which a
+    # plain text answer does not speak (kagent's hitl/v1 pauses carry their text only as a hint).
+    declares_extension = pause.message is not None and bool(pause.message.extensions)
+    if declares_extension or any(not isinstance(part, TextPart) for part in parts):
         return UnusablePause(reason="structured-input", task_id=pause.task_id, context_id=pause.context_id)
     # A pause with no text at all is still a question: the agent waits for whatever the person says.
     return Question(
@@ -64,6 +67,8 @@ def answer_message(question: Question, answers: Sequence[Sequence[str]], *, mess
     )
 
 
-def decision_message(request: ApprovalRequest, decisions: Mapping[str, Decision], *, message_id: str) -> Message:
+def decision_message(
+    request: ApprovalRequest, decisions: Mapping[str, Decision], *, message_id: str
+) -> Message:
     """The a2a dialect never reports an approval request, so there is nothing to decide."""
     raise ValueError("the a2a dialect has no tool approvals")

@@ -1,6 +1,6 @@
 """The ``kagent-v1`` dialect: kagent agents, both lines (research/kagent.md §2-3).
 
-Pauses it reads, besides the generic text-only pause (``a2a`` dialect rules apply to anything else):
+Pauses it reads (kagent pauses only for these; any other pause is reported as unusable):
 
 - kagent 1.0 (A2A 1.0): the ``https://kagent.dev/extensions/hitl/v1`` message extension on the pause's
   status message: ``tool_approval_request`` (``tools`` [{id, call_id, name, args}]) and
@@ -38,7 +38,7 @@ from kourier.a2a.events import (
     ToolToApprove,
     UnusablePause,
 )
-from kourier.a2a.wire import DataPart, Message, Part, Role, TextPart
+from kourier.a2a.wire import DataPart, Message, Part, Role, TaskState, TextPart
 
 NAME = "kagent-v1"
 HITL_EXTENSION = "https://kagent.dev/extensions/hitl/v1"
@@ -59,14 +59,19 @@ def reader() -> TurnReader:
 
 def read_pause(pause: Pause) -> AgentEvent:
     message = pause.message
-    if message is not None:
+    if pause.state is TaskState.INPUT_REQUIRED and message is not None:
         hitl_request = message.metadata.get(HITL_EXTENSION)
         if isinstance(hitl_request, dict) and "type" in hitl_request:
             return _read_hitl_v1(hitl_request, pause)
         confirmations = [data for part in message.parts if (data := _confirmation_call(part)) is not None]
         if confirmations:
             return _read_adk_confirmations(confirmations, pause)
-    return a2a.read_pause(pause)
+    if pause.state is TaskState.AUTH_REQUIRED:
+        return _unusable("auth-required", pause)
+    # kagent only pauses for a tool approval or ask_user. Without either shape, the hitl/v1 extension
+    # was not active and the pause is a bare hint: a text reply would not resume the task (kagent 1.0
+    # answers it with another pause, captured in 02_pause_without_extension_optin).
+    return _unusable("unstructured-pause", pause)
 
 
 def _unusable(reason: str, pause: Pause) -> UnusablePause:
@@ -158,7 +163,11 @@ def _read_adk_confirmations(confirmations: list[dict[str, Any]], pause: Pause) -
 
     tools: list[ToolToApprove] = []
     for call in calls:
-        if not isinstance(call, dict) or not _str_or_none(call.get("id")) or not _str_or_none(call.get("name")):
+        if (
+            not isinstance(call, dict)
+            or not _str_or_none(call.get("id"))
+            or not _str_or_none(call.get("name"))
+        ):
             return _unusable("malformed-confirmation", pause)
         call_args = call.get("args")
         tools.append(
@@ -249,7 +258,9 @@ def answer_message(question: Question, answers: Sequence[Sequence[str]], *, mess
     return _user_message(question, (DataPart(data=decision), summary), message_id)
 
 
-def decision_message(request: ApprovalRequest, decisions: Mapping[str, Decision], *, message_id: str) -> Message:
+def decision_message(
+    request: ApprovalRequest, decisions: Mapping[str, Decision], *, message_id: str
+) -> Message:
     """The decisions on an approval request, keyed by ``ToolToApprove.approval_id``: one for every tool."""
     pending = [tool.approval_id for tool in request.tools]
     missing = [approval_id for approval_id in pending if approval_id not in decisions]
@@ -289,7 +300,9 @@ def decision_message(request: ApprovalRequest, decisions: Mapping[str, Decision]
     }
     if reasons:
         batch["rejection_reasons"] = reasons
-    return _user_message(request, (DataPart(data=batch), TextPart(text=f"Batch decision: {summary}")), message_id)
+    return _user_message(
+        request, (DataPart(data=batch), TextPart(text=f"Batch decision: {summary}")), message_id
+    )
 
 
 def deny_all(request: ApprovalRequest, *, reason: str = DENIAL_REASON) -> dict[str, Decision]:

@@ -78,7 +78,9 @@ def part_type(part: Part) -> str | None:
 def visible_text(parts: Sequence[Part]) -> str:
     """The text of some parts without model thoughts."""
     return "".join(
-        part.text for part in parts if isinstance(part, TextPart) and not metadata_flag(part.metadata, THOUGHT_KEYS)
+        part.text
+        for part in parts
+        if isinstance(part, TextPart) and not metadata_flag(part.metadata, THOUGHT_KEYS)
     )
 
 
@@ -168,7 +170,9 @@ class TurnReader:
 
     def _read_task(self, task: Task, out: list[AgentEvent]) -> None:
         self._note_task(task.id, task.context_id, out)
-        last_user = max((i for i, message in enumerate(task.history) if message.role is Role.USER), default=-1)
+        last_user = max(
+            (i for i, message in enumerate(task.history) if message.role is Role.USER), default=-1
+        )
         for message in task.history[last_user + 1 :]:
             self._read_message(message, out)
         for artifact in task.artifacts:
@@ -230,7 +234,9 @@ class TurnReader:
                 self._calls_seen.add(call_id)
                 args = data.get("args")
                 out.append(
-                    ToolCall(call_id=call_id, name=str(name or ""), args=args if isinstance(args, dict) else {})
+                    ToolCall(
+                        call_id=call_id, name=str(name or ""), args=args if isinstance(args, dict) else {}
+                    )
                 )
             elif kind == FUNCTION_RESPONSE and call_id not in self._results_seen:
                 response = data.get("response")

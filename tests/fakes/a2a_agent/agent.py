@@ -184,6 +184,10 @@ class ScriptedAgent:
         """Exceptions raised by `on_message` functions (the fixtures fail the test on these)."""
         return self._recorder.errors
 
+    def take_script_errors(self) -> list[BaseException]:
+        """Return and forget the script errors so far - for tests that provoke one on purpose."""
+        return self._recorder.take_errors()
+
     def wait_for_requests(
         self, count: int, *, method: str | None = None, timeout: float = DEFAULT_TIMEOUT
     ) -> list[RecordedRequest]:

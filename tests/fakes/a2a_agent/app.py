@@ -13,12 +13,15 @@ from __future__ import annotations
 from collections.abc import AsyncIterable
 from typing import Any
 
+# a2a-sdk 1.3.0 has an import cycle (compat.v0_3.jsonrpc_adapter <-> server.routes): routes go first.
+from a2a.server.routes import DefaultServerCallContextBuilder, create_agent_card_routes, create_jsonrpc_routes
+
+# isort: split
 from a2a.compat.v0_3 import types as types_v03
 from a2a.compat.v0_3.jsonrpc_adapter import JSONRPC03Adapter
 from a2a.compat.v0_3.request_handler import RequestHandler03
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import RequestHandler
-from a2a.server.routes import DefaultServerCallContextBuilder, create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.types import AgentCard
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
@@ -82,7 +85,11 @@ class LegacyJsonRpcRoute:
             )
         if method in JsonRpcDispatcher.METHOD_TO_MODEL:  # a 1.0 name: unknown to a 0.3 agent
             return JSONResponse(
-                {"jsonrpc": "2.0", "id": body.get("id"), "error": {"code": -32601, "message": "Method not found"}}
+                {
+                    "jsonrpc": "2.0",
+                    "id": body.get("id"),
+                    "error": {"code": -32601, "message": "Method not found"},
+                }
             )
         return await self._dispatcher.handle_requests(request)
 

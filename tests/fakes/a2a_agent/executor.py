@@ -8,6 +8,7 @@ resubscription, the JSON-RPC surface - is the SDK's own DefaultRequestHandler.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
+from a2a.server.events.event_queue_v2 import EventQueueSource
 from a2a.types import Task, TaskState, TaskStatusUpdateEvent
 
 from tests.fakes.a2a_agent.gates import wait_for_gate
@@ -42,7 +44,10 @@ from tests.fakes.a2a_agent.steps import (
 from tests.fakes.a2a_agent.store import RecordingTaskStore
 from tests.fakes.a2a_agent.wire import CutOrder, Wire
 
+logger = logging.getLogger(__name__)
+
 EXCHANGE_STATE_KEY = "scripted_agent_exchange"  # ServerCallContext.state key: the HTTP exchange's token
+SETTLE_TIMEOUT = 2.0
 
 
 class ScriptBook:
@@ -84,8 +89,8 @@ class AgentRuntime:
         self.wire = Wire(self.recorder, lambda task_id: self.task_events.get(task_id or "", 0))
 
 
-class _Emitter:
-    """Enqueues events for the SDK and counts them (per request, and per task)."""
+class EventEmitter:
+    """Enqueues events for the SDK, counts them (per request, and per task), and can wait for them."""
 
     def __init__(self, queue: EventQueue, task_events: dict[str, int], task_id: str) -> None:
         self._queue = queue
@@ -98,6 +103,20 @@ class _Emitter:
         self.count += 1
         self._task_events[self._task_id] = self._task_events.get(self._task_id, 0) + 1
 
+    async def applied(self) -> None:
+        """Until the SDK has stored every event enqueued so far and handed it to the task's streams.
+
+        The queue the SDK gives an executor is its EventQueueSource: a dispatcher moves events to the
+        task's consumer, which stores each one, fans it out to subscribers and marks it done.
+        """
+        if not isinstance(self._queue, EventQueueSource):
+            return
+        try:
+            await asyncio.wait_for(self._queue.test_only_join_incoming_queue(), SETTLE_TIMEOUT)  # dispatched
+            await asyncio.wait_for(self._queue.queue.join(), SETTLE_TIMEOUT)  # stored and fanned out
+        except TimeoutError:
+            logger.warning("scripted agent: the SDK did not process task %s's events in time", self._task_id)
+
 
 @dataclass
 class _Execution:
@@ -105,7 +124,7 @@ class _Execution:
 
     runtime: AgentRuntime
     renderer: Renderer
-    emitter: _Emitter
+    emitter: EventEmitter
     task_id: str
     origin: int | None  # token of the HTTP exchange that delivered the message
     call_context: ServerCallContext
@@ -130,27 +149,30 @@ class _Execution:
             elif isinstance(step, Sleep):
                 await asyncio.sleep(step.seconds)
             elif isinstance(step, WaitFor):
+                await self._settle()  # so a test that sees the script arrive sees all it sent before
                 await wait_for_gate(step.gate)
             elif isinstance(step, DropConnection):
                 await self.drop_connection(step)
                 if step.forget_task:
                     return  # the agent "crashed": the rest of the script never runs
             elif isinstance(step, JsonRpcError):
-                await self._deliver_pending()
+                await self._settle()
                 await self.runtime.wire.cut(self.task_id, CutOrder("error", error=step))
             elif isinstance(step, Garbage):
-                await self._deliver_pending()
+                await self._settle()
                 await self.runtime.wire.inject_garbage(self.task_id, step)
             position += 1
         await self.renderer.finish(complete())
 
     async def drop_connection(self, step: DropConnection) -> None:
-        await self._deliver_pending()
+        await self._settle()
         await self.runtime.wire.cut(self.task_id, CutOrder("drop"))
         if step.forget_task:
             await self.runtime.store.forget(self.task_id, self.call_context)
 
-    async def _deliver_pending(self) -> None:
+    async def _settle(self) -> None:
+        """Until everything emitted so far is in the task store and on the wire of every open stream."""
+        await self.emitter.applied()
         await self.runtime.wire.deliver_pending(self.task_id, self.origin, self.emitter.count)
 
 
@@ -197,7 +219,7 @@ class ScriptedExecutor(AgentExecutor):
 
         origin = context.call_context.state.get(EXCHANGE_STATE_KEY)
         self.runtime.wire.attach(origin, task_id)
-        emitter = _Emitter(event_queue, self.runtime.task_events, task_id)
+        emitter = EventEmitter(event_queue, self.runtime.task_events, task_id)
 
         async def seed_task(task: Task) -> None:
             await self.runtime.store.save(task, context.call_context)
@@ -224,9 +246,8 @@ class ScriptedExecutor(AgentExecutor):
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         """CancelTask: the task ends canceled (the SDK then stops a running script)."""
         task_id, context_id = context.task_id or "", context.context_id or ""
-        await _Emitter(event_queue, self.runtime.task_events, task_id).emit(
+        await EventEmitter(event_queue, self.runtime.task_events, task_id).emit(
             TaskStatusUpdateEvent(
                 task_id=task_id, context_id=context_id, status=status(TaskState.TASK_STATE_CANCELED)
             )
         )
-

@@ -79,5 +79,5 @@ async def wait_for_gate(gate: Gate | threading.Event, poll_interval: float = 0.0
     if isinstance(gate, Gate):
         await gate.wait()
         return
-    while not gate.is_set():
+    while not gate.is_set():  # noqa: ASYNC110 - a threading.Event cannot wake an event loop
         await asyncio.sleep(poll_interval)

@@ -206,6 +206,11 @@ class Recorder:
         with self._condition:
             return list(self._errors)
 
+    def take_errors(self) -> list[BaseException]:
+        with self._condition:
+            errors, self._errors = self._errors, []
+            return errors
+
     def task(self, task_id: str) -> TaskView | None:
         with self._condition:
             return self._tasks.get(task_id)

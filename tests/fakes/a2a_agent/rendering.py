@@ -130,7 +130,9 @@ class Renderer:
 
     async def input_required(self, step: InputRequired, requested_extensions: frozenset[str]) -> None:
         await self.end_turn()
-        await self._status(TaskState.TASK_STATE_INPUT_REQUIRED, self.pause_message(step, requested_extensions))
+        await self._status(
+            TaskState.TASK_STATE_INPUT_REQUIRED, self.pause_message(step, requested_extensions)
+        )
 
     async def finish(self, step: Finish) -> None:
         await self.end_turn()
@@ -149,7 +151,10 @@ class Renderer:
         return [function_response_part(step, self.default_marker) for step in steps]
 
     def pause_message(
-        self, step: InputRequired, requested_extensions: frozenset[str], metadata: dict[str, Any] | None = None
+        self,
+        step: InputRequired,
+        requested_extensions: frozenset[str],
+        metadata: dict[str, Any] | None = None,
     ) -> Message:
         structured = not step.only_if_requested or set(step.extensions) <= requested_extensions
         parts = ([text_part(step.text)] if step.text else []) + [dict(part) for part in step.data_parts]
@@ -176,7 +181,9 @@ class Renderer:
     async def _status(
         self, state: TaskState, message: Message | None = None, metadata: dict[str, Any] | None = None
     ) -> None:
-        event = TaskStatusUpdateEvent(task_id=self.task_id, context_id=self.context_id, status=status(state, message))
+        event = TaskStatusUpdateEvent(
+            task_id=self.task_id, context_id=self.context_id, status=status(state, message)
+        )
         if metadata:
             event.metadata.update(metadata)
         await self._emit(event)
@@ -278,7 +285,11 @@ class KagentV1Style(Renderer):
     async def tool_results(self, steps: Sequence[ToolResult]) -> None:
         await self.end_turn()
         await self._artifact(
-            new_id(), self.result_parts(steps), last_chunk=True, artifact_metadata={}, metadata=self.event_metadata()
+            new_id(),
+            self.result_parts(steps),
+            last_chunk=True,
+            artifact_metadata={},
+            metadata=self.event_metadata(),
         )
 
     async def input_required(self, step: InputRequired, requested_extensions: frozenset[str]) -> None:
@@ -359,7 +370,9 @@ class KagentV010Style(Renderer):
         if turn is None or not turn.parts:
             return
         metadata = {**self.model_event_metadata(partial=False), "kagent_usage_metadata": dict(TOKEN_USAGE)}
-        await self._status(TaskState.TASK_STATE_WORKING, self._message(turn.parts, metadata=metadata), metadata)
+        await self._status(
+            TaskState.TASK_STATE_WORKING, self._message(turn.parts, metadata=metadata), metadata
+        )
         self._last_full_parts = turn.parts
 
     async def tool_results(self, steps: Sequence[ToolResult]) -> None:

@@ -83,7 +83,9 @@ class InputRequired:
     text: str | None
     metadata: Mapping[str, Any] | None = None
     extensions: tuple[str, ...] = ()
-    data_parts: tuple[Mapping[str, Any], ...] = ()  # extra parts in A2A 1.0 JSON form: {"data": ..., "metadata": ...}
+    data_parts: tuple[
+        Mapping[str, Any], ...
+    ] = ()  # extra parts in A2A 1.0 JSON form: {"data": ..., "metadata": ...}
     only_if_requested: bool = False
 
 
@@ -173,7 +175,17 @@ Step: TypeAlias = (
 WireFault: TypeAlias = JsonRpcError | Garbage | HttpStatus
 
 STEP_TYPES: tuple[type, ...] = (
-    Text, Thought, ToolCall, ToolResult, InputRequired, Finish, Sleep, WaitFor, DropConnection, JsonRpcError, Garbage
+    Text,
+    Thought,
+    ToolCall,
+    ToolResult,
+    InputRequired,
+    Finish,
+    Sleep,
+    WaitFor,
+    DropConnection,
+    JsonRpcError,
+    Garbage,
 )
 TURN_CONTENT = (Text, Thought, ToolCall)
 
@@ -282,15 +294,14 @@ def validate(steps: Sequence[Step]) -> tuple[Step, ...]:
             isinstance(step, DropConnection) and step.forget_task
         )
         if ends_turn and position != len(steps) - 1:
-            raise ValueError(f"step {position} ({type(step).__name__}) ends the task and must be the last step")
+            raise ValueError(
+                f"step {position} ({type(step).__name__}) ends the task and must be the last step"
+            )
     return steps
 
 
 def as_script(value: Script | Sequence[Step], text_style: TextStyle | None = None) -> Script:
-    if isinstance(value, Script):
-        script = value
-    else:
-        script = Script(tuple(value), text_style)
+    script = value if isinstance(value, Script) else Script(tuple(value), text_style)
     if script.text_style is not None and script.text_style not in TEXT_STYLES:
         raise ValueError(f"unknown text style {script.text_style!r}; choose one of {TEXT_STYLES}")
     return Script(validate(script.steps), script.text_style)

@@ -31,7 +31,7 @@ from typing import Any, Literal, TypeAlias
 import httpx
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 
-from tests.fakes.a2a_agent.records import Recorder, RecordedRequest, parse_json
+from tests.fakes.a2a_agent.records import RecordedRequest, Recorder, parse_json
 from tests.fakes.a2a_agent.steps import Garbage, HttpStatus, JsonRpcError, WireFault
 
 logger = logging.getLogger(__name__)
@@ -43,7 +43,9 @@ Send: TypeAlias = Callable[[Message], Awaitable[None]]
 ASGIApp: TypeAlias = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 EXCHANGE_SCOPE_KEY = "kourier.scripted_agent.exchange"
-STREAMING_METHODS = frozenset({"SendStreamingMessage", "SubscribeToTask", "message/stream", "tasks/resubscribe"})
+STREAMING_METHODS = frozenset(
+    {"SendStreamingMessage", "SubscribeToTask", "message/stream", "tasks/resubscribe"}
+)
 SEND_METHODS = frozenset({"SendMessage", "SendStreamingMessage", "message/send", "message/stream"})
 SUBSCRIBE_METHODS = frozenset({"SubscribeToTask", "tasks/resubscribe"})
 AGENT_CARD_CALL = "agent-card"  # the `method` that makes fail_next_call hit the agent card fetch
@@ -113,7 +115,9 @@ class Exchange:
     async def _forward(self, message: Message) -> None:
         if message["type"] == "http.response.start":
             self.response_started = True
-            content_type = httpx.Headers([(k.decode("latin-1"), v.decode("latin-1")) for k, v in message["headers"]])
+            content_type = httpx.Headers(
+                [(k.decode("latin-1"), v.decode("latin-1")) for k, v in message["headers"]]
+            )
             self.is_event_stream = content_type.get("content-type", "").startswith("text/event-stream")
         await self._send(message)
         if message["type"] != "http.response.body":
@@ -138,15 +142,9 @@ class Exchange:
         # A subscription taken while the agent was idle gets the snapshot, then every later event.
         return 1 + self._task_events(self.task_id) - self.task_events_at_first_frame
 
-    async def wait_for_frames(self, expected: int, timeout: float) -> bool:
+    async def wait_for_frames(self, expected: int) -> None:
         async with self._progress:
-            try:
-                await asyncio.wait_for(
-                    self._progress.wait_for(lambda: self.frames_sent >= expected or self.finished.is_set()), timeout
-                )
-            except TimeoutError:
-                return False
-        return True
+            await self._progress.wait_for(lambda: self.frames_sent >= expected or self.finished.is_set())
 
     def order_cut(self, order: CutOrder) -> None:
         if self.cut_order is None:
@@ -189,10 +187,14 @@ class Exchange:
 
     async def _break_off(self) -> None:
         if not self.response_started:
-            content_type = "text/event-stream; charset=utf-8" if self.is_streaming_call else "application/json"
+            content_type = (
+                "text/event-stream; charset=utf-8" if self.is_streaming_call else "application/json"
+            )
             headers = [(b"content-type", content_type.encode())]
             await self._send({"type": "http.response.start", "status": 200, "headers": headers})
-        raise ConnectionCut(f"scripted agent dropped the connection of {self.request.rpc_method or self.request.path}")
+        raise ConnectionCut(
+            f"scripted agent dropped the connection of {self.request.rpc_method or self.request.path}"
+        )
 
     async def mark_finished(self) -> None:
         self.finished.set()
@@ -222,7 +224,9 @@ class Wire:
         call = AGENT_CARD_CALL if is_card_fetch else request.rpc_method
         with self._faults_lock:
             for position, (fault, method) in enumerate(self._faults):
-                if (method is None and request.rpc_method is not None) or (method is not None and method == call):
+                if (method is None and request.rpc_method is not None) or (
+                    method is not None and method == call
+                ):
                     del self._faults[position]
                     return fault
         return None
@@ -269,12 +273,15 @@ class Wire:
             if not exchange.is_streaming_call:
                 continue
             expected = exchange.expected_frames(origin_token, origin_events)
-            if not await exchange.wait_for_frames(expected, DELIVERY_TIMEOUT):
+            try:
+                await asyncio.wait_for(exchange.wait_for_frames(expected), DELIVERY_TIMEOUT)
+            except TimeoutError:
                 logger.warning(
-                    "scripted agent: %s stream sent %d of %d events before the cut; cutting anyway",
+                    "scripted agent: %s stream has sent %d of %d events after %.0fs; going on",
                     exchange.request.rpc_method,
                     exchange.frames_sent,
                     expected,
+                    DELIVERY_TIMEOUT,
                 )
 
     async def inject_garbage(self, task_id: str, garbage: Garbage) -> None:
@@ -335,9 +342,10 @@ class WireMiddleware:
             raise
         finally:
             cut_task.cancel()
-        if app_task.done():
+        if exchange.cut_order is None:
             app_task.result()  # re-raise what the app raised, as if it had been called directly
             return
+        # Cut, even if the app just finished: its last messages may have been swallowed.
         app_task.cancel()
         await asyncio.gather(app_task, return_exceptions=True)
         await exchange.carry_out_cut()
@@ -401,7 +409,7 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 
 def _carries_event(body: bytes) -> bool:
     """An SSE chunk with a `data:` line is an event; `: ping` comments are not."""
-    return body.startswith(b"data:") or b"\ndata:" in body or body.startswith(b"event:")
+    return body.startswith(b"data:") or b"\ndata:" in body
 
 
 def _task_id_of(request: RecordedRequest) -> str | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeGuard
 
 MAX_BLOCKS_PER_MESSAGE = 50
 MAX_BLOCK_ID = 255
@@ -266,10 +266,8 @@ def _check_header(report: _Report, block: dict[str, Any], pointer: str) -> None:
 
 
 def _check_context(report: _Report, block: dict[str, Any], pointer: str) -> None:
-    elements = block.get("elements")
-    if not _check_element_list(report, elements, f"{pointer}/elements", MAX_CONTEXT_ELEMENTS):
-        return
-    for index, element in enumerate(elements):
+    elements = _item_list(report, block.get("elements"), f"{pointer}/elements", MAX_CONTEXT_ELEMENTS)
+    for index, element in enumerate(elements or []):
         element_pointer = f"{pointer}/elements/{index}"
         if isinstance(element, dict) and element.get("type") == "image":
             _check_image(report, element, element_pointer)
@@ -371,21 +369,19 @@ _BLOCK_CHECKERS = {
 # Elements and composition objects.
 
 
-def _check_element_list(report: _Report, elements: object, pointer: str, max_items: int) -> bool:
-    if not isinstance(elements, list) or not elements:
+def _item_list(report: _Report, items: object, pointer: str, max_items: int) -> list[Any] | None:
+    """The items when they are a non-empty array (reporting more than ``max_items``), else None."""
+    if not isinstance(items, list) or not items:
         report.add(pointer, "must be a non-empty array")
-        return False
-    if len(elements) > max_items:
+        return None
+    if len(items) > max_items:
         report.add(pointer, f"no more than {max_items} items allowed")
-    return True
+    return items
 
 
-def _check_interactive_list(report: _Report, elements: object, pointer: str, max_items: int) -> None:
-    if not _check_element_list(report, elements, pointer, max_items):
-        return
-    assert isinstance(elements, list)
+def _check_interactive_list(report: _Report, items: object, pointer: str, max_items: int) -> None:
     action_ids: set[str] = set()
-    for index, element in enumerate(elements):
+    for index, element in enumerate(_item_list(report, items, pointer, max_items) or []):
         element_pointer = f"{pointer}/{index}"
         _check_element(report, element, element_pointer)
         action_id = element.get("action_id") if isinstance(element, dict) else None
@@ -451,10 +447,8 @@ def _check_select(report: _Report, select: dict[str, Any], pointer: str) -> None
     if has_options:
         _check_options(report, select["options"], f"{pointer}/options", MAX_SELECT_OPTIONS, plain_only=True)
     if has_groups:
-        groups = select["option_groups"]
-        if not _check_element_list(report, groups, f"{pointer}/option_groups", MAX_SELECT_OPTIONS):
-            return
-        for index, group in enumerate(groups):
+        groups = _item_list(report, select["option_groups"], f"{pointer}/option_groups", MAX_SELECT_OPTIONS)
+        for index, group in enumerate(groups or []):
             group_pointer = f"{pointer}/option_groups/{index}"
             options = group.get("options") if isinstance(group, dict) else None
             _check_options(report, options, f"{group_pointer}/options", MAX_SELECT_OPTIONS, plain_only=True)
@@ -464,10 +458,7 @@ def _check_select(report: _Report, select: dict[str, Any], pointer: str) -> None
 def _check_options(
     report: _Report, options: object, pointer: str, max_items: int, *, plain_only: bool
 ) -> None:
-    if not _check_element_list(report, options, pointer, max_items):
-        return
-    assert isinstance(options, list)
-    for index, option in enumerate(options):
+    for index, option in enumerate(_item_list(report, options, pointer, max_items) or []):
         option_pointer = f"{pointer}/{index}"
         if not isinstance(option, dict):
             report.add(option_pointer, "must be an option object")
@@ -557,5 +548,5 @@ def _check_task_update(report: _Report, chunk: dict[str, Any], pointer: str) -> 
         report.add(f"{pointer}/sources", "must be an array")
 
 
-def _is_text(value: object) -> bool:
+def _is_text(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and value != ""

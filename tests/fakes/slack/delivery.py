@@ -75,22 +75,34 @@ class Delivery:
         payload = self.payload
         return payload.get("event") if payload else None
 
+    @property
+    def message_ts(self) -> str | None:
+        """The ts of the message this delivery is about."""
+        event = self.event
+        if event is not None:
+            if event.get("subtype") == "message_changed":
+                return event["message"]["ts"]
+            if event.get("subtype") == "message_deleted":
+                return event["deleted_ts"]
+            if event.get("type") == "reaction_added":
+                return event["item"]["ts"]
+            return event.get("ts")
+        payload = self.payload
+        if payload and isinstance(payload.get("container"), dict):
+            return payload["container"].get("message_ts")
+        return None
+
     def response_json(self) -> Any:
         return json.loads(self.response_body)
-
-    @property
-    def outgoing(self) -> Outgoing:
-        """The request again, e.g. to send it once more as Slack's retry."""
-        return Outgoing(
-            self.kind, self.url, self.body, self.headers, self.event_id, self.retry_num, self.team_id
-        )
 
 
 class Deliverer:
     def __init__(self, on_delivered: Callable[[Delivery], None], ack_timeout: float = ACK_TIMEOUT) -> None:
         self.ack_timeout = ack_timeout
         self._on_delivered = on_delivered
-        self._executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="slack-fake-delivery")
+        # Background deliveries go out one at a time, in the order they happened.
+        self._in_order = ThreadPoolExecutor(max_workers=1, thread_name_prefix="slack-fake-delivery")
+        self._parallel = ThreadPoolExecutor(max_workers=4, thread_name_prefix="slack-fake-parallel-delivery")
         self._pending: set[Future[Delivery]] = set()
         self._lock = threading.Lock()
 
@@ -124,7 +136,7 @@ class Deliverer:
         return delivery
 
     def send_in_background(self, outgoing: Outgoing) -> Future[Delivery]:
-        future = self._executor.submit(self.send, outgoing)
+        future = self._in_order.submit(self.send, outgoing)
         with self._lock:
             self._pending.add(future)
         future.add_done_callback(self._forget)
@@ -138,7 +150,7 @@ class Deliverer:
             barrier.wait()
             return self.send(outgoing)
 
-        futures = [self._executor.submit(send_when_all_ready, outgoing) for outgoing in outgoings]
+        futures = [self._parallel.submit(send_when_all_ready, outgoing) for outgoing in outgoings]
         return [future.result() for future in futures]
 
     def wait_idle(self, timeout: float) -> bool:
@@ -157,7 +169,8 @@ class Deliverer:
                 pending[0].result(timeout=remaining)
 
     def close(self) -> None:
-        self._executor.shutdown(wait=True, cancel_futures=True)
+        self._in_order.shutdown(wait=True, cancel_futures=True)
+        self._parallel.shutdown(wait=True, cancel_futures=True)
 
     def _forget(self, future: Future[Delivery]) -> None:
         with self._lock:

@@ -12,10 +12,10 @@ import secrets
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any, Literal
-from urllib.parse import urlencode
+from typing import Any
 
 from . import events, interactivity, streams
+from .app_requests import AppRequests, DeliverWhich, DeliveryOrder
 from .clock import Clock, SystemClock
 from .delivery import ACK_TIMEOUT, Deliverer, Delivery, Outgoing
 from .errors import FakeMisuse
@@ -24,7 +24,7 @@ from .methods import current_assistant_status
 from .pipeline import RecordedCall, WebApi
 from .rate_limits import RateLimiter
 from .server import FakeHttpServer
-from .shapes import mentioned_users, message_json, rich_text_blocks
+from .shapes import message_json, rich_text_blocks
 from .state import (
     DEFAULT_STREAM_LIFETIME,
     AppInstall,
@@ -39,8 +39,6 @@ from .state import (
 )
 from .views import EphemeralView, MessageView, ephemeral_view, message_view, thread_view
 
-DeliverWhich = Literal["both", "app_mention", "message", "none"]
-DeliveryOrder = Literal["app_mention_first", "message_first"]
 Choice = interactivity.Choice
 
 
@@ -68,23 +66,29 @@ class SlackFake:
         self._deliverer = Deliverer(self._record_delivery, ack_timeout)
         self._api = WebApi(self._state, self.rate_limits, self._faults, self._echo_to_app)
         self._server = FakeHttpServer(self._api.handle)
-        self._event_ids = events.EventIds()
+        self._requests = AppRequests(self._state, lambda: f"http://127.0.0.1:{self._server.port}/")
         self._primary_team: str | None = None
         self._running = False
+        self._stopped = False
 
     # Lifecycle.
 
     def start(self) -> SlackFake:
+        if self._stopped:
+            raise RuntimeError("a stopped SlackFake cannot be started again; make a new one")
         if not self._running:
             self._server.start()
             self._running = True
         return self
 
     def stop(self) -> None:
+        """Stop serving (held requests are let go) and finish background deliveries. Safe to call twice."""
         if self._running:
             self._server.stop()
             self._running = False
-        self._deliverer.close()
+        if not self._stopped:
+            self._deliverer.close()
+            self._stopped = True
 
     def __enter__(self) -> SlackFake:
         return self.start()
@@ -393,6 +397,12 @@ class SlackFake:
     def reset_calls(self) -> None:
         self._api.reset_calls()
 
+    @property
+    def internal_errors(self) -> list[str]:
+        """Tracebacks of the fake's own failures (answered as HTTP 500 "fake_internal_error")."""
+        with self._state.lock:
+            return list(self._api.internal_errors)
+
     def wait_until(self, condition: Callable[[], bool], timeout: float = 5.0) -> None:
         """Block until ``condition()`` holds, re-checking whenever the app makes a call or a delivery ends."""
         deadline = time.monotonic() + timeout
@@ -489,7 +499,7 @@ class SlackFake:
                     thread_ts=self._thread_root(channel, thread_ts),
                 )
             )
-            outgoing = self._events_for_new_message(message, deliver, order)
+            outgoing = self._requests.for_new_message(message, deliver, order)
         self._send(outgoing, concurrent)
         return message.ts
 
@@ -511,7 +521,7 @@ class SlackFake:
                     thread_ts=self._thread_root(channel, thread_ts),
                 )
             )
-            outgoing = self._events_for_new_message(message, "both", "app_mention_first")
+            outgoing = self._requests.for_new_message(message, "both", "app_mention_first")
         self._send(outgoing)
         return message.ts
 
@@ -524,7 +534,7 @@ class SlackFake:
             message.edited = {"user": user, "ts": self._state.next_ts()}
             chan = self._channel(channel)
             event = events.message_changed_event(self._state, message, previous, chan, self._state.next_ts())
-            outgoing = self._event_outgoing(chan, event)
+            outgoing = self._requests.for_channel_event(chan, event)
         return self._send(outgoing)
 
     def user_deletes(self, user: str, channel: str, ts: str) -> list[Delivery]:
@@ -534,7 +544,7 @@ class SlackFake:
             previous = message_json(self._state, message, include_metadata=False)
             message.deleted = True
             chan = self._channel(channel)
-            outgoing = self._event_outgoing(
+            outgoing = self._requests.for_channel_event(
                 chan, events.message_deleted_event(previous, chan, self._state.next_ts())
             )
         return self._send(outgoing)
@@ -550,7 +560,7 @@ class SlackFake:
             if user not in reactors:
                 reactors.append(user)
             event = events.reaction_added_event(user, name, message, self._state.next_ts())
-            outgoing = self._event_outgoing(self._channel(channel), event)
+            outgoing = self._requests.for_channel_event(self._channel(channel), event)
         return self._send(outgoing)
 
     def user_stops_stream(self, channel: str, ts: str) -> None:
@@ -608,14 +618,14 @@ class SlackFake:
         with self._state.lock:
             person = self._user(user)
             source = interactivity.find_source(self._state, person, channel, ts)
-            outgoing = self._block_actions_outgoing(person, source, actions, state_values or {})
+            outgoing = self._requests.block_actions(person, source, actions, state_values or {})
         return self._deliverer.send(outgoing)
 
     def send_url_verification(self, *, team: str | None = None, challenge: str | None = None) -> Delivery:
-        workspace = self.workspace(team)
-        target = self._target(workspace)
-        body = events.url_verification(target, challenge or secrets.token_urlsafe(24))
-        return self._deliverer.send(self._signed(workspace, "url_verification", json.dumps(body).encode()))
+        outgoing = self._requests.url_verification(
+            self.workspace(team), challenge or secrets.token_urlsafe(24)
+        )
+        return self._deliverer.send(outgoing)
 
     def deliver_raw(
         self,
@@ -627,32 +637,18 @@ class SlackFake:
         content_type: str = "application/json",
     ) -> Delivery:
         """Send any body to the app, signed validly, forged, stale, or not at all (for its 401 tests)."""
-        workspace = self.workspace(team)
-        raw = (
-            json.dumps(body).encode()
-            if isinstance(body, dict)
-            else body.encode()
-            if isinstance(body, str)
-            else body
+        if isinstance(body, dict):
+            body = json.dumps(body)
+        raw = body.encode() if isinstance(body, str) else body
+        outgoing = self._requests.signed(
+            self.workspace(team), "raw", raw, sign=sign, content_type=content_type
         )
-        outgoing = self._signed(workspace, "raw", raw, sign=sign, content_type=content_type)
         outgoing.headers.update(headers or {})
         return self._deliverer.send(outgoing)
 
     def redeliver(self, delivery: Delivery, *, retry_num: int = 1, reason: str = "http_timeout") -> Delivery:
         """Send a delivery again as Slack's retry: same body and event_id, fresh signature, retry headers."""
-        if delivery.team_id is None:
-            raise FakeMisuse("only deliveries to a workspace's app can be sent again")
-        outgoing = self._signed(
-            self.workspace(delivery.team_id),
-            delivery.kind,
-            delivery.body,
-            event_id=delivery.event_id,
-            content_type=delivery.headers.get("Content-Type", "application/json"),
-            retry_num=retry_num,
-        )
-        outgoing.headers.update({"X-Slack-Retry-Num": str(retry_num), "X-Slack-Retry-Reason": reason})
-        return self._deliverer.send(outgoing)
+        return self._deliverer.send(self._requests.retry(delivery, retry_num, reason))
 
     def deliveries(self, kind: str | None = None, *, ts: str | None = None) -> list[Delivery]:
         """Requests sent to the app so far, optionally of one kind (event type) or about one message ts."""
@@ -661,7 +657,7 @@ class SlackFake:
         if kind is not None:
             found = [d for d in found if d.kind == kind]
         if ts is not None:
-            found = [d for d in found if _delivery_ts(d) == ts]
+            found = [d for d in found if d.message_ts == ts]
         return found
 
     def wait_for_deliveries(self, timeout: float = 5.0) -> None:
@@ -717,62 +713,6 @@ class SlackFake:
             raise FakeMisuse(f"no message {thread_ts} in {channel} to reply to")
         return target.root_ts
 
-    def _target(self, workspace: Workspace) -> EventTarget:
-        if workspace.events is None:
-            raise FakeMisuse(f"call deliver_events_to() for {workspace.team_id} first")
-        return workspace.events
-
-    def _events_for_new_message(
-        self, message: Message, deliver: DeliverWhich, order: DeliveryOrder
-    ) -> list[Outgoing]:
-        channel = self._channel(message.channel)
-        workspace = self._state.workspace(channel.team_id)
-        if workspace.events is None or workspace.app.bot_user_id not in channel.members:
-            return []  # Slack sends channel events only to apps in the channel
-        mentions_app = workspace.app.bot_user_id in mentioned_users(message.text)
-        mention = events.app_mention_event(message, channel) if mentions_app else None
-        plain = events.message_event(self._state, message, channel)
-        chosen = {
-            "both": [mention, plain],
-            "app_mention": [mention],
-            "message": [plain],
-            "none": [],
-        }[deliver]
-        if order == "message_first":
-            chosen.reverse()
-        return [self._event_outgoing(channel, event) for event in chosen if event is not None]
-
-    def _event_outgoing(self, channel: Channel, event: dict[str, Any]) -> list[Outgoing]:
-        workspace = self._state.workspace(channel.team_id)
-        if workspace.events is None:
-            return []
-        return [self._envelope_outgoing(workspace, event)]
-
-    def _envelope_outgoing(self, workspace: Workspace, event: dict[str, Any]) -> Outgoing:
-        target = self._target(workspace)
-        event_id = self._event_ids.next()
-        body = events.envelope(workspace, target, event, event_id, int(self._state.now()))
-        kind = event.get("subtype") or event["type"]
-        return self._signed(workspace, kind, json.dumps(body).encode(), event_id=event_id)
-
-    def _signed(
-        self,
-        workspace: Workspace,
-        kind: str,
-        body: bytes,
-        *,
-        event_id: str | None = None,
-        sign: events.SignMode = "valid",
-        content_type: str = "application/json",
-        retry_num: int = 0,
-    ) -> Outgoing:
-        target = self._target(workspace)
-        # Signatures use the wall clock: the app checks them against its own.
-        headers = events.signed_headers(
-            target.signing_secret, body, now=time.time(), mode=sign, content_type=content_type
-        )
-        return Outgoing(kind, target.url, body, headers, event_id, retry_num, workspace.team_id)
-
     def _send(self, outgoing: list[Outgoing], concurrent: bool = False) -> list[Delivery]:
         if concurrent and len(outgoing) > 1:
             return self._deliverer.send_together(outgoing)
@@ -800,35 +740,8 @@ class SlackFake:
             if choice is not None:
                 all_choices[action_id] = choice
             values = interactivity.state_values(source.blocks, all_choices)
-            outgoing = self._block_actions_outgoing(person, source, [action], values)
+            outgoing = self._requests.block_actions(person, source, [action], values)
         return self._deliverer.send(outgoing)
-
-    def _block_actions_outgoing(
-        self,
-        person: User,
-        source: interactivity.ActionSource,
-        actions: list[dict[str, Any]],
-        values: dict[str, Any],
-    ) -> Outgoing:
-        workspace = self._state.workspace(source.channel.team_id)
-        target = self._target(workspace)
-        response_url = interactivity.register_response_url(self._state, workspace, source, person)
-        payload = interactivity.block_actions_payload(
-            self._state,
-            workspace,
-            target,
-            source,
-            person,
-            actions,
-            values,
-            response_url=f"http://127.0.0.1:{self._server.port}/actions/{workspace.team_id}/{response_url.id}/"
-            f"{secrets.token_urlsafe(12)}",
-            trigger_id=f"{int(self._state.now())}.{secrets.randbelow(10**12)}.{secrets.token_hex(16)}",
-        )
-        body = urlencode({"payload": json.dumps(payload)}).encode()
-        return self._signed(
-            workspace, "block_actions", body, content_type="application/x-www-form-urlencoded"
-        )
 
     def _echo_to_app(self, workspace: Workspace, inner_events: list[dict[str, Any]]) -> None:
         """The app's own posts, edits and deletions come back to it as events, as Slack sends them."""
@@ -836,26 +749,9 @@ class SlackFake:
         if target is None or not target.echo_own_messages:
             return
         for event in inner_events:
-            self._deliverer.send_in_background(self._envelope_outgoing(workspace, event))
+            self._deliverer.send_in_background(self._requests.event(workspace, event))
 
     def _record_delivery(self, delivery: Delivery) -> None:
         with self._api.changed:
             self._deliveries.append(delivery)
             self._api.changed.notify_all()
-
-
-def _delivery_ts(delivery: Delivery) -> str | None:
-    """The ts of the message a delivery is about."""
-    event = delivery.event
-    if event is not None:
-        if event.get("subtype") == "message_changed":
-            return event["message"]["ts"]
-        if event.get("subtype") == "message_deleted":
-            return event["deleted_ts"]
-        if event.get("type") == "reaction_added":
-            return event["item"]["ts"]
-        return event.get("ts")
-    payload = delivery.payload
-    if payload and isinstance(payload.get("container"), dict):
-        return payload["container"].get("message_ts")
-    return None

@@ -36,6 +36,9 @@ def make_slack_fake() -> Iterator[Callable[..., SlackFake]]:
     yield make
     for fake in made:
         fake.stop()
+    bugs = [error for fake in made for error in fake.internal_errors]
+    if bugs:
+        pytest.fail("the Slack fake failed while answering the app:\n" + "\n".join(bugs))
 
 
 @pytest.fixture

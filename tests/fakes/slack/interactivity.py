@@ -283,7 +283,9 @@ def _value_entry(element: dict[str, Any], choice: Choice) -> dict[str, Any]:
     kind = element["type"]
     chosen = [choice] if isinstance(choice, str) else list(choice)
     if kind in _SINGLE_OPTION_TYPES or kind in _MULTI_OPTION_TYPES or kind == "overflow":
-        options = {option.get("value"): option for option in all_options(element) if isinstance(option, dict)}
+        options = {
+            str(option.get("value")): option for option in all_options(element) if isinstance(option, dict)
+        }
         missing = [value for value in chosen if value not in options]
         if missing:
             raise FakeMisuse(

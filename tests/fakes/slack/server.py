@@ -37,7 +37,10 @@ class FakeHttpServer:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_class(self._handle, self._stopping))
         self._server.daemon_threads = True
         self._thread = threading.Thread(
-            target=self._server.serve_forever, name="slack-fake-http", daemon=True
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": _POLL_SECONDS},  # how quickly stop() is noticed
+            name="slack-fake-http",
+            daemon=True,
         )
         self._thread.start()
 

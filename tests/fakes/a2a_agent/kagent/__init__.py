@@ -6,7 +6,7 @@ and `kagent.v010` (kagent 0.10, A2A 0.3, ADK `adk_request_confirmation` parts).
     agent.script([text("I will add the numbers."), *kagent.v1.approval_pause(tools)])
 """
 
-from tests.fakes.a2a_agent.kagent import v1, v010
+from tests.fakes.a2a_agent.kagent import v010, v1
 from tests.fakes.a2a_agent.kagent.shapes import (
     HITL_EXTENSION,
     PendingTool,
@@ -23,6 +23,6 @@ __all__ = [
     "approval_hint",
     "confirmation_id",
     "questions_hint",
-    "v1",
     "v010",
+    "v1",
 ]

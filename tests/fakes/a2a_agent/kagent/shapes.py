@@ -53,4 +53,3 @@ def approval_hint(tools: Sequence[PendingTool]) -> str:
 
 def questions_hint(questions: Sequence[Question]) -> str:
     return "; ".join(question.question for question in questions)
-

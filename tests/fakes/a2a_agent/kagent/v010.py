@@ -35,7 +35,9 @@ def confirmation_part(
 def approval_request(tools: Sequence[PendingTool]) -> InputRequired:
     """One confirmation part per tool, in one input-required message."""
     parts = [
-        confirmation_part({"id": tool.call_id, "name": tool.name, "args": dict(tool.args)}, tool.hint, tool.approval_id)
+        confirmation_part(
+            {"id": tool.call_id, "name": tool.name, "args": dict(tool.args)}, tool.hint, tool.approval_id
+        )
         for tool in tools
     ]
     return input_required(None, data_parts=parts)
@@ -45,7 +47,9 @@ def ask_user_request(
     questions: Sequence[Question], *, call_id: str = "call_ask_1", confirmation_call_id: str | None = None
 ) -> InputRequired:
     original = {"id": call_id, "name": "ask_user", "args": {"questions": [q.as_json() for q in questions]}}
-    return input_required(None, data_parts=[confirmation_part(original, questions_hint(questions), confirmation_call_id)])
+    return input_required(
+        None, data_parts=[confirmation_part(original, questions_hint(questions), confirmation_call_id)]
+    )
 
 
 def approval_pause(tools: Sequence[PendingTool]) -> list[Step]:
@@ -57,4 +61,7 @@ def approval_pause(tools: Sequence[PendingTool]) -> list[Step]:
 
 def ask_user_pause(questions: Sequence[Question], *, call_id: str = "call_ask_1") -> list[Step]:
     arguments = {"questions": [question.as_json() for question in questions]}
-    return [tool_call(call_id, "ask_user", arguments, marker=KAGENT_TYPE), ask_user_request(questions, call_id=call_id)]
+    return [
+        tool_call(call_id, "ask_user", arguments, marker=KAGENT_TYPE),
+        ask_user_request(questions, call_id=call_id),
+    ]

@@ -18,7 +18,14 @@ from tests.fakes.a2a_agent.kagent.shapes import (
     questions_hint,
 )
 from tests.fakes.a2a_agent.parts import KAGENT_PART_TYPE
-from tests.fakes.a2a_agent.steps import InputRequired, Step, ToolResult, input_required, tool_call, tool_result
+from tests.fakes.a2a_agent.steps import (
+    InputRequired,
+    Step,
+    ToolResult,
+    input_required,
+    tool_call,
+    tool_result,
+)
 
 
 def approval_request(tools: Sequence[PendingTool]) -> InputRequired:
@@ -42,13 +49,18 @@ def ask_user_request(questions: Sequence[Question], request_id: str | None = Non
         "id": request_id or confirmation_id(),
         "questions": [question.as_json() for question in questions],
     }
-    return input_required(questions_hint(questions), {HITL_EXTENSION: payload}, [HITL_EXTENSION], only_if_requested=True)
+    return input_required(
+        questions_hint(questions), {HITL_EXTENSION: payload}, [HITL_EXTENSION], only_if_requested=True
+    )
 
 
 def approval_placeholder(tool: PendingTool) -> ToolResult:
     """The `function_response` kagent emits before an approval pause. Not the tool's result."""
     return tool_result(
-        tool.call_id, tool.name, {"status": "confirmation_requested", "tool": tool.name}, marker=KAGENT_PART_TYPE
+        tool.call_id,
+        tool.name,
+        {"status": "confirmation_requested", "tool": tool.name},
+        marker=KAGENT_PART_TYPE,
     )
 
 
@@ -61,7 +73,9 @@ def ask_user_placeholder(call_id: str, questions: Sequence[Question]) -> ToolRes
 def approval_pause(tools: Sequence[PendingTool]) -> list[Step]:
     """The end of a turn that needs approval: the calls (joining any text before them), the
     placeholder results, then the pause - the order kagent 1.0 sends them in."""
-    calls: list[Step] = [tool_call(tool.call_id, tool.name, tool.args, marker=KAGENT_PART_TYPE) for tool in tools]
+    calls: list[Step] = [
+        tool_call(tool.call_id, tool.name, tool.args, marker=KAGENT_PART_TYPE) for tool in tools
+    ]
     placeholders: list[Step] = [approval_placeholder(tool) for tool in tools]
     return [*calls, *placeholders, approval_request(tools)]
 

@@ -36,11 +36,13 @@ class Receiver:
     def __init__(self, signing_secret: str = SIGNING_SECRET) -> None:
         self.verifier = SignatureVerifier(signing_secret)
         self.received: list[Received] = []
-        self.before_answer: Callable[[Received], None] | None = None
+        self.before_answer: Callable[[Received], object] | None = None
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     def start(self) -> Receiver:
         self._thread.start()
@@ -61,11 +63,7 @@ class Receiver:
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 headers = {name.lower(): value for name, value in self.headers.items()}
-                valid = receiver.verifier.is_valid(
-                    body=body,
-                    timestamp=headers.get("x-slack-request-timestamp", ""),
-                    signature=headers.get("x-slack-signature", ""),
-                )
+                valid = receiver.verifier.is_valid_request(body, headers)
                 request = Received(headers, body, valid)
                 with receiver._lock:
                     receiver.received.append(request)
@@ -78,10 +76,13 @@ class Receiver:
                     payload = json.loads(body)
                     if payload.get("type") == "url_verification":
                         answer = json.dumps({"challenge": payload["challenge"]}).encode()
-                self.send_response(status)
-                self.send_header("Content-Length", str(len(answer)))
-                self.end_headers()
-                self.wfile.write(answer)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Length", str(len(answer)))
+                    self.end_headers()
+                    self.wfile.write(answer)
+                except BrokenPipeError:
+                    pass  # the sender stopped waiting (a delivery that timed out)
 
             def log_message(self, format: str, *args: object) -> None:
                 pass

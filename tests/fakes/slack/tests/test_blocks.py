@@ -49,11 +49,17 @@ ACCEPTED_BLOCKS: dict[str, list[Any]] = {
     "10 radio options": [actions(select("radio_buttons", 10))],
     "10 checkbox options": [actions(select("checkboxes", 10))],
     "100 select options": [actions(select("static_select", 100))],
-    "option text 75 and value 150": [actions(select("static_select", 1, options=[option("v" * 150, "t" * 75)]))],
+    "option text 75 and value 150": [
+        actions(select("static_select", 1, options=[option("v" * 150, "t" * 75)]))
+    ],
     "button value 2000": [actions(button(value="v" * 2000))],
     "action_id 255": [actions(button("a" * 255))],
     "input with select": [
-        {"type": "input", "label": {"type": "plain_text", "text": "Pick"}, "element": select("static_select", 2)}
+        {
+            "type": "input",
+            "label": {"type": "plain_text", "text": "Pick"},
+            "element": select("static_select", 2),
+        }
     ],
     "markdown block": [{"type": "markdown", "text": "**bold**"}],
     "rich_text": [{"type": "rich_text", "elements": []}],
@@ -62,9 +68,7 @@ ACCEPTED_BLOCKS: dict[str, list[Any]] = {
         {"type": "plan", "title": "Plan", "tasks": [{"type": "task_card", "task_id": "t1", "title": "A"}]}
     ],
     "image": [{"type": "image", "image_url": "https://example.com/a.png", "alt_text": "a"}],
-    "initial option among options": [
-        actions(select("radio_buttons", 3, initial_option=option("v1")))
-    ],
+    "initial option among options": [actions(select("radio_buttons", 3, initial_option=option("v1")))],
 }
 
 REFUSED_BLOCKS: dict[str, tuple[Any, str]] = {
@@ -75,8 +79,14 @@ REFUSED_BLOCKS: dict[str, tuple[Any, str]] = {
     "section over 3000": ([section("x" * 3001)], "less than 3001 characters"),
     "section with no text": ([{"type": "section"}], "either text or fields"),
     "empty section text": ([section("")], "more than 0 characters"),
-    "11 section fields": ([{"type": "section", "fields": [{"type": "mrkdwn", "text": "f"}] * 11}], "no more than 10"),
-    "header over 150": ([{"type": "header", "text": {"type": "plain_text", "text": "h" * 151}}], "less than 151"),
+    "11 section fields": (
+        [{"type": "section", "fields": [{"type": "mrkdwn", "text": "f"}] * 11}],
+        "no more than 10",
+    ),
+    "header over 150": (
+        [{"type": "header", "text": {"type": "plain_text", "text": "h" * 151}}],
+        "less than 151",
+    ),
     "mrkdwn header": ([{"type": "header", "text": {"type": "mrkdwn", "text": "h"}}], "plain_text"),
     "26 buttons": ([actions(*(button(f"b{i}") for i in range(26)))], "no more than 25"),
     "11 context elements": ([context(11)], "no more than 10"),
@@ -85,19 +95,31 @@ REFUSED_BLOCKS: dict[str, tuple[Any, str]] = {
     "11 radio options": ([actions(select("radio_buttons", 11))], "no more than 10"),
     "11 checkbox options": ([actions(select("checkboxes", 11))], "no more than 10"),
     "101 select options": ([actions(select("static_select", 101))], "no more than 100"),
-    "option text over 75": ([actions(select("static_select", 1, options=[option("v", "t" * 76)]))], "less than 76"),
-    "option value over 150": ([actions(select("static_select", 1, options=[option("v" * 151)]))], "less than 151"),
+    "option text over 75": (
+        [actions(select("static_select", 1, options=[option("v", "t" * 76)]))],
+        "less than 76",
+    ),
+    "option value over 150": (
+        [actions(select("static_select", 1, options=[option("v" * 151)]))],
+        "less than 151",
+    ),
     "button value over 2000": ([actions(button(value="v" * 2001))], "less than 2001"),
     "button text over 75": ([actions(button(text="t" * 76))], "less than 76"),
     "action_id over 255": ([actions(button("a" * 256))], "less than 256"),
     "duplicate action_id in a block": ([actions(button("same"), button("same"))], "duplicate action_id"),
     "unknown element": ([actions({"type": "slider", "action_id": "s"})], "unsupported element type"),
-    "select without options": ([actions({"type": "static_select", "action_id": "s"})], "exactly one of options"),
+    "select without options": (
+        [actions({"type": "static_select", "action_id": "s"})],
+        "exactly one of options",
+    ),
     "initial option not offered": (
         [actions(select("radio_buttons", 2, initial_option=option("elsewhere")))],
         "must match one of the provided options",
     ),
-    "input without element": ([{"type": "input", "label": {"type": "plain_text", "text": "L"}}], "is required"),
+    "input without element": (
+        [{"type": "input", "label": {"type": "plain_text", "text": "L"}}],
+        "is required",
+    ),
     "task_card without title": ([{"type": "task_card", "task_id": "t1"}], "/title"),
     "task_card with bad status": (
         [{"type": "task_card", "task_id": "t1", "title": "A", "status": "completed"}],

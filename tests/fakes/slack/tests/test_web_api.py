@@ -12,8 +12,12 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from tests.fakes.slack import SlackFake
+from tests.fakes.slack import SlackFake, defaults
 from tests.fakes.slack.defaults import ADA, APP_TOKEN, CHANNEL_ID, GRACE, TEAM_ID
+from tests.fakes.slack.web_api import METHODS
+
+# slack_sdk warns when a post has no top-level text; some tests leave it out on purpose.
+missing_text_is_deliberate = pytest.mark.filterwarnings("ignore:The top-level `text` argument is missing")
 
 
 def slack_error(call: Any, *args: Any, **kwargs: Any) -> str:
@@ -35,7 +39,10 @@ def test_bad_tokens_are_refused(slack_fake: SlackFake) -> None:
     assert slack_error(WebClient(token="xoxb-nobody", base_url=slack_fake.url).auth_test) == "invalid_auth"
     assert slack_error(WebClient(base_url=slack_fake.url).auth_test) == "not_authed"
     app_token_client = WebClient(token=APP_TOKEN, base_url=slack_fake.url)
-    assert slack_error(app_token_client.chat_postMessage, channel=CHANNEL_ID, text="hi") == "not_allowed_token_type"
+    assert (
+        slack_error(app_token_client.chat_postMessage, channel=CHANNEL_ID, text="hi")
+        == "not_allowed_token_type"
+    )
 
 
 def test_an_unknown_method_is_answered_200_not_ok(slack_client: WebClient) -> None:
@@ -75,6 +82,7 @@ def test_post_message_and_threads(slack_client: WebClient, slack_fake: SlackFake
     assert float(root) < float(reply["ts"]) < float(nested["ts"])
 
 
+@missing_text_is_deliberate
 def test_post_message_refusals(slack_client: WebClient, slack_fake: SlackFake) -> None:
     post = slack_client.chat_postMessage
     assert slack_error(post, channel="C9999", text="x") == "channel_not_found"
@@ -94,7 +102,9 @@ def test_post_message_refusals(slack_client: WebClient, slack_fake: SlackFake) -
 
 def test_invalid_blocks_answers_name_the_problem(slack_client: WebClient) -> None:
     with pytest.raises(SlackApiError) as failure:
-        slack_client.chat_postMessage(channel=CHANNEL_ID, text="x", blocks=[{"type": "header", "text": "plain"}])
+        slack_client.chat_postMessage(
+            channel=CHANNEL_ID, text="x", blocks=[{"type": "header", "text": "plain"}]
+        )
     assert failure.value.response["errors"] == ["must be a text object [json-pointer:/blocks/0/text]"]
 
 
@@ -104,16 +114,19 @@ def test_long_text_is_truncated_with_a_warning(slack_client: WebClient, slack_fa
     assert len(slack_fake.message(CHANNEL_ID, answer["ts"]).text) == 40_000
 
 
-def test_a_reply_to_an_unknown_ts_is_accepted_but_shown_nowhere(slack_client: WebClient, slack_fake: SlackFake) -> None:
+def test_a_reply_to_an_unknown_ts_is_accepted_but_shown_nowhere(
+    slack_client: WebClient, slack_fake: SlackFake
+) -> None:
     answer = slack_client.chat_postMessage(channel=CHANNEL_ID, text="lost", thread_ts="1500000000.000100")
     assert answer["ok"]
     assert slack_fake.messages(CHANNEL_ID) == []
 
 
+@missing_text_is_deliberate
 def test_update_rewrites_own_messages_only(slack_client: WebClient, slack_fake: SlackFake) -> None:
     blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": "v1"}}]
     posted = slack_client.chat_postMessage(channel=CHANNEL_ID, text="v1", blocks=blocks)
-    slack_client.chat_update(channel=CHANNEL_ID, ts=posted["ts"], blocks=blocks + [{"type": "divider"}])
+    slack_client.chat_update(channel=CHANNEL_ID, ts=posted["ts"], blocks=[*blocks, {"type": "divider"}])
     after_blocks = slack_fake.message(CHANNEL_ID, posted["ts"])
     assert (after_blocks.text, len(after_blocks.blocks), after_blocks.edited) == ("v1", 2, False)
     slack_client.chat_update(channel=CHANNEL_ID, ts=posted["ts"], text="v2")
@@ -166,11 +179,16 @@ def test_reactions(slack_client: WebClient, slack_fake: SlackFake) -> None:
     assert slack_error(add, channel=CHANNEL_ID, timestamp=ts, name="eyes") == "already_reacted"
     assert slack_error(add, channel=CHANNEL_ID, timestamp=ts, name=":eyes:") == "invalid_name"
     assert slack_error(add, channel=CHANNEL_ID, timestamp=ts, name="no_such_emoji") == "invalid_name"
-    assert slack_error(add, channel=CHANNEL_ID, timestamp="1500000000.000100", name="eyes") == "message_not_found"
+    assert (
+        slack_error(add, channel=CHANNEL_ID, timestamp="1500000000.000100", name="eyes")
+        == "message_not_found"
+    )
     assert slack_error(add, channel=CHANNEL_ID, timestamp="yesterday", name="eyes") == "bad_timestamp"
 
     remove(channel=CHANNEL_ID, timestamp=ts, name="hourglass_flowing_sand")
-    assert slack_error(remove, channel=CHANNEL_ID, timestamp=ts, name="hourglass_flowing_sand") == "no_reaction"
+    assert (
+        slack_error(remove, channel=CHANNEL_ID, timestamp=ts, name="hourglass_flowing_sand") == "no_reaction"
+    )
     assert slack_error(remove, channel=CHANNEL_ID, timestamp=ts, name="tada") == "no_reaction"
     remove(channel=CHANNEL_ID, timestamp=ts, name="eyes")
     assert slack_fake.message(CHANNEL_ID, ts).reactions == {"eyes": [GRACE]}  # only the bot's own goes
@@ -195,7 +213,10 @@ def test_conversations_members_pages_with_a_cursor(slack_client: WebClient, slac
             break
     assert pages == 3
     assert seen == [ADA, GRACE, slack_fake.bot_user_id] + [f"U0P{n}" for n in range(5)]
-    assert slack_error(slack_client.conversations_members, channel=CHANNEL_ID, cursor="bm9wZQ==") == "invalid_cursor"
+    assert (
+        slack_error(slack_client.conversations_members, channel=CHANNEL_ID, cursor="bm9wZQ==")
+        == "invalid_cursor"
+    )
     assert slack_error(slack_client.conversations_members, channel="C9999") == "channel_not_found"
 
 
@@ -205,7 +226,9 @@ def test_conversations_replies_pages_and_shows_metadata_on_request(
     root = slack_fake.user_says(ADA, CHANNEL_ID, "question")
     metadata = {"event_type": "kourier_reply", "event_payload": {"turn": "t1"}}
     for number in range(5):
-        slack_client.chat_postMessage(channel=CHANNEL_ID, thread_ts=root, text=f"r{number}", metadata=metadata)
+        slack_client.chat_postMessage(
+            channel=CHANNEL_ID, thread_ts=root, text=f"r{number}", metadata=metadata
+        )
     texts: list[str] = []
     cursor = None
     while True:
@@ -262,25 +285,31 @@ def test_assistant_status_is_set_cleared_and_taken_off_by_a_reply(
     set_status = slack_client.assistant_threads_setStatus
     assert slack_error(set_status, channel_id="C9999", thread_ts=root, status="x") == "channel_not_found"
     too_many = ["loading"] * 11
-    assert slack_error(set_status, channel_id=CHANNEL_ID, thread_ts=root, status="x", loading_messages=too_many) == (
-        "invalid_arguments"
-    )
+    assert slack_error(
+        set_status, channel_id=CHANNEL_ID, thread_ts=root, status="x", loading_messages=too_many
+    ) == ("invalid_arguments")
 
 
 @pytest.mark.parametrize("support", ["missing_scope", "unknown_method"])
-def test_assistant_status_can_be_unavailable(slack_client: WebClient, slack_fake: SlackFake, support: Any) -> None:
+def test_assistant_status_can_be_unavailable(
+    slack_client: WebClient, slack_fake: SlackFake, support: Any
+) -> None:
     root = slack_fake.user_says(ADA, CHANNEL_ID, "alert")
     slack_fake.configure_workspace(assistant_status=support)
     set_status = slack_client.assistant_threads_setStatus
     assert slack_error(set_status, channel_id=CHANNEL_ID, thread_ts=root, status="is working…") == support
 
 
-def test_the_async_client_gets_the_same_answers(async_slack_client: AsyncWebClient, slack_fake: SlackFake) -> None:
+def test_the_async_client_gets_the_same_answers(
+    async_slack_client: AsyncWebClient, slack_fake: SlackFake
+) -> None:
     async def scenario() -> tuple[str, str, str]:
         posted = await async_slack_client.chat_postMessage(channel=CHANNEL_ID, text="async")
         user = await async_slack_client.users_info(user=ADA)  # a GET with a query string
         try:
-            await async_slack_client.reactions_add(channel=CHANNEL_ID, timestamp=posted["ts"], name="nope_nope")
+            await async_slack_client.reactions_add(
+                channel=CHANNEL_ID, timestamp=posted["ts"], name="nope_nope"
+            )
         except SlackApiError as refusal:
             return posted["ts"], user["user"]["name"], refusal.response["error"]
         raise AssertionError("reactions.add should have failed")
@@ -302,3 +331,23 @@ def test_every_call_is_recorded(slack_client: WebClient, slack_fake: SlackFake) 
     assert slack_fake.count("chat.postMessage") == 2
     slack_fake.reset_calls()
     assert slack_fake.calls() == []
+
+
+def test_workspaces_are_separate(slack_client: WebClient, slack_fake: SlackFake) -> None:
+    other = slack_fake.add_workspace("T0002", domain="elsewhere")
+    slack_fake.add_channel("C0200", "theirs", team="T0002")
+    theirs = WebClient(token=other.app.bot_token, base_url=slack_fake.url)
+    assert theirs.auth_test()["team_id"] == "T0002"
+    theirs.chat_postMessage(channel="C0200", text="hello from T0002")
+    assert slack_error(slack_client.chat_postMessage, channel="C0200", text="x") == "channel_not_found"
+    assert slack_error(theirs.users_info, user=ADA) == "user_not_found"
+
+
+def test_a_bug_in_the_fake_is_not_mistaken_for_slack(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(METHODS, "auth.test", lambda call: 1 / 0)
+    with SlackFake() as fake:
+        defaults.populate(fake)
+        with pytest.raises(SlackApiError) as failure:
+            WebClient(token=fake.bot_token, base_url=fake.url).auth_test()
+        assert failure.value.response.status_code == 500
+        assert "ZeroDivisionError" in fake.internal_errors[0]

@@ -1,0 +1,54 @@
+"""End-to-end world: a Connection and Binding in the test database, the Slack fake delivering to the
+product's real processes, and the product's Slack clients pointed at the fake."""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+
+from bindings.models import Binding, Connection
+from tests.factories import BindingFactory, ConnectionFactory
+from tests.fakes.slack import defaults
+from tests.fakes.slack.fake import SlackFake
+from tests.support.stack import Stack
+
+BOT_TOKEN_ENV = "KOURIER_E2E_BOT_TOKEN"
+SIGNING_SECRET_ENV = "KOURIER_E2E_SIGNING_SECRET"
+
+
+@dataclass
+class World:
+    slack: SlackFake
+    connection: Connection
+    binding: Binding
+    stack: Stack
+
+    @property
+    def channel(self) -> str:
+        return defaults.CHANNEL_ID
+
+    def mention(self, text: str, *, user: str = defaults.ADA, thread_ts: str | None = None, **options) -> str:
+        return self.slack.user_says(user, self.channel, f"{self.slack.bot_mention} {text}", thread_ts, **options)
+
+
+@pytest.fixture
+def make_world(slack_fake: SlackFake, start_stack: Callable[..., Stack]) -> Callable[..., World]:
+    """Writes the Connection and a Binding of channel C0001, starts the product and points Slack at it."""
+
+    def make(*, workers: int = 1, beat: bool = False, env: dict[str, str] | None = None, **binding_fields) -> World:
+        connection = ConnectionFactory(name="acme", bot_token_env=BOT_TOKEN_ENV, signing_secret_env=SIGNING_SECRET_ENV)
+        binding = BindingFactory(connection=connection, channels=[defaults.CHANNEL_ID], **binding_fields)
+        stack = start_stack(
+            env={
+                "SLACK_API_URL": slack_fake.url,
+                BOT_TOKEN_ENV: defaults.BOT_TOKEN,
+                SIGNING_SECRET_ENV: defaults.SIGNING_SECRET,
+                **(env or {}),
+            },
+            workers=workers,
+            beat=beat,
+        )
+        slack_fake.deliver_events_to(f"{stack.base_url}/slack/events", defaults.SIGNING_SECRET)
+        return World(slack=slack_fake, connection=connection, binding=binding, stack=stack)
+
+    return make

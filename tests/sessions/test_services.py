@@ -1,0 +1,143 @@
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from sessions import services, tasks
+from sessions.models import Session, ThreadNote, Turn
+from sessions.routing import ChatMessage, Route
+from tests.factories import BindingFactory
+
+pytestmark = pytest.mark.django_db
+
+CHANNEL = "C0000000001"
+
+
+@pytest.fixture
+def binding():
+    return BindingFactory(channels=[CHANNEL])
+
+
+def said(text="hello", *, ts="1700000001.000100", thread_ts=None, mentions_bot=True, channel=CHANNEL, user="U0ADA"):
+    return ChatMessage("T1", channel, ts, thread_ts, user, text, mentions_bot)
+
+
+def enqueued(callbacks) -> list[tuple[str, tuple]]:
+    return [(callback.func.__self__.name.rsplit(".", 1)[-1], callback.args) for callback in callbacks]
+
+
+def test_a_mention_starts_a_session_and_queues_its_turn(binding, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks() as callbacks:
+        result = services.route_message(binding.connection, said())
+    session = Session.objects.get()
+    turn = Turn.objects.get()
+    assert (result.route, result.created) == (Route.TURN, True)
+    assert (session.channel_id, session.thread_ts, session.context_id) == (CHANNEL, "1700000001.000100", "")
+    assert (turn.state, turn.user_id, turn.session) == (Turn.State.QUEUED, "U0ADA", session)
+    assert enqueued(callbacks) == [("acknowledge_turn", (turn.id,)), ("drive_session", (session.id,))]
+
+
+def test_the_same_message_delivered_again_is_one_turn(binding, django_capture_on_commit_callbacks):
+    services.route_message(binding.connection, said())
+    with django_capture_on_commit_callbacks() as callbacks:
+        again = services.route_message(binding.connection, said())
+    assert again.created is False
+    assert Turn.objects.count() == 1
+    assert callbacks == []
+
+
+def test_the_turn_message_id_is_derived_from_the_slack_message(binding):
+    services.route_message(binding.connection, said())
+    turn = Turn.objects.get()
+    assert turn.message_id == services.message_id_for(binding.connection_id, CHANNEL, "1700000001.000100")
+    assert turn.message_id != services.message_id_for(binding.connection_id, CHANNEL, "1700000001.000200")
+
+
+def test_a_message_in_an_unbound_channel_is_nothing(binding):
+    result = services.route_message(binding.connection, said(channel="C0UNBOUND1"))
+    assert result.route is None
+    assert not Session.objects.exists()
+
+
+def test_replies_in_a_session_thread_queue_in_order(binding):
+    services.route_message(binding.connection, said())
+    services.route_message(binding.connection, said("b", ts="1700000003.000000", thread_ts="1700000001.000100", mentions_bot=False))
+    services.route_message(binding.connection, said("a", ts="1700000002.000000", thread_ts="1700000001.000100", mentions_bot=False))
+    session = Session.objects.get()
+    assert [t.text for t in session.turns.order_by("message_ts")] == ["hello", "a", "b"]
+    assert services.next_queued_turn(session.id).text == "hello"
+
+
+def test_with_threadreplies_mention_a_plain_reply_is_kept_as_a_note(django_capture_on_commit_callbacks):
+    binding = BindingFactory(channels=[CHANNEL], thread_replies="mention")
+    services.route_message(binding.connection, said())
+    with django_capture_on_commit_callbacks() as callbacks:
+        result = services.route_message(
+            binding.connection, said("fyi", ts="1700000002.000000", thread_ts="1700000001.000100", mentions_bot=False)
+        )
+    assert result.route is Route.NOTE
+    assert ThreadNote.objects.get().text == "fyi"
+    assert Turn.objects.count() == 1
+    assert callbacks == []
+
+
+def test_a_reply_after_the_ttl_gets_the_expiry_notice_once(binding, django_capture_on_commit_callbacks):
+    services.route_message(binding.connection, said())
+    later = timezone.now() + binding.thread_ttl + timedelta(seconds=1)
+    reply = said("still there?", ts="1700000009.000000", thread_ts="1700000001.000100", mentions_bot=False)
+    with django_capture_on_commit_callbacks() as callbacks:
+        result = services.route_message(binding.connection, reply, now=later)
+        services.route_message(binding.connection, reply, now=later)
+    turn = Turn.objects.get(message_ts="1700000009.000000")
+    assert result.route is Route.EXPIRED
+    assert turn.state == Turn.State.EXPIRED
+    assert enqueued(callbacks) == [("tell_expired", (turn.id,))]
+
+
+def test_activity_moves_the_expiry_forward(binding):
+    start = timezone.now()
+    services.route_message(binding.connection, said(), now=start)
+    later = start + timedelta(days=30)
+    services.route_message(
+        binding.connection, said("more", ts="1700000002.000000", thread_ts="1700000001.000100"), now=later
+    )
+    session = Session.objects.get()
+    assert session.expires_at == later + binding.thread_ttl
+
+
+def test_no_acknowledgment_is_queued_when_it_is_turned_off(django_capture_on_commit_callbacks):
+    binding = BindingFactory(channels=[CHANNEL], acknowledgment_enabled=False)
+    with django_capture_on_commit_callbacks() as callbacks:
+        services.route_message(binding.connection, said())
+    assert [name for name, _ in enqueued(callbacks)] == ["drive_session"]
+
+
+class TestLease:
+    def test_a_free_lease_is_taken_and_a_held_one_is_not(self, binding):
+        services.route_message(binding.connection, said())
+        session = Session.objects.get()
+        assert services.claim_lease(session.id, "runner-a", seconds=60)
+        assert not services.claim_lease(session.id, "runner-b", seconds=60)
+
+    def test_an_expired_lease_is_taken_over(self, binding):
+        services.route_message(binding.connection, said())
+        session = Session.objects.get()
+        past = timezone.now() - timedelta(minutes=5)
+        assert services.claim_lease(session.id, "runner-a", seconds=60, now=past)
+        assert services.claim_lease(session.id, "runner-b", seconds=60)
+        assert not services.renew_lease(session.id, "runner-a", seconds=60)
+
+
+def test_the_sweep_deletes_sessions_long_expired_with_their_turns_and_notes(binding):
+    services.route_message(binding.connection, said())
+    Session.objects.update(expires_at=timezone.now() - timedelta(days=91))
+    tasks.delete_expired_sessions()
+    assert not Session.objects.exists()
+    assert not Turn.objects.exists()
+
+
+def test_the_sweep_keeps_sessions_expired_less_than_ninety_days(binding):
+    services.route_message(binding.connection, said())
+    Session.objects.update(expires_at=timezone.now() - timedelta(days=89))
+    tasks.delete_expired_sessions()
+    assert Session.objects.exists()
