@@ -1,10 +1,23 @@
-"""Pausing for input and carrying on: generic text questions and kagent's HITL shapes."""
+"""How a task's turn ends: pausing for input (generic questions, kagent's HITL shapes) and carrying
+on with the same task, or a terminal state."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.fakes.a2a_agent import HITL_EXTENSION, ReceivedMessage, in_order, kagent
 from tests.fakes.a2a_agent.raw_client import RawA2A, state_of, task_of
-from tests.fakes.a2a_agent.steps import Step, input_required, text, tool_result
+from tests.fakes.a2a_agent.steps import (
+    Finish,
+    Step,
+    cancel,
+    complete,
+    fail,
+    input_required,
+    reject,
+    text,
+    tool_result,
+)
 
 TOOLS = [
     kagent.PendingTool("call_add_1", "add_numbers", {"a": 2, "b": 3}, approval_id="adk-add"),
@@ -225,3 +238,35 @@ def test_kagent_0_10_approval_pause_and_batch_decision(make_a2a_agent) -> None:
     assert len(final["status"]["message"]["parts"]) == 2
     assert agent.received[1].data == [batch]
     assert resumed.results[-1]["status"]["state"] == "completed"
+
+
+@pytest.mark.parametrize(
+    ("ending", "state", "parts"),
+    [
+        (complete(), "TASK_STATE_COMPLETED", None),
+        (fail("model crashed"), "TASK_STATE_FAILED", [{"text": "model crashed"}]),
+        (reject("not allowed here"), "TASK_STATE_REJECTED", [{"text": "not allowed here"}]),
+        (cancel(), "TASK_STATE_CANCELED", None),
+    ],
+)
+def test_explicit_endings(a2a_agent, ending: Finish, state: str, parts: list | None) -> None:
+    a2a_agent.script([text("partial answer"), ending])
+
+    with RawA2A(a2a_agent.url, "1.0") as client:
+        stream = client.send_streaming("go")
+
+    final = stream.results[-1]["statusUpdate"]["status"]
+    assert final["state"] == state
+    assert final.get("message", {}).get("parts") == parts
+    assert a2a_agent.tasks[0].state == state.removeprefix("TASK_STATE_").lower()
+
+
+def test_a_0_3_failure_is_a_final_status_update(a2a_agent_v03) -> None:
+    a2a_agent_v03.script([fail("model crashed")])
+
+    with RawA2A(a2a_agent_v03.url, "0.3") as client:
+        stream = client.send_streaming("go")
+
+    final = stream.results[-1]
+    assert (final["status"]["state"], final["final"]) == ("failed", True)
+    assert final["status"]["message"]["parts"] == [{"kind": "text", "text": "model crashed"}]

@@ -54,14 +54,11 @@ class ScriptedAgent:
         if text_style not in TEXT_STYLES:
             raise ValueError(f"text_style must be one of {TEXT_STYLES}, not {text_style!r}")
         self.protocol: Protocol = protocol
-        self.text_style: TextStyle = text_style
-        self._card_options = {
-            "name": name,
-            "description": description,
-            "version": version,
-            "streaming": streaming,
-            "extensions": tuple(extensions),
-        }
+        self.name = name
+        self._description = description
+        self._version = version
+        self._streaming = streaming
+        self._extensions = tuple(extensions)
         self._recorder = Recorder()
         self._scripts = ScriptBook()
         self._runtime = AgentRuntime(
@@ -85,7 +82,15 @@ class ScriptedAgent:
         sock = listening_socket()
         host, port = sock.getsockname()
         self.url = f"http://{host}:{port}"
-        card = build_agent_card(protocol=self.protocol, url=f"{self.url}/", **self._card_options)  # type: ignore[arg-type]
+        card = build_agent_card(
+            protocol=self.protocol,
+            url=f"{self.url}/",
+            name=self.name,
+            description=self._description,
+            version=self._version,
+            streaming=self._streaming,
+            extensions=self._extensions,
+        )
         self.card = card_json(card, self.protocol)
         self._handler = DefaultRequestHandler(
             agent_executor=ScriptedExecutor(self._runtime), task_store=self._runtime.store, agent_card=card
@@ -120,6 +125,11 @@ class ScriptedAgent:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+    @property
+    def text_style(self) -> TextStyle:
+        """The style scripts are rendered in unless they choose their own."""
+        return self._runtime.default_text_style
 
     @property
     def rpc_url(self) -> str:

@@ -1,0 +1,175 @@
+"""The reply writer against the Slack fake, through the real AsyncWebClient over HTTP."""
+
+import asyncio
+
+import pytest
+from slack_sdk.web.async_client import AsyncWebClient
+
+from kourier.slack.writer import MESSAGE_TEXT_LIMIT, NO_OUTPUT_TEXT, ReplyTarget, SlackReply, split_for_messages
+from tests.fakes.slack import defaults
+from tests.fakes.slack.clock import ManualClock
+
+REPLY_KEY = "turn-key-1"
+
+
+@pytest.fixture
+def thread_ts(slack_fake) -> str:
+    return slack_fake.user_says(defaults.ADA, defaults.CHANNEL_ID, f"{slack_fake.bot_mention} hi")
+
+
+def target(thread_ts: str) -> ReplyTarget:
+    return ReplyTarget(defaults.CHANNEL_ID, thread_ts, defaults.ADA, defaults.TEAM_ID, REPLY_KEY)
+
+
+def reply_in(fake, thread_ts):
+    messages = fake.thread(defaults.CHANNEL_ID, thread_ts)[1:]
+    return messages
+
+
+def make_reply(fake, thread_ts, *, live=True, stream=True, min_interval=0.0) -> SlackReply:
+    client = AsyncWebClient(token=fake.bot_token, base_url=fake.url, timeout=5)
+    return SlackReply(client, target(thread_ts), live=live, stream=stream, min_interval=min_interval)
+
+
+async def settle(reply: SlackReply) -> None:
+    # Lets a scheduled write run before the test looks.
+    if reply._pending is not None:
+        await reply._pending
+
+
+def test_a_live_answer_streams_into_one_message(slack_fake, thread_ts):
+    async def scenario():
+        reply = make_reply(slack_fake, thread_ts)
+        await reply.show("Hello")
+        await settle(reply)
+        assert reply_in(slack_fake, thread_ts)[0].streaming
+        await reply.show("Hello, world")
+        await settle(reply)
+        await reply.finish("Hello, world. Done.")
+
+    asyncio.run(scenario())
+    [message] = reply_in(slack_fake, thread_ts)
+    assert message.text == "Hello, world. Done."
+    assert not message.streaming
+    assert message.metadata == {"event_type": "kourier_reply", "event_payload": {"reply": REPLY_KEY}}
+    assert slack_fake.count("chat.startStream") == 1
+    assert slack_fake.count("chat.stopStream") == 1
+    assert slack_fake.last_call("chat.startStream").args["recipient_user_id"] == defaults.ADA
+
+
+def test_writes_are_coalesced_and_the_latest_text_wins(slack_fake, thread_ts):
+    async def scenario():
+        reply = make_reply(slack_fake, thread_ts, min_interval=30)
+        await reply.show("a")
+        await settle(reply)
+        for n in range(50):
+            await reply.show("a" + "b" * n)
+        await reply.finish("final answer")
+
+    asyncio.run(scenario())
+    [message] = reply_in(slack_fake, thread_ts)
+    assert message.text == "final answer"
+    assert slack_fake.count("chat.appendStream") == 0
+    assert slack_fake.count("chat.startStream") + slack_fake.count("chat.stopStream") + slack_fake.count(
+        "chat.update"
+    ) == 3
+
+
+def test_a_refused_stream_falls_back_to_post_and_update(slack_fake, thread_ts):
+    slack_fake.configure_workspace(streams_enabled=False)
+
+    async def scenario():
+        reply = make_reply(slack_fake, thread_ts)
+        await reply.show("Hel")
+        await settle(reply)
+        await reply.show("Hello")
+        await settle(reply)
+        await reply.finish("Hello!")
+
+    asyncio.run(scenario())
+    [message] = reply_in(slack_fake, thread_ts)
+    assert message.text == "Hello!"
+    assert not message.was_streamed
+    assert slack_fake.count("chat.postMessage") == 1
+    assert slack_fake.count("chat.update") == 2
+
+
+def test_an_expired_stream_goes_on_with_chat_update_in_the_same_message(make_slack_fake):
+    clock = ManualClock()
+    fake = make_slack_fake(clock=clock, stream_lifetime=300)
+    thread_ts = fake.user_says(defaults.ADA, defaults.CHANNEL_ID, f"{fake.bot_mention} hi")
+
+    async def scenario():
+        reply = make_reply(fake, thread_ts)
+        await reply.show("part one")
+        await settle(reply)
+        clock.advance(301)
+        await reply.show("part one, part two")
+        await settle(reply)
+        await reply.finish("part one, part two, part three")
+
+    asyncio.run(scenario())
+    [message] = reply_in(fake, thread_ts)
+    assert message.text == "part one, part two, part three"
+    assert fake.count("chat.update") >= 1
+
+
+def test_final_output_posts_once_at_the_end(slack_fake, thread_ts):
+    async def scenario():
+        reply = make_reply(slack_fake, thread_ts, live=False)
+        await reply.show("partial")
+        await settle(reply)
+        assert reply_in(slack_fake, thread_ts) == []
+        await reply.finish("the whole answer")
+
+    asyncio.run(scenario())
+    [message] = reply_in(slack_fake, thread_ts)
+    assert message.text == "the whole answer"
+    assert slack_fake.count("chat.postMessage") == 1
+    assert slack_fake.count("chat.startStream") == 0
+
+
+def test_text_rewritten_after_it_streamed_is_rewritten_in_the_message(slack_fake, thread_ts):
+    async def scenario():
+        reply = make_reply(slack_fake, thread_ts)
+        await reply.show("draft that will change")
+        await settle(reply)
+        await reply.finish("the corrected answer")
+
+    asyncio.run(scenario())
+    [message] = reply_in(slack_fake, thread_ts)
+    assert message.text == "the corrected answer"
+
+
+def test_an_empty_answer_shows_no_output(slack_fake, thread_ts):
+    asyncio.run(make_reply(slack_fake, thread_ts).finish(""))
+    [message] = reply_in(slack_fake, thread_ts)
+    assert message.text == NO_OUTPUT_TEXT
+
+
+def test_an_answer_longer_than_a_message_continues_in_the_next(slack_fake, thread_ts):
+    answer = ("word " * 3000).strip()
+    asyncio.run(make_reply(slack_fake, thread_ts).finish(answer))
+    messages = reply_in(slack_fake, thread_ts)
+    assert len(messages) == 2
+    assert " ".join(m.text for m in messages).split() == answer.split()
+
+
+def test_stop_leaves_a_stream_with_the_text_it_had(slack_fake, thread_ts):
+    async def scenario():
+        reply = make_reply(slack_fake, thread_ts)
+        await reply.show("half an answer")
+        await settle(reply)
+        await reply.stop()
+
+    asyncio.run(scenario())
+    [message] = reply_in(slack_fake, thread_ts)
+    assert (message.text, message.streaming) == ("half an answer", False)
+
+
+@pytest.mark.parametrize("size", [10, MESSAGE_TEXT_LIMIT, MESSAGE_TEXT_LIMIT + 1, 3 * MESSAGE_TEXT_LIMIT])
+def test_splitting_keeps_every_character_and_respects_the_limit(size):
+    text = "\n".join("x" * 99 for _ in range(size // 100 + 1))[:size]
+    parts = split_for_messages(text)
+    assert all(len(part) <= MESSAGE_TEXT_LIMIT for part in parts)
+    assert "".join(parts).replace("\n", "") == text.replace("\n", "")
