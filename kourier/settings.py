@@ -136,6 +136,8 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+# The product's LOGGING (JSON lines) applies in workers too.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BEAT_SCHEDULE = {
     "recover-sessions": {"task": "sessions.tasks.recover_sessions", "schedule": 30.0},
     "delete-expired-sessions": {"task": "sessions.tasks.delete_expired_sessions", "schedule": 3600.0},

@@ -19,6 +19,7 @@ carries the Binding's service identity.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import json
 import logging
@@ -315,21 +316,21 @@ class A2AClient:
                     )
                 return
 
-            server_events = EventSource(response).aiter_sse()
-            while True:
-                try:
-                    async with asyncio.timeout_at(deadline):
-                        server_event = await anext(server_events)
-                except StopAsyncIteration:
-                    break
-                stream_event = _decode_server_event(server_event, codec, request_id, method)
-                if stream_event is None:
-                    continue
-                task_id = _task_id_of(stream_event) or task_id
-                context_id = _context_id_of(stream_event) or context_id
-                yield stream_event
-                if ends_stream(stream_event):
-                    return
+            async with contextlib.aclosing(EventSource(response).aiter_sse()) as server_events:
+                while True:
+                    try:
+                        async with asyncio.timeout_at(deadline):
+                            server_event = await anext(server_events)
+                    except StopAsyncIteration:
+                        break
+                    stream_event = _decode_server_event(server_event, codec, request_id, method)
+                    if stream_event is None:
+                        continue
+                    task_id = _task_id_of(stream_event) or task_id
+                    context_id = _context_id_of(stream_event) or context_id
+                    yield stream_event
+                    if ends_stream(stream_event):
+                        return
             raise StreamDropped(
                 "stream closed before a final state", method=method, task_id=task_id, context_id=context_id
             )

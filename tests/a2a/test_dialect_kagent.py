@@ -473,6 +473,7 @@ def test_v010_question_mixed_with_an_approval_is_unusable():
         {"type": "tool_approval_request", "tools": [{"id": "a", "name": "x"}, {"id": "a", "name": "y"}]},
         {"type": "ask_user_request", "questions": [{"question": "?"}]},  # no id to answer with
         {"type": "ask_user_request", "id": "q", "questions": [{"choices": []}]},
+        {"type": "ask_user_request", "id": "q", "questions": [{"question": "?"}], "nested": {"tools": []}},
         {"type": "something_new"},
     ],
 )

@@ -100,8 +100,11 @@ def _read_hitl_v1(request: dict[str, Any], pause: Pause) -> AgentEvent:
     if kind == "ask_user_request":
         questions = _questions(request.get("questions"))
         # A sub-agent's question is answered with the id of its nested ask_user tool.
-        nested_tools = _hitl_tools(nested.get("tools"))
-        answer_id = nested_tools[0].approval_id if nested_tools else _str_or_none(request.get("id"))
+        if nested:
+            nested_tools = _hitl_tools(nested.get("tools"))
+            answer_id = nested_tools[0].approval_id if nested_tools else None
+        else:
+            answer_id = _str_or_none(request.get("id"))
         if not questions or answer_id is None:
             return _unusable("malformed-question", pause)
         return Question(
