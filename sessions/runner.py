@@ -12,12 +12,14 @@ import uuid
 from dataclasses import dataclass
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 
 from kourier.a2a import errors as a2a_errors
 from kourier.a2a.client import A2AClient
-from kourier.a2a.dialects import dialect_for
+from kourier.a2a.dialects import Dialect, dialect_for
 from kourier.a2a.events import TaskEnded, TaskStarted, TextDelta
-from kourier.a2a.wire import Message, TextPart
+from kourier.a2a.factory import make_client
+from kourier.a2a.wire import Message, TaskState, TextPart
 from kourier.slack.clients import async_web_client
 from kourier.slack.people import person_name
 from kourier.slack.writer import ReplyTarget, SlackReply, post_notice, remove_reaction
@@ -33,6 +35,8 @@ MAX_FOLLOW_ATTEMPTS = 5
 # Sends of one message while the agent cannot be reached at all.
 MAX_SEND_ATTEMPTS = 3
 RETRY_BACKOFF_SECONDS = 1.0
+# How often a task is asked for its state when the agent cannot stream it again.
+POLL_SECONDS = 2.0
 
 TERMINAL_FAILURES = {
     "failed": notices.TASK_FAILED,
@@ -134,12 +138,134 @@ async def _turn_text(work: services.TurnWork, slack) -> str:
     )
 
 
+class Conversation:
+    """One turn's exchange with the agent: send, read, and follow the task again when the stream drops."""
+
+    def __init__(self, work: services.TurnWork, reply: SlackReply, agent: A2AClient, dialect: Dialect) -> None:
+        self.work = work
+        self.reply = reply
+        self.agent = agent
+        self.reader = dialect.reader()
+        self.text = ""
+        self.task_id = work.task_id or None
+
+    async def run(self, message: Message) -> TurnOutcome:
+        failures = 0
+        while True:
+            try:
+                if self.task_id:
+                    ended = await self._follow()
+                else:
+                    ended = await self._read(self.agent.send_streaming(message))
+                if ended is not None:
+                    return await self._end(ended)
+                raise a2a_errors.StreamDropped("the stream ended before the task did")
+            except a2a_errors.TaskNotFound:
+                await self.reply.stop()
+                return TurnOutcome("gone", notices.CONVERSATION_GONE, forget_context=True)
+            except a2a_errors.InvalidAgentResponse:
+                await self.reply.stop()
+                return TurnOutcome("garbled", notices.AGENT_GARBLED)
+            except a2a_errors.A2AError as exc:
+                failures += 1
+                if not exc.retryable or failures >= MAX_FOLLOW_ATTEMPTS or not await self._may_try_again(exc):
+                    await self.reply.stop()
+                    return TurnOutcome("unreachable", notices.AGENT_UNREACHABLE)
+                logger.info(
+                    "turn.agent_retry",
+                    extra={"turn_id": self.work.turn_id, "attempt": failures, "error": type(exc).__name__},
+                )
+                await asyncio.sleep(RETRY_BACKOFF_SECONDS * failures)
+
+    async def _may_try_again(self, error: a2a_errors.A2AError) -> bool:
+        """Whether the turn can go on: following its task, or sending again when the agent surely lacks it."""
+        if self.task_id or not error.outcome_unknown:
+            return True
+        # The request may have reached the agent, which does not de-duplicate message ids: look first.
+        if not self.work.context_id:
+            return False
+        try:
+            found = await self.agent.find_task_for_message(self.work.context_id, self.work.message_id)
+        except a2a_errors.NotSupportedByProtocol:
+            return False
+        if found is not None:
+            await self._note_task(found.id, found.context_id)
+        return True
+
+    async def _follow(self) -> TaskEnded | None:
+        """Asks the agent where the task got to, then subscribes to the rest of it."""
+        assert self.task_id is not None
+        ended = await self._take(await self.agent.get_task(self.task_id))
+        if ended is not None:
+            return ended
+        try:
+            return await self._read(self.agent.subscribe(self.task_id))
+        except a2a_errors.TaskNotFound:
+            # kagent 0.10 refuses tasks/resubscribe for a task it has but no live run of: poll it instead.
+            return await self._poll()
+
+    async def _poll(self) -> TaskEnded | None:
+        assert self.task_id is not None
+        deadline = asyncio.get_running_loop().time() + settings.A2A_REQUEST_TIMEOUT
+        while asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(POLL_SECONDS)
+            ended = await self._take(await self.agent.get_task(self.task_id))
+            if ended is not None:
+                return ended
+        return None
+
+    async def _read(self, stream) -> TaskEnded | None:
+        async with stream:
+            async for wire_event in stream:
+                ended = await self._take(wire_event)
+                if ended is not None:
+                    return ended
+        return None
+
+    async def _take(self, wire_event) -> TaskEnded | None:
+        ended = None
+        for event in self.reader.feed(wire_event):
+            if isinstance(event, TaskStarted):
+                await self._note_task(event.task_id, event.context_id)
+            elif isinstance(event, TextDelta):
+                self.text = event.text if event.replace else self.text + event.text
+            elif isinstance(event, TaskEnded):
+                ended = event
+        if ended is None:
+            await self.reply.show(self.text)
+        return ended
+
+    async def _note_task(self, task_id: str, context_id: str | None) -> None:
+        if task_id != self.task_id:
+            self.task_id = task_id
+            await _db(services.record_task)(
+                self.work.turn_id, self.work.session_id, task_id=task_id, context_id=context_id or ""
+            )
+
+    async def _end(self, ended: TaskEnded) -> TurnOutcome:
+        if ended.state == TaskState.COMPLETED:
+            await self.reply.finish(self.text)
+            return TurnOutcome("completed")
+        if ended.state == TaskState.INPUT_REQUIRED:
+            # Until questions reach the channel (askUser), a paused task is cancelled, as the spec says.
+            await self._cancel()
+            await self.reply.stop()
+            return TurnOutcome("question-canceled", notices.QUESTION_NOT_ENABLED)
+        await self.reply.stop()
+        return TurnOutcome(str(ended.state), TERMINAL_FAILURES.get(ended.state, notices.TASK_FAILED))
+
+    async def _cancel(self) -> None:
+        if not self.task_id:
+            return
+        try:
+            await self.agent.cancel_task(self.task_id)
+        except a2a_errors.A2AError as exc:
+            logger.info("turn.cancel_failed", extra={"turn_id": self.work.turn_id, "error": type(exc).__name__})
+
+
 async def _converse(work: services.TurnWork, reply: SlackReply, slack) -> TurnOutcome:
     dialect = dialect_for(work.agent.dialect)
-    reader = dialect.reader()
-    text = ""
-    task_id = work.task_id
-    async with A2AClient(
+    async with make_client(
         work.agent.url,
         headers=work.agent.headers,
         protocol_version=work.agent.protocol_version,
@@ -151,66 +277,4 @@ async def _converse(work: services.TurnWork, reply: SlackReply, slack) -> TurnOu
             parts=(TextPart(await _turn_text(work, slack)),),
             context_id=work.context_id or None,
         )
-        stream = None
-        for attempt in range(1, MAX_FOLLOW_ATTEMPTS + 1):
-            try:
-                if stream is None:
-                    stream = agent.send_streaming(message) if not task_id else agent.subscribe(task_id)
-                async for wire_event in stream:
-                    for event in reader.feed(wire_event):
-                        if isinstance(event, TaskStarted):
-                            if event.task_id != task_id:
-                                task_id = event.task_id
-                                await _db(services.record_task)(
-                                    work.turn_id, work.session_id, task_id=event.task_id, context_id=event.context_id
-                                )
-                        elif isinstance(event, TextDelta):
-                            text = event.text if event.replace else text + event.text
-                            await reply.show(text)
-                        elif isinstance(event, TaskEnded):
-                            return await _end(agent, reply, text, event, task_id, work)
-                raise a2a_errors.StreamDropped("the stream ended before the task did")
-            except a2a_errors.TaskNotFound:
-                await reply.stop()
-                return TurnOutcome("gone", notices.CONVERSATION_GONE, forget_context=True)
-            except a2a_errors.InvalidAgentResponse:
-                await reply.stop()
-                return TurnOutcome("garbled", notices.AGENT_GARBLED)
-            except a2a_errors.A2AError as exc:
-                if not exc.retryable or attempt == MAX_FOLLOW_ATTEMPTS:
-                    await reply.stop()
-                    return TurnOutcome("unreachable", notices.AGENT_UNREACHABLE)
-                logger.info(
-                    "turn.agent_retry",
-                    extra={"turn_id": work.turn_id, "attempt": attempt, "error": type(exc).__name__},
-                )
-                await asyncio.sleep(RETRY_BACKOFF_SECONDS * attempt)
-                stream = None
-                if task_id:
-                    # The agent has the task: ask where it got to, then follow it again.
-                    snapshot = await agent.get_task(task_id)
-                    for event in reader.feed(snapshot):
-                        if isinstance(event, TextDelta):
-                            text = event.text if event.replace else text + event.text
-                        elif isinstance(event, TaskEnded):
-                            return await _end(agent, reply, text, event, task_id, work)
-                    await reply.show(text)
-        await reply.stop()
-        return TurnOutcome("unreachable", notices.AGENT_UNREACHABLE)
-
-
-async def _end(agent, reply: SlackReply, text: str, ended: TaskEnded, task_id: str | None, work) -> TurnOutcome:
-    if ended.state == "completed":
-        await reply.finish(text)
-        return TurnOutcome("completed")
-    if ended.state == "input-required":
-        # Questions to the channel are a later feature: until askUser, the task is cancelled (spec).
-        if task_id:
-            try:
-                await agent.cancel_task(task_id)
-            except a2a_errors.A2AError as exc:
-                logger.info("turn.cancel_failed", extra={"turn_id": work.turn_id, "error": type(exc).__name__})
-        await reply.stop()
-        return TurnOutcome("question-canceled", notices.QUESTION_NOT_ENABLED)
-    await reply.stop()
-    return TurnOutcome(ended.state, TERMINAL_FAILURES.get(ended.state, notices.TASK_FAILED))
+        return await Conversation(work, reply, agent, dialect).run(message)

@@ -38,7 +38,6 @@ def _build_app(connection: Connection) -> AsyncApp:
     app = AsyncApp(
         name=f"kourier-{connection.name}",
         client=async_web_client(connection.bot_token()),
-        token=connection.bot_token(),
         signing_secret=connection.signing_secret(),
         process_before_response=True,
         logger=logging.getLogger("kourier.slack.bolt"),

@@ -115,16 +115,17 @@ class SlackReply:
             await self._write_final(text or NO_OUTPUT_TEXT)
 
     async def stop(self) -> None:
-        """Ends the reply where it is (a failure notice follows as a message of its own)."""
+        """Ends the reply with the text it has so far (a failure notice follows as a message of its own)."""
         if self._pending is not None and not self._pending.done():
             self._pending.cancel()
         async with self._lock:
+            latest = self._latest[:MESSAGE_TEXT_LIMIT]
             if self._streaming:
-                await self._stop_stream(extra="")
-            elif self.ts is None and not self._latest:
-                return
-            elif self._latest and self._latest != self._written and self.ts is not None:
-                await self._update(self._latest)
+                await self._stop_stream(extra=latest[len(self._streamed) :] if latest.startswith(self._streamed) else "")
+            elif self.ts is None and latest:
+                await self._post(latest)
+            elif latest and latest != self._written:
+                await self._update(latest)
 
     async def _flush_after(self, delay: float) -> None:
         if delay > 0:
