@@ -19,7 +19,9 @@ def check_secret_key(app_configs, **kwargs):
 
 @register()
 def check_slack_api_url(app_configs, **kwargs):
-    if not settings.SLACK_API_URL.startswith(("http://", "https://")) or not settings.SLACK_API_URL.endswith("/"):
+    if not settings.SLACK_API_URL.startswith(("http://", "https://")) or not settings.SLACK_API_URL.endswith(
+        "/"
+    ):
         return [
             Error(
                 f"SLACK_API_URL must be an http(s) URL ending in '/', got {settings.SLACK_API_URL!r}.",

@@ -33,7 +33,9 @@ def _redis_problem() -> str | None:
 
 
 async def readyz(request: HttpRequest) -> JsonResponse:
-    problems = [p for p in (await sync_to_async(_database_problem)(), await sync_to_async(_redis_problem)()) if p]
+    problems = [
+        p for p in (await sync_to_async(_database_problem)(), await sync_to_async(_redis_problem)()) if p
+    ]
     if problems:
         return JsonResponse({"status": "unavailable", "reasons": problems}, status=503)
     return JsonResponse({"status": "ok"})

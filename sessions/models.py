@@ -18,7 +18,9 @@ class Session(models.Model):
     channel_id = models.CharField(max_length=32)
     thread_ts = models.CharField(max_length=32, help_text="The thread's root message.")
     kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.CHAT)
-    context_id = models.CharField(max_length=200, blank=True, help_text="Filled from the agent's first response.")
+    context_id = models.CharField(
+        max_length=200, blank=True, help_text="Filled from the agent's first response."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     last_activity_at = models.DateTimeField()
     expires_at = models.DateTimeField(db_index=True)
@@ -89,7 +91,9 @@ class ThreadNote(models.Model):
     message_ts = models.CharField(max_length=32)
     user_id = models.CharField(max_length=32)
     text = models.TextField()
-    carried_by = models.ForeignKey(Turn, on_delete=models.SET_NULL, null=True, blank=True, related_name="notes")
+    carried_by = models.ForeignKey(
+        Turn, on_delete=models.SET_NULL, null=True, blank=True, related_name="notes"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -98,4 +102,11 @@ class ThreadNote(models.Model):
                 fields=["connection", "channel_id", "message_ts"], name="one_note_per_message"
             )
         ]
-        indexes = [models.Index(fields=["session", "message_ts"], condition=Q(carried_by=None), name="uncarried_notes")]
+        indexes = [
+            models.Index(
+                fields=["session", "message_ts"], condition=Q(carried_by=None), name="uncarried_notes"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"note {self.channel_id}/{self.message_ts}"

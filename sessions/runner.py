@@ -19,7 +19,7 @@ from kourier.a2a.client import A2AClient
 from kourier.a2a.dialects import Dialect, dialect_for
 from kourier.a2a.events import TaskEnded, TaskStarted, TextDelta
 from kourier.a2a.factory import make_client
-from kourier.a2a.wire import Message, TaskState, TextPart
+from kourier.a2a.wire import Message, Role, TaskState, TextPart
 from kourier.slack.clients import async_web_client
 from kourier.slack.people import person_name
 from kourier.slack.writer import ReplyTarget, SlackReply, post_notice, remove_reaction
@@ -108,7 +108,9 @@ async def run_turn(turn_id: int) -> None:
         live=work.live,
         stream=True,
     )
-    logger.info("turn.started", extra={"turn_id": turn_id, "binding": work.binding_name, "resumed": work.resumed})
+    logger.info(
+        "turn.started", extra={"turn_id": turn_id, "binding": work.binding_name, "resumed": work.resumed}
+    )
     try:
         outcome = await _converse(work, reply, slack)
     except Exception:
@@ -141,7 +143,9 @@ async def _turn_text(work: services.TurnWork, slack) -> str:
 class Conversation:
     """One turn's exchange with the agent: send, read, and follow the task again when the stream drops."""
 
-    def __init__(self, work: services.TurnWork, reply: SlackReply, agent: A2AClient, dialect: Dialect) -> None:
+    def __init__(
+        self, work: services.TurnWork, reply: SlackReply, agent: A2AClient, dialect: Dialect
+    ) -> None:
         self.work = work
         self.reply = reply
         self.agent = agent
@@ -260,7 +264,9 @@ class Conversation:
         try:
             await self.agent.cancel_task(self.task_id)
         except a2a_errors.A2AError as exc:
-            logger.info("turn.cancel_failed", extra={"turn_id": self.work.turn_id, "error": type(exc).__name__})
+            logger.info(
+                "turn.cancel_failed", extra={"turn_id": self.work.turn_id, "error": type(exc).__name__}
+            )
 
 
 async def _converse(work: services.TurnWork, reply: SlackReply, slack) -> TurnOutcome:
@@ -268,12 +274,12 @@ async def _converse(work: services.TurnWork, reply: SlackReply, slack) -> TurnOu
     async with make_client(
         work.agent.url,
         headers=work.agent.headers,
-        protocol_version=work.agent.protocol_version,
+        protocol_version=work.agent.protocol_version,  # type: ignore[arg-type]  # validated on apply
         extensions=dialect.extensions,
     ) as agent:
         message = Message(
             message_id=work.message_id,
-            role="user",
+            role=Role.USER,
             parts=(TextPart(await _turn_text(work, slack)),),
             context_id=work.context_id or None,
         )

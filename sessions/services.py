@@ -3,7 +3,7 @@
 import logging
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.db.models import Q
@@ -33,7 +33,9 @@ class RouteResult:
     turn_id: int | None = None
 
 
-def route_message(connection: Connection, message: ChatMessage, *, now: datetime | None = None) -> RouteResult:
+def route_message(
+    connection: Connection, message: ChatMessage, *, now: datetime | None = None
+) -> RouteResult:
     """Takes one Slack message: a turn, a context note, an expiry notice, or nothing.
 
     Safe to call for every delivery of the same message: the turn key is a unique constraint.
@@ -46,7 +48,9 @@ def route_message(connection: Connection, message: ChatMessage, *, now: datetime
         session = Session.objects.filter(
             connection=connection, channel_id=message.channel_id, thread_ts=message.root_ts
         ).first()
-        thread = ThreadState(has_session=session is not None, expired=bool(session and session.expires_at <= now))
+        thread = ThreadState(
+            has_session=session is not None, expired=bool(session and session.expires_at <= now)
+        )
         decision = route(message, thread, thread_replies=binding.thread_replies)
         if decision is Route.IGNORE:
             return RouteResult(route=decision)
@@ -72,7 +76,12 @@ def route_message(connection: Connection, message: ChatMessage, *, now: datetime
             enqueue_after_commit(tasks.drive_session, session.id)
         logger.info(
             "turn.accepted",
-            extra={"turn_id": turn.id, "session_id": session.id, "binding": binding.name, "route": decision.value},
+            extra={
+                "turn_id": turn.id,
+                "session_id": session.id,
+                "binding": binding.name,
+                "route": decision.value,
+            },
         )
         return RouteResult(route=decision, created=True, turn_id=turn.id)
 
@@ -130,7 +139,7 @@ def claim_lease(session_id: int, owner: str, *, seconds: int, now: datetime | No
     taken = (
         Session.objects.filter(pk=session_id)
         .filter(Q(lease_owner="") | Q(lease_expires_at__lt=now) | Q(lease_owner=owner))
-        .update(lease_owner=owner, lease_expires_at=now + timezone.timedelta(seconds=seconds))
+        .update(lease_owner=owner, lease_expires_at=now + timedelta(seconds=seconds))
     )
     return taken == 1
 
@@ -139,7 +148,7 @@ def renew_lease(session_id: int, owner: str, *, seconds: int) -> bool:
     now = timezone.now()
     return (
         Session.objects.filter(pk=session_id, lease_owner=owner).update(
-            lease_expires_at=now + timezone.timedelta(seconds=seconds)
+            lease_expires_at=now + timedelta(seconds=seconds)
         )
         == 1
     )
@@ -218,9 +227,9 @@ def start_turn(turn_id: int, *, now: datetime | None = None) -> TurnWork | None:
             turn.state, turn.started_at = Turn.State.RUNNING, now
             turn.save(update_fields=["state", "started_at"])
         if binding.thread_replies == "mention":
-            ThreadNote.objects.filter(session=session, carried_by=None, message_ts__lt=turn.message_ts).update(
-                carried_by=turn
-            )
+            ThreadNote.objects.filter(
+                session=session, carried_by=None, message_ts__lt=turn.message_ts
+            ).update(carried_by=turn)
         notes = tuple(turn.notes.order_by("message_ts").values_list("user_id", "text"))
         return TurnWork(
             turn_id=turn.pk,
@@ -293,7 +302,9 @@ def turn_is_over(turn_id: int) -> bool:
 
 
 def has_pending_turns(session_id: int) -> bool:
-    return Turn.objects.filter(session_id=session_id, state__in=[Turn.State.QUEUED, Turn.State.RUNNING]).exists()
+    return Turn.objects.filter(
+        session_id=session_id, state__in=[Turn.State.QUEUED, Turn.State.RUNNING]
+    ).exists()
 
 
 def delete_sessions_expired_before(cutoff: datetime) -> int:

@@ -4,27 +4,36 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='AuditEvent',
+            name="AuditEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('action', models.CharField(db_index=True, max_length=64)),
-                ('binding_name', models.CharField(blank=True, db_index=True, max_length=100)),
-                ('actor_kind', models.CharField(choices=[('user', 'Slack user'), ('system', 'System')], max_length=16)),
-                ('actor_id', models.CharField(blank=True, max_length=64)),
-                ('subject', models.CharField(blank=True, help_text='What the event is about, by id.', max_length=200)),
-                ('details', models.JSONField(blank=True, default=dict)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                ("action", models.CharField(db_index=True, max_length=64)),
+                ("binding_name", models.CharField(blank=True, db_index=True, max_length=100)),
+                (
+                    "actor_kind",
+                    models.CharField(choices=[("user", "Slack user"), ("system", "System")], max_length=16),
+                ),
+                ("actor_id", models.CharField(blank=True, max_length=64)),
+                (
+                    "subject",
+                    models.CharField(blank=True, help_text="What the event is about, by id.", max_length=200),
+                ),
+                ("details", models.JSONField(blank=True, default=dict)),
             ],
             options={
-                'ordering': ['-at', '-id'],
+                "ordering": ["-at", "-id"],
             },
         ),
     ]

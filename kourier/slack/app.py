@@ -45,7 +45,9 @@ def _build_app(connection: Connection) -> AsyncApp:
     connection_id = connection.pk
 
     async def take_message(event: dict, context, body: dict) -> None:
-        read = read_message_event(event, team_id=body.get("team_id", ""), bot_user_id=context.bot_user_id or "")
+        read = read_message_event(
+            event, team_id=body.get("team_id", ""), bot_user_id=context.bot_user_id or ""
+        )
         if isinstance(read, IgnoredEvent):
             logger.debug("slack.event_ignored", extra={"reason": read.reason, "connection_id": connection_id})
             return

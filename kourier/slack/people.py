@@ -15,7 +15,12 @@ LOOKUP_TIMEOUT_SECONDS = 3
 
 def _display_name(user: dict) -> str | None:
     profile = user.get("profile") or {}
-    for candidate in (profile.get("real_name"), user.get("real_name"), profile.get("display_name"), user.get("name")):
+    for candidate in (
+        profile.get("real_name"),
+        user.get("real_name"),
+        profile.get("display_name"),
+        user.get("name"),
+    ):
         if candidate and candidate.strip():
             return candidate.strip()
     return None

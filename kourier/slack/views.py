@@ -1,6 +1,7 @@
 """POST /slack/events (and /slack/events/<connection>): Events API and interactivity on one URL."""
 
 import logging
+from collections.abc import Sequence
 
 from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -43,10 +44,13 @@ async def slack_events(request: HttpRequest, connection_name: str | None = None)
     try:
         app = bolt_app_for(connection)
     except MissingSecret as exc:
-        logger.error("slack.connection_misconfigured", extra={"connection": connection.name, "detail": str(exc)})
+        logger.error(
+            "slack.connection_misconfigured", extra={"connection": connection.name, "detail": str(exc)}
+        )
         return JsonResponse({"error": "connection is not configured"}, status=503)
+    bolt_headers: dict[str, str | Sequence[str]] = dict(headers)
     bolt_request = AsyncBoltRequest(
-        body=body.decode("utf-8"), query=request.META.get("QUERY_STRING", ""), headers=headers
+        body=body.decode("utf-8"), query=request.META.get("QUERY_STRING", ""), headers=bolt_headers
     )
     bolt_response = await app.async_dispatch(bolt_request)
     response = HttpResponse(status=bolt_response.status, content=bolt_response.body.encode("utf-8"))

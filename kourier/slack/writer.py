@@ -39,7 +39,9 @@ STREAM_REFUSED_ERRORS = frozenset(
     }
 )
 # Errors that mean the stream is over (expired, or the person stopped it): finish with chat.update.
-STREAM_ENDED_ERRORS = frozenset({"message_not_in_streaming_state", "stopped_by_user", "streaming_mode_mismatch"})
+STREAM_ENDED_ERRORS = frozenset(
+    {"message_not_in_streaming_state", "stopped_by_user", "streaming_mode_mismatch"}
+)
 
 
 @dataclass(frozen=True)
@@ -121,7 +123,9 @@ class SlackReply:
         async with self._lock:
             latest = self._latest[:MESSAGE_TEXT_LIMIT]
             if self._streaming:
-                await self._stop_stream(extra=latest[len(self._streamed) :] if latest.startswith(self._streamed) else "")
+                await self._stop_stream(
+                    extra=latest[len(self._streamed) :] if latest.startswith(self._streamed) else ""
+                )
             elif self.ts is None and latest:
                 await self._post(latest)
             elif latest and latest != self._written:
@@ -137,9 +141,9 @@ class SlackReply:
         if not text:
             return
         text = text[:MESSAGE_TEXT_LIMIT]
-        if self._use_stream and (self._streaming or self.ts is None):
-            if await self._stream_progress(text):
-                return
+        streams = self._use_stream and (self._streaming or self.ts is None)
+        if streams and await self._stream_progress(text):
+            return
         if self.ts is None:
             await self._post(text)
         elif text != self._written:
@@ -175,7 +179,9 @@ class SlackReply:
         except SlackApiError as exc:
             error = exc.response.get("error", "")
             if error in STREAM_REFUSED_ERRORS and not self._streaming:
-                logger.info("slack.stream_refused", extra={"error": error, "channel": self._target.channel_id})
+                logger.info(
+                    "slack.stream_refused", extra={"error": error, "channel": self._target.channel_id}
+                )
                 self._use_stream = False
                 return False
             if error in STREAM_ENDED_ERRORS and self._streaming:

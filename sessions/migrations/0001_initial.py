@@ -5,84 +5,199 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('bindings', '0001_initial'),
+        ("bindings", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Session',
+            name="Session",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('channel_id', models.CharField(max_length=32)),
-                ('thread_ts', models.CharField(help_text="The thread's root message.", max_length=32)),
-                ('kind', models.CharField(choices=[('chat', 'Chat thread'), ('alert', 'Alert thread')], default='chat', max_length=8)),
-                ('context_id', models.CharField(blank=True, help_text="Filled from the agent's first response.", max_length=200)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('last_activity_at', models.DateTimeField()),
-                ('expires_at', models.DateTimeField(db_index=True)),
-                ('lease_owner', models.CharField(blank=True, max_length=100)),
-                ('lease_expires_at', models.DateTimeField(blank=True, null=True)),
-                ('binding', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='sessions', to='bindings.binding')),
-                ('connection', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='sessions', to='bindings.connection')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("channel_id", models.CharField(max_length=32)),
+                ("thread_ts", models.CharField(help_text="The thread's root message.", max_length=32)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("chat", "Chat thread"), ("alert", "Alert thread")],
+                        default="chat",
+                        max_length=8,
+                    ),
+                ),
+                (
+                    "context_id",
+                    models.CharField(
+                        blank=True, help_text="Filled from the agent's first response.", max_length=200
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("last_activity_at", models.DateTimeField()),
+                ("expires_at", models.DateTimeField(db_index=True)),
+                ("lease_owner", models.CharField(blank=True, max_length=100)),
+                ("lease_expires_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "binding",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="sessions",
+                        to="bindings.binding",
+                    ),
+                ),
+                (
+                    "connection",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="sessions",
+                        to="bindings.connection",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Turn',
+            name="Turn",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('channel_id', models.CharField(max_length=32)),
-                ('message_ts', models.CharField(max_length=32)),
-                ('user_id', models.CharField(blank=True, help_text="Empty for a trigger's turn.", max_length=32)),
-                ('text', models.TextField()),
-                ('state', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('done', 'Done'), ('failed', 'Failed'), ('expired', 'Expired')], db_index=True, default='queued', max_length=16)),
-                ('outcome', models.CharField(blank=True, max_length=32)),
-                ('message_id', models.CharField(help_text='The A2A messageId, derived from the turn key.', max_length=64)),
-                ('task_id', models.CharField(blank=True, max_length=200)),
-                ('acknowledged', models.BooleanField(default=False, help_text='The acknowledgment reaction was added.')),
-                ('reply_ts', models.CharField(blank=True, max_length=32)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('ended_at', models.DateTimeField(blank=True, null=True)),
-                ('connection', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='bindings.connection')),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='turns', to='threads.session')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("channel_id", models.CharField(max_length=32)),
+                ("message_ts", models.CharField(max_length=32)),
+                (
+                    "user_id",
+                    models.CharField(blank=True, help_text="Empty for a trigger's turn.", max_length=32),
+                ),
+                ("text", models.TextField()),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("done", "Done"),
+                            ("failed", "Failed"),
+                            ("expired", "Expired"),
+                        ],
+                        db_index=True,
+                        default="queued",
+                        max_length=16,
+                    ),
+                ),
+                ("outcome", models.CharField(blank=True, max_length=32)),
+                (
+                    "message_id",
+                    models.CharField(
+                        help_text="The A2A messageId, derived from the turn key.", max_length=64
+                    ),
+                ),
+                ("task_id", models.CharField(blank=True, max_length=200)),
+                (
+                    "acknowledged",
+                    models.BooleanField(default=False, help_text="The acknowledgment reaction was added."),
+                ),
+                ("reply_ts", models.CharField(blank=True, max_length=32)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("ended_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "connection",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="bindings.connection",
+                    ),
+                ),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="turns",
+                        to="threads.session",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='ThreadNote',
+            name="ThreadNote",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('channel_id', models.CharField(max_length=32)),
-                ('message_ts', models.CharField(max_length=32)),
-                ('user_id', models.CharField(max_length=32)),
-                ('text', models.TextField()),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('connection', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='bindings.connection')),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='notes', to='threads.session')),
-                ('carried_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='notes', to='threads.turn')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("channel_id", models.CharField(max_length=32)),
+                ("message_ts", models.CharField(max_length=32)),
+                ("user_id", models.CharField(max_length=32)),
+                ("text", models.TextField()),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "connection",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="bindings.connection",
+                    ),
+                ),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="notes",
+                        to="threads.session",
+                    ),
+                ),
+                (
+                    "carried_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="notes",
+                        to="threads.turn",
+                    ),
+                ),
             ],
         ),
         migrations.AddConstraint(
-            model_name='session',
-            constraint=models.UniqueConstraint(fields=('connection', 'channel_id', 'thread_ts'), name='one_session_per_thread'),
+            model_name="session",
+            constraint=models.UniqueConstraint(
+                fields=("connection", "channel_id", "thread_ts"), name="one_session_per_thread"
+            ),
         ),
         migrations.AddIndex(
-            model_name='turn',
-            index=models.Index(fields=['session', 'state', 'message_ts'], name='threads_tur_session_16ab07_idx'),
+            model_name="turn",
+            index=models.Index(
+                fields=["session", "state", "message_ts"], name="threads_tur_session_16ab07_idx"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='turn',
-            constraint=models.UniqueConstraint(fields=('connection', 'channel_id', 'message_ts'), name='one_turn_per_message'),
+            model_name="turn",
+            constraint=models.UniqueConstraint(
+                fields=("connection", "channel_id", "message_ts"), name="one_turn_per_message"
+            ),
         ),
         migrations.AddIndex(
-            model_name='threadnote',
-            index=models.Index(condition=models.Q(('carried_by', None)), fields=['session', 'message_ts'], name='uncarried_notes'),
+            model_name="threadnote",
+            index=models.Index(
+                condition=models.Q(("carried_by", None)),
+                fields=["session", "message_ts"],
+                name="uncarried_notes",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='threadnote',
-            constraint=models.UniqueConstraint(fields=('connection', 'channel_id', 'message_ts'), name='one_note_per_message'),
+            model_name="threadnote",
+            constraint=models.UniqueConstraint(
+                fields=("connection", "channel_id", "message_ts"), name="one_note_per_message"
+            ),
         ),
     ]

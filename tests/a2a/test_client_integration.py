@@ -158,7 +158,7 @@ async def test_cancel_a_running_task(agent):
     agent.script([text("Working on it"), wait_for(gate), text("never said")])
     async with client_for(agent) as client:
         reader = dialect_for("a2a").reader()
-        events = []
+        events: list = []
         canceled = None
         async with client.send_streaming(hello()) as stream:
             async for wire_event in stream:
@@ -185,7 +185,7 @@ async def test_follow_a_task_again_after_its_stream_dropped(agent):
     agent.script([text("one, "), drop_connection(), wait_for(gate), text("two")])
     async with client_for(agent) as client:
         reader = dialect_for("a2a").reader()
-        events = []
+        events: list = []
         with pytest.raises(errors.StreamDropped) as dropped:
             await read_into(events, reader, client.send_streaming(hello()))
         assert dropped.value.task_id == events[0].task_id

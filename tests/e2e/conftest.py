@@ -28,15 +28,21 @@ class World:
         return defaults.CHANNEL_ID
 
     def mention(self, text: str, *, user: str = defaults.ADA, thread_ts: str | None = None, **options) -> str:
-        return self.slack.user_says(user, self.channel, f"{self.slack.bot_mention} {text}", thread_ts, **options)
+        return self.slack.user_says(
+            user, self.channel, f"{self.slack.bot_mention} {text}", thread_ts, **options
+        )
 
 
 @pytest.fixture
 def make_world(slack_fake: SlackFake, start_stack: Callable[..., Stack]) -> Callable[..., World]:
     """Writes the Connection and a Binding of channel C0001, starts the product and points Slack at it."""
 
-    def make(*, workers: int = 1, beat: bool = False, env: dict[str, str] | None = None, **binding_fields) -> World:
-        connection = ConnectionFactory(name="acme", bot_token_env=BOT_TOKEN_ENV, signing_secret_env=SIGNING_SECRET_ENV)
+    def make(
+        *, workers: int = 1, beat: bool = False, env: dict[str, str] | None = None, **binding_fields
+    ) -> World:
+        connection = ConnectionFactory(
+            name="acme", bot_token_env=BOT_TOKEN_ENV, signing_secret_env=SIGNING_SECRET_ENV
+        )
         binding = BindingFactory(connection=connection, channels=[defaults.CHANNEL_ID], **binding_fields)
         stack = start_stack(
             env={

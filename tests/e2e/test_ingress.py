@@ -72,7 +72,9 @@ def test_a_request_slack_did_not_sign_is_refused_and_nothing_is_stored(world, si
 
 
 def test_url_verification_is_answered_with_the_challenge(world):
-    delivery = world.slack.send_url_verification(challenge="3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P")
+    delivery = world.slack.send_url_verification(
+        challenge="3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"
+    )
     assert delivery.status == 200
     assert "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P" in delivery.response_body.decode()
 

@@ -37,7 +37,8 @@ def wait_for_reply_count(world, thread_ts, count, *, done=True):
 
 def wait_for_turns_to_end(world, count):
     world.slack.wait_until(
-        lambda: Turn.objects.exclude(state__in=[Turn.State.QUEUED, Turn.State.RUNNING]).count() >= count, timeout=WAIT
+        lambda: Turn.objects.exclude(state__in=[Turn.State.QUEUED, Turn.State.RUNNING]).count() >= count,
+        timeout=WAIT,
     )
 
 
@@ -105,9 +106,11 @@ def test_both_events_and_retries_of_one_mention_reach_the_agent_once(make_world,
 def test_replies_while_the_agent_works_are_queued_and_sent_in_order_one_per_turn(make_world, a2a_agent):
     gate = Gate("first turn")
     a2a_agent.on_message(
-        lambda received: [steps.wait_for(gate), steps.text("first answer")]
-        if received.text.endswith("start")
-        else [steps.text(f"answer to {received.text.rsplit(': ', 1)[-1]}")]
+        lambda received: (
+            [steps.wait_for(gate), steps.text("first answer")]
+            if received.text.endswith("start")
+            else [steps.text(f"answer to {received.text.rsplit(': ', 1)[-1]}")]
+        )
     )
     world = make_world(agent_url=a2a_agent.url)
     ts = world.mention("start")
@@ -227,12 +230,16 @@ def test_kagent_text_is_shown_once(make_world, make_a2a_agent, text_style):
         (steps.cancel(), notices.TASK_CANCELED),
     ],
 )
-def test_a_task_that_does_not_complete_is_told_in_plain_words_and_the_queue_moves_on(make_world, a2a_agent, finish, notice):
+def test_a_task_that_does_not_complete_is_told_in_plain_words_and_the_queue_moves_on(
+    make_world, a2a_agent, finish, notice
+):
     gate = Gate()
     a2a_agent.on_message(
-        lambda received: [steps.text("Trying. "), steps.wait_for(gate), finish]
-        if received.text.endswith("start")
-        else [steps.text("next answer")]
+        lambda received: (
+            [steps.text("Trying. "), steps.wait_for(gate), finish]
+            if received.text.endswith("start")
+            else [steps.text("next answer")]
+        )
     )
     world = make_world(agent_url=a2a_agent.url)
     ts = world.mention("start")
@@ -266,9 +273,11 @@ def test_a_reply_after_the_ttl_is_told_the_conversation_expired(make_world, agen
 
 def test_a_task_the_agent_forgot_is_told_and_the_next_message_starts_a_fresh_context(make_world, a2a_agent):
     a2a_agent.on_message(
-        lambda received: [steps.text("Working. "), steps.drop_connection(forget_task=True)]
-        if received.text.endswith("first")
-        else [steps.text("fresh start")]
+        lambda received: (
+            [steps.text("Working. "), steps.drop_connection(forget_task=True)]
+            if received.text.endswith("first")
+            else [steps.text("fresh start")]
+        )
     )
     world = make_world(agent_url=a2a_agent.url)
     ts = world.mention("first")

@@ -18,7 +18,9 @@ def binding():
     return BindingFactory(channels=[CHANNEL])
 
 
-def said(text="hello", *, ts="1700000001.000100", thread_ts=None, mentions_bot=True, channel=CHANNEL, user="U0ADA"):
+def said(
+    text="hello", *, ts="1700000001.000100", thread_ts=None, mentions_bot=True, channel=CHANNEL, user="U0ADA"
+):
     return ChatMessage("T1", channel, ts, thread_ts, user, text, mentions_bot)
 
 
@@ -61,8 +63,14 @@ def test_a_message_in_an_unbound_channel_is_nothing(binding):
 
 def test_replies_in_a_session_thread_queue_in_order(binding):
     services.route_message(binding.connection, said())
-    services.route_message(binding.connection, said("b", ts="1700000003.000000", thread_ts="1700000001.000100", mentions_bot=False))
-    services.route_message(binding.connection, said("a", ts="1700000002.000000", thread_ts="1700000001.000100", mentions_bot=False))
+    services.route_message(
+        binding.connection,
+        said("b", ts="1700000003.000000", thread_ts="1700000001.000100", mentions_bot=False),
+    )
+    services.route_message(
+        binding.connection,
+        said("a", ts="1700000002.000000", thread_ts="1700000001.000100", mentions_bot=False),
+    )
     session = Session.objects.get()
     assert [t.text for t in session.turns.order_by("message_ts")] == ["hello", "a", "b"]
     assert services.next_queued_turn(session.id).text == "hello"
@@ -73,7 +81,8 @@ def test_with_threadreplies_mention_a_plain_reply_is_kept_as_a_note(django_captu
     services.route_message(binding.connection, said())
     with django_capture_on_commit_callbacks() as callbacks:
         result = services.route_message(
-            binding.connection, said("fyi", ts="1700000002.000000", thread_ts="1700000001.000100", mentions_bot=False)
+            binding.connection,
+            said("fyi", ts="1700000002.000000", thread_ts="1700000001.000100", mentions_bot=False),
         )
     assert result.route is Route.NOTE
     assert ThreadNote.objects.get().text == "fyi"

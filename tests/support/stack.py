@@ -50,7 +50,10 @@ class Stack:
     def start_web(self) -> None:
         port = free_port()
         self.base_url = f"http://127.0.0.1:{port}"
-        self.start("web", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "kourier.asgi:application"])
+        self.start(
+            "web",
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "kourier.asgi:application"],
+        )
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
         while time.monotonic() < deadline:
             if self.processes["web"].poll() is not None:
@@ -106,7 +109,9 @@ def start_stack(
     """Starts the product's processes; call it once the test has written its Connection and Binding."""
     stacks: list[Stack] = []
 
-    def start(*, env: dict[str, str] | None = None, web: bool = True, workers: int = 1, beat: bool = False) -> Stack:
+    def start(
+        *, env: dict[str, str] | None = None, web: bool = True, workers: int = 1, beat: bool = False
+    ) -> Stack:
         unique = uuid.uuid4().hex[:8]
         stack = Stack(
             env={

@@ -20,7 +20,9 @@ GRACEFUL_STOP_SECONDS = 30
 
 
 class Command(BaseCommand):
-    help = "Start the web server, a Celery worker and Celery beat (and a private Redis when REDIS_URL is unset)."
+    help = (
+        "Start the web server, a Celery worker and Celery beat (and a private Redis when REDIS_URL is unset)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--host", default="127.0.0.1")
@@ -82,6 +84,8 @@ class Command(BaseCommand):
                 child.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 child.kill()
-        failed = [child.args[2] for child in children if child.returncode not in (0, -signal.SIGTERM)]
+        failed = [child.pid for child in children if child.returncode not in (0, -signal.SIGTERM)]
         if failed and not stopping:
-            raise SystemExit(f"A process of the service exited unexpectedly: {', '.join(map(str, failed))}")
+            raise SystemExit(
+                f"A process of the service exited unexpectedly (pids {failed}); see its log above."
+            )

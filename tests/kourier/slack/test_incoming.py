@@ -13,11 +13,15 @@ def event(**overrides) -> dict:
 
 def test_a_mention_reads_as_a_message_that_mentions_the_bot():
     read = read_message_event(event(type="app_mention", text=f"<@{BOT}> hi"), team_id="T1", bot_user_id=BOT)
-    assert read == ChatMessage("T1", "C1", "1700000001.000100", None, "U0ADA", f"<@{BOT}> hi", mentions_bot=True)
+    assert read == ChatMessage(
+        "T1", "C1", "1700000001.000100", None, "U0ADA", f"<@{BOT}> hi", mentions_bot=True
+    )
 
 
 def test_app_mention_and_message_for_one_mention_read_the_same():
-    mention = read_message_event(event(type="app_mention", text=f"<@{BOT}> hi"), team_id="T1", bot_user_id=BOT)
+    mention = read_message_event(
+        event(type="app_mention", text=f"<@{BOT}> hi"), team_id="T1", bot_user_id=BOT
+    )
     message = read_message_event(event(text=f"<@{BOT}> hi"), team_id="T1", bot_user_id=BOT)
     assert mention == message
 

@@ -5,7 +5,13 @@ import asyncio
 import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
-from kourier.slack.writer import MESSAGE_TEXT_LIMIT, NO_OUTPUT_TEXT, ReplyTarget, SlackReply, split_for_messages
+from kourier.slack.writer import (
+    MESSAGE_TEXT_LIMIT,
+    NO_OUTPUT_TEXT,
+    ReplyTarget,
+    SlackReply,
+    split_for_messages,
+)
 from tests.fakes.slack import defaults
 from tests.fakes.slack.clock import ManualClock
 
@@ -70,9 +76,12 @@ def test_writes_are_coalesced_and_the_latest_text_wins(slack_fake, thread_ts):
     [message] = reply_in(slack_fake, thread_ts)
     assert message.text == "final answer"
     assert slack_fake.count("chat.appendStream") == 0
-    assert slack_fake.count("chat.startStream") + slack_fake.count("chat.stopStream") + slack_fake.count(
-        "chat.update"
-    ) == 3
+    assert (
+        slack_fake.count("chat.startStream")
+        + slack_fake.count("chat.stopStream")
+        + slack_fake.count("chat.update")
+        == 3
+    )
 
 
 def test_a_refused_stream_falls_back_to_post_and_update(slack_fake, thread_ts):
