@@ -92,3 +92,11 @@ class Receiver:
     def events(self) -> list[dict[str, Any]]:
         with self._lock:
             return [r.json()["event"] for r in self.received if r.json().get("type") == "event_callback"]
+
+    def interactions(self) -> list[dict[str, Any]]:
+        """The interactivity payloads received, in order (the app's own echoed messages left out)."""
+        with self._lock:
+            forms = [
+                r for r in self.received if r.headers.get("content-type", "").startswith("application/x-www")
+            ]
+        return [r.json() for r in forms]

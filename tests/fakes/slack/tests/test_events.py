@@ -261,7 +261,7 @@ def test_choosing_an_option_sends_it(
 ) -> None:
     prompt = slack_client.chat_postMessage(channel=CHANNEL_ID, text="Which?", blocks=FORM_BLOCKS)
     app_fake.choose(ADA, CHANNEL_ID, prompt["ts"], "pick", "x")
-    action = receiver.received[-1].json()["actions"][0]
+    action = receiver.interactions()[-1]["actions"][0]
     assert (action["type"], action["selected_option"]["value"]) == ("static_select", "x")
 
 
@@ -283,7 +283,7 @@ def test_an_ephemeral_prompt_is_answered_through_its_response_url(
 ) -> None:
     shown = slack_client.chat_postEphemeral(channel=CHANNEL_ID, user=ADA, text="Only you", blocks=FORM_BLOCKS)
     app_fake.press_button(ADA, CHANNEL_ID, shown["message_ts"], "submit")
-    payload = receiver.received[-1].json()
+    payload = receiver.interactions()[-1]
     assert payload["container"]["is_ephemeral"] is True
     assert "message" not in payload
     answer = httpx.post(payload["response_url"], json={"replace_original": True, "text": "Thanks"})
