@@ -7,9 +7,6 @@ import environ
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
 
-# The private Redis-compatible server that the launcher starts when REDIS_URL is not set.
-EMBEDDED_REDIS_PORT = 6399
-EMBEDDED_REDIS_URL = f"redis://127.0.0.1:{EMBEDDED_REDIS_PORT}/0"
 # Used only when DEBUG is on; a system check refuses it otherwise.
 INSECURE_DEFAULT_SECRET_KEY = "insecure-development-key-do-not-use-in-production"
 
@@ -22,9 +19,16 @@ env = environ.Env(
     A2A_CONNECT_TIMEOUT=(float, 5.0),
     A2A_READ_TIMEOUT=(float, 300.0),
     A2A_REQUEST_TIMEOUT=(float, 3600.0),
+    SESSION_LEASE_SECONDS=(int, 60),
+    RECOVERY_INTERVAL_SECONDS=(float, 30.0),
+    EMBEDDED_REDIS_PORT=(int, 6399),
 )
 if (BASE_DIR / ".env").exists():
     environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+# The private Redis-compatible server that the launcher starts when REDIS_URL is not set.
+EMBEDDED_REDIS_PORT = env("EMBEDDED_REDIS_PORT")
+EMBEDDED_REDIS_URL = f"redis://127.0.0.1:{EMBEDDED_REDIS_PORT}/0"
 
 DEBUG = env("DEBUG")
 _SECRET_KEY_FILE = VAR_DIR / "secret_key"  # made once by `make serve`
@@ -52,6 +56,8 @@ SLACK_API_URL = env("SLACK_API_URL")
 A2A_CONNECT_TIMEOUT = env("A2A_CONNECT_TIMEOUT")
 A2A_READ_TIMEOUT = env("A2A_READ_TIMEOUT")
 A2A_REQUEST_TIMEOUT = env("A2A_REQUEST_TIMEOUT")
+# A runner holds its session this long between renewals; a dead runner's session is taken over after it.
+SESSION_LEASE_SECONDS = env("SESSION_LEASE_SECONDS")
 
 INSTALLED_APPS = [
     "daphne",
@@ -139,7 +145,7 @@ CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 # The product's LOGGING (JSON lines) applies in workers too.
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BEAT_SCHEDULE = {
-    "recover-sessions": {"task": "sessions.tasks.recover_sessions", "schedule": 30.0},
+    "recover-sessions": {"task": "sessions.tasks.recover_sessions", "schedule": env("RECOVERY_INTERVAL_SECONDS")},
     "delete-expired-sessions": {"task": "sessions.tasks.delete_expired_sessions", "schedule": 3600.0},
 }
 

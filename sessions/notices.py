@@ -15,6 +15,10 @@ AGENT_GARBLED = (
 CONVERSATION_GONE = (
     "The agent no longer has this conversation. Your next message here starts a new one with the agent."
 )
+REQUEST_LOST = (
+    "I restarted while sending this message and cannot tell whether the agent received it. "
+    "Reply here to ask again."
+)
 QUESTION_NOT_ENABLED = (
     "The agent stopped to ask a question, but questions are turned off here, so its task was cancelled. "
     "Reply with more detail to try again."

@@ -12,6 +12,7 @@ import uuid
 from dataclasses import dataclass
 
 from asgiref.sync import sync_to_async
+from slack_sdk.errors import SlackApiError
 from django.conf import settings
 
 from kourier.a2a import errors as a2a_errors
@@ -29,7 +30,7 @@ from .prompts import Author, Note, build_turn_text, strip_bot_mention
 
 logger = logging.getLogger(__name__)
 
-LEASE_SECONDS = 60
+LEASE_SECONDS = settings.SESSION_LEASE_SECONDS
 # Reconnections to one task after its stream dropped, before the turn is given up.
 MAX_FOLLOW_ATTEMPTS = 5
 # Sends of one message while the agent cannot be reached at all.
@@ -107,6 +108,8 @@ async def run_turn(turn_id: int) -> None:
         ),
         live=work.live,
         stream=True,
+        existing_ts=work.reply_ts or None,
+        on_posted=lambda ts: _db(services.record_reply)(turn_id, ts),
     )
     logger.info(
         "turn.started", extra={"turn_id": turn_id, "binding": work.binding_name, "resumed": work.resumed}
@@ -116,10 +119,11 @@ async def run_turn(turn_id: int) -> None:
     except Exception:
         logger.exception("turn.crashed", extra={"turn_id": turn_id})
         outcome = TurnOutcome("crashed", notices.TASK_FAILED)
-    if reply.ts:
-        await _db(services.record_reply)(turn_id, reply.ts)
     if outcome.notice:
-        await post_notice(slack, work.channel_id, work.thread_ts, outcome.notice)
+        try:
+            await post_notice(slack, work.channel_id, work.thread_ts, outcome.notice)
+        except SlackApiError as exc:
+            logger.error("turn.notice_failed", extra={"turn_id": turn_id, "error": exc.response.get("error")})
     if outcome.forget_context:
         await _db(services.forget_context)(work.session_id)
     remove_ack = await _db(services.finish_turn)(turn_id, outcome=outcome.outcome, failed=outcome.failed)
@@ -155,6 +159,11 @@ class Conversation:
 
     async def run(self, message: Message) -> TurnOutcome:
         failures = 0
+        if self.work.resumed and not self.task_id and not await self._agent_lacks_the_request():
+            # An earlier runner sent this turn and died before the agent named its task, and this agent
+            # cannot be asked which task has it: sending again could run it twice.
+            await self.reply.stop()
+            return TurnOutcome("lost", notices.REQUEST_LOST)
         while True:
             try:
                 if self.task_id:
@@ -185,11 +194,13 @@ class Conversation:
         """Whether the turn can go on: following its task, or sending again when the agent surely lacks it."""
         if self.task_id or not error.outcome_unknown:
             return True
-        # The request may have reached the agent, which does not de-duplicate message ids: look first.
-        if not self.work.context_id:
-            return False
+        return await self._agent_lacks_the_request()
+
+    async def _agent_lacks_the_request(self) -> bool:
+        """Looks for a task the agent started for this turn's message (agents do not de-duplicate message
+        ids). Finding one, the turn follows it; True means the message may be sent; False, nobody knows."""
         try:
-            found = await self.agent.find_task_for_message(self.work.context_id, self.work.message_id)
+            found = await self.agent.find_task_for_message(self.work.context_id or None, self.work.message_id)
         except a2a_errors.NotSupportedByProtocol:
             return False
         if found is not None:

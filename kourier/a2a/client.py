@@ -209,8 +209,8 @@ class A2AClient:
         result = await self._call(codec.cancel_task_method, task_params(task_id))
         return _decoded(codec.cancel_task_method, lambda: codec.decode_task(result))
 
-    async def list_tasks(self, context_id: str) -> list[Task]:
-        """Every task of a context, all pages (A2A 1.0 ListTasks; A2A 0.3 has no such method)."""
+    async def list_tasks(self, context_id: str | None) -> list[Task]:
+        """Every task of a context (of the agent, with None), all pages (A2A 1.0 ListTasks; 0.3 has none)."""
         codec, _ = await self._resolve()
         method = codec.list_tasks_method
         if method is None:
@@ -228,17 +228,18 @@ class A2AClient:
             seen_tokens.add(page_token)
 
     async def _list_tasks_page(
-        self, codec: Codec, method: str, context_id: str, page_token: str | None
+        self, codec: Codec, method: str, context_id: str | None, page_token: str | None
     ) -> tuple[list[Task], str | None]:
         result = await self._call(method, codec.list_tasks_params(context_id, page_token))
         return _decoded(method, lambda: codec.decode_list_tasks(result))
 
-    async def find_task_for_message(self, context_id: str, message_id: str) -> Task | None:
+    async def find_task_for_message(self, context_id: str | None, message_id: str) -> Task | None:
         """The task the agent started for a message, or None when it has none (A2A 1.0 only).
 
         How a request whose fate is unknown is looked up before it is sent again (invariant 4). Agents
         do not de-duplicate on messageId, so several tasks may hold it; the first one listed (the most
-        recently updated, as a2a-sdk orders them) is returned.
+        recently updated, as a2a-sdk orders them) is returned. Without a context (a request that would
+        have started one), every task the identity can see is searched.
         """
         for task in await self.list_tasks(context_id):
             if task.has_message(message_id):

@@ -67,7 +67,7 @@ class CodecV03:
     def send_params(self, message: Message) -> dict[str, Any]:
         return {"message": self.encode_message(message)}
 
-    def list_tasks_params(self, context_id: str, page_token: str | None) -> dict[str, Any]:
+    def list_tasks_params(self, context_id: str | None, page_token: str | None) -> dict[str, Any]:
         raise NotImplementedError("A2A 0.3 has no tasks/list")
 
     def encode_message(self, message: Message) -> dict[str, Any]:

@@ -63,7 +63,7 @@ class CodecV10:
     def send_params(self, message: Message) -> dict[str, Any]:
         return {"message": self.encode_message(message)}
 
-    def list_tasks_params(self, context_id: str, page_token: str | None) -> dict[str, Any]:
+    def list_tasks_params(self, context_id: str | None, page_token: str | None) -> dict[str, Any]:
         return compact({"contextId": context_id, "pageToken": page_token})
 
     def encode_message(self, message: Message) -> dict[str, Any]:

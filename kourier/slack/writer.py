@@ -9,7 +9,7 @@ message is written faster than ``min_interval``.
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,6 +79,8 @@ class SlackReply:
         stream: bool,
         min_interval: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
+        existing_ts: str | None = None,
+        on_posted: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         self._client = client
         self._target = target
@@ -94,6 +96,11 @@ class SlackReply:
         self._last_write_at = float("-inf")
         self._pending: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
+        self._on_posted = on_posted
+        # A reply an earlier runner began: it may still stream, so it is ended before it is rewritten.
+        self._adopted = existing_ts is not None
+        if existing_ts is not None:
+            self.ts, self._use_stream = existing_ts, False
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -110,16 +117,14 @@ class SlackReply:
 
     async def finish(self, text: str) -> None:
         """Writes the final text and ends the stream; an empty answer shows (no output)."""
-        if self._pending is not None and not self._pending.done():
-            self._pending.cancel()
+        await self._drop_pending_write()
         self._latest = text
         async with self._lock:
             await self._write_final(text or NO_OUTPUT_TEXT)
 
     async def stop(self) -> None:
         """Ends the reply with the text it has so far (a failure notice follows as a message of its own)."""
-        if self._pending is not None and not self._pending.done():
-            self._pending.cancel()
+        await self._drop_pending_write()
         async with self._lock:
             latest = self._latest[:MESSAGE_TEXT_LIMIT]
             if self._streaming:
@@ -130,6 +135,17 @@ class SlackReply:
                 await self._post(latest)
             elif latest and latest != self._written:
                 await self._update(latest)
+
+    async def _drop_pending_write(self) -> None:
+        """Drops a write that waits for the throttle; one already talking to Slack is let finish, since
+        cancelling it could leave a message Slack made that this reply would not know about."""
+        pending = self._pending
+        if pending is None or pending.done():
+            return
+        if self._lock.locked():
+            await asyncio.wait({pending})
+        else:
+            pending.cancel()
 
     async def _flush_after(self, delay: float) -> None:
         if delay > 0:
@@ -162,6 +178,7 @@ class SlackReply:
                     chunks=[{"type": "markdown_text", "text": text}],
                 )
                 self.ts, self._streaming, self._streamed = response["ts"], True, text
+                await self._posted()
                 return True
             if not text.startswith(self._streamed):
                 # The text was rewritten; a stream can only append, so the end of the turn rewrites it.
@@ -238,8 +255,20 @@ class SlackReply:
             metadata=self.metadata,
         )
         self.ts, self._written = response["ts"], text
+        await self._posted()
+
+    async def _posted(self) -> None:
+        if self._on_posted is not None and self.ts is not None:
+            await self._on_posted(self.ts)
 
     async def _update(self, text: str) -> None:
+        if self._adopted:
+            self._adopted = False
+            try:
+                await self._call("chat_stopStream", channel=self._target.channel_id, ts=self.ts, chunks=[])
+            except SlackApiError as exc:
+                if exc.response.get("error") not in STREAM_ENDED_ERRORS:
+                    raise
         await self._call("chat_update", channel=self._target.channel_id, ts=self.ts, markdown_text=text)
         self._written = text
 

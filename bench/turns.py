@@ -1,0 +1,528 @@
+"""Turns benchmark: N people mention the bot at once, in N threads, and every answer streams back.
+
+    .venv/bin/python bench/turns.py --sessions 10          # and 100, 1000
+    .venv/bin/python bench/turns.py --sessions 1000 --pool asyncio --concurrency 4
+
+Starts on 127.0.0.1:
+- the Slack fake (tests/fakes/slack) in this process, with its rate limits as Slack's (scaled only
+  by --rate-limit-multiplier, which the report then states), one workspace per
+  --sessions-per-workspace threads (each workspace is one Slack app installation: one Connection
+  and one Binding, applied with `manage.py apply`), plus a warm-up workspace;
+- the scripted A2A agent (bench/scripted_agent.py) in a process of its own: a few seconds per turn
+  of text chunks, a tool call and its result, more text;
+- Redis (REDIS_URL, else a private valkey-server), a database (DATABASE_URL, else SQLite in a
+  temporary directory, or a throwaway PostgreSQL cluster with --database postgres);
+- the product as tests/support/stack.py runs it: Daphne, --workers Celery worker processes with
+  --pool and --concurrency, and Celery beat.
+
+One warm-up turn runs first; CPU and memory are measured from there. Then N people each mention
+the bot in a new thread of their workspace's channel, from --senders threads at once (the fake
+delivers the app_mention and message events to Daphne, signed), and the benchmark waits until
+every turn has ended or --timeout passes (then it reports what it has).
+
+Reported: turns completed per second, turn durations, Slack calls per turn by method (and 429s),
+each workspace's busiest minute against Slack's budget, CPU seconds and peak memory of the worker
+processes per turn, the latency from the agent emitting a text chunk to the first Slack write that
+shows it, and whether any thread lost its answer or got it twice.
+
+Pools (--pool): "threads" and "prefork" are Celery's (the product's drive_session holds a pool
+slot for a whole turn, so --concurrency is the number of turns a process runs at once); "asyncio"
+is bench/asyncio_loop_worker.py, a prototype of the design's event loop per worker process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import collections
+import json
+import math
+import os
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
+
+from bench import support  # noqa: E402
+from bench.scripted_agent import MARKER, expected_answer  # noqa: E402
+from tests.fakes.slack.fake import SlackFake  # noqa: E402
+from tests.fakes.slack.pipeline import RecordedCall  # noqa: E402
+
+WARM_UP_THREAD = 0
+POLL_SECONDS = 1.0
+SAMPLE_SECONDS = 0.25
+SETTLE_SECONDS = 3.0  # after the last turn ends: its reaction removal and last echoes
+WRITE_METHODS = ("chat.startStream", "chat.appendStream", "chat.stopStream", "chat.update", "chat.postMessage")
+
+
+# --- the Slack world ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """One Slack workspace with the app installed; for the product, one Connection and one Binding."""
+
+    index: int
+
+    @property
+    def team_id(self) -> str:
+        return f"T{self.index:05d}"
+
+    @property
+    def bot_user_id(self) -> str:
+        return f"UBOT{self.index:05d}"
+
+    @property
+    def bot_token(self) -> str:
+        return f"xoxb-bench-{self.index:05d}"
+
+    @property
+    def signing_secret(self) -> str:
+        return f"bench-signing-secret-{self.index:05d}"
+
+    @property
+    def channel(self) -> str:
+        return f"CBENCH{self.index:05d}"
+
+    @property
+    def name(self) -> str:
+        return f"ws{self.index:05d}"
+
+    @property
+    def token_env(self) -> str:
+        return f"BENCH_BOT_TOKEN_{self.index:05d}"
+
+    @property
+    def secret_env(self) -> str:
+        return f"BENCH_SIGNING_SECRET_{self.index:05d}"
+
+
+@dataclass
+class Thread:
+    number: int
+    workspace: Workspace
+    root_ts: str = ""
+    mentioned_at: float = 0.0  # epoch seconds, when the person's message was posted
+
+    @property
+    def person(self) -> str:
+        return f"UP{self.number:06d}"
+
+
+def build_world(slack: SlackFake, sessions: int, per_workspace: int) -> tuple[list[Workspace], list[Thread]]:
+    """Workspace 0 and thread 0 are the warm-up's; threads 1..N are spread over the others."""
+    count = math.ceil(sessions / per_workspace)
+    workspaces = [Workspace(index) for index in range(count + 1)]
+    threads = [Thread(WARM_UP_THREAD, workspaces[0])]
+    threads += [Thread(n, workspaces[1 + (n - 1) // per_workspace]) for n in range(1, sessions + 1)]
+    for workspace in workspaces:
+        slack.add_workspace(
+            workspace.team_id,
+            bot_user_id=workspace.bot_user_id,
+            bot_token=workspace.bot_token,
+            app_name=f"kourier{workspace.index}",
+        )
+    for thread in threads:
+        slack.add_user(thread.person, f"Person {thread.number}", team=thread.workspace.team_id)
+    for workspace in workspaces:
+        members = [t.person for t in threads if t.workspace == workspace]
+        slack.add_channel(workspace.channel, f"agents-{workspace.index}", team=workspace.team_id, members=members)
+    return workspaces, threads
+
+
+def manifest(workspaces: list[Workspace], agent_url: str) -> str:
+    documents = []
+    for workspace in workspaces:
+        documents.append(
+            f"""\
+apiVersion: kourier/v1
+kind: Connection
+metadata: {{name: {workspace.name}}}
+spec:
+  botToken: {{fromEnv: {workspace.token_env}}}
+  signingSecret: {{fromEnv: {workspace.secret_env}}}
+---
+apiVersion: kourier/v1
+kind: Binding
+metadata: {{name: {workspace.name}}}
+spec:
+  connection: {workspace.name}
+  channels: [{workspace.channel}]
+  agent: {{url: "{agent_url}/"}}
+"""
+        )
+    return "---\n".join(documents)
+
+
+# --- processes -----------------------------------------------------------------------------------
+
+
+def start_agent(workdir: Path, pace: float) -> tuple[subprocess.Popen, str, Path]:
+    stamps = workdir / "agent-stamps.json"
+    log = open(workdir / "agent.log", "ab")  # noqa: SIM115  (closed when the process ends)
+    agent = subprocess.Popen(
+        [support.PYTHON, str(support.REPO_ROOT / "bench" / "scripted_agent.py"), "--stamps", str(stamps),
+         "--pace", str(pace)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, cwd=support.REPO_ROOT,
+    )  # fmt: skip
+    assert agent.stdout is not None
+    line = agent.stdout.readline()
+    if not line.startswith("listening on "):
+        raise RuntimeError(f"the scripted agent did not start: {line!r}\n{(workdir / 'agent.log').read_text()}")
+    return agent, line.split()[-1], stamps
+
+
+def stop_agent(agent: subprocess.Popen, stamps: Path) -> dict:
+    assert agent.stdin is not None
+    agent.stdin.close()
+    try:
+        agent.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        agent.kill()
+        return {"stamps": {}, "received": {}, "errors": -1}
+    return json.loads(stamps.read_text())
+
+
+def worker_command(args: argparse.Namespace, queue: str, index: int) -> list[str]:
+    app = "bench.asyncio_loop_worker" if args.pool == "asyncio" else "kourier"
+    pool = "threads" if args.pool == "asyncio" else args.pool
+    return [
+        support.PYTHON, "-m", "celery", "-A", app, "worker", "--pool", pool, "--concurrency", str(args.concurrency),
+        "-Q", queue, "-n", f"bench{index}@%h", "--without-gossip", "--without-mingle", "--loglevel", "INFO",
+    ]  # fmt: skip
+
+
+def start_product(processes: support.Processes, env: dict[str, str], args: argparse.Namespace, workdir: Path) -> str:
+    web_url = processes.start_daphne("web", "kourier.asgi:application", env)
+    for index in range(args.workers):
+        processes.start(f"worker{index}", worker_command(args, env["CELERY_QUEUE"], index), env)
+    processes.start(
+        "beat",
+        [support.PYTHON, "-m", "celery", "-A", "kourier", "beat", "--loglevel", "INFO",
+         "--schedule", str(workdir / "celerybeat-schedule")],
+        env,
+    )  # fmt: skip
+    for index in range(args.workers):
+        processes.wait_for_log(f"worker{index}", "ready")
+    return web_url
+
+
+class ResourceSampler(threading.Thread):
+    """Samples the worker processes' resident memory and threads, to find their peak during the run."""
+
+    def __init__(self, processes: support.Processes) -> None:
+        super().__init__(name="resource-sampler", daemon=True)
+        self.processes = processes
+        self.peak_rss_kib = 0
+        self.peak_threads = 0
+        self._stop = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop.wait(SAMPLE_SECONDS):
+            pids = self.processes.pids("worker")
+            self.peak_rss_kib = max(self.peak_rss_kib, sum(support.memory_kib(pid)[0] for pid in pids))
+            self.peak_threads = max(self.peak_threads, sum(support.thread_count(pid) for pid in pids))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.join()
+
+
+@dataclass
+class Usage:
+    """CPU seconds per role and the host's, at one moment."""
+
+    cpu: dict[str, float] = field(default_factory=dict)
+    host_cpu: float = 0.0
+    at: float = 0.0
+
+    @classmethod
+    def now(cls, processes: support.Processes, agent: subprocess.Popen) -> Usage:
+        cpu = {role: sum(support.cpu_seconds(pid) for pid in processes.pids(role)) for role in ("worker", "web", "beat")}
+        cpu["fakes (Slack fake + this process)"] = time.process_time()
+        cpu["scripted agent"] = support.cpu_seconds(agent.pid)
+        return cls(cpu, support.host_cpu_seconds(), time.monotonic())
+
+
+# --- the run -------------------------------------------------------------------------------------
+
+
+def mention(slack: SlackFake, thread: Thread) -> None:
+    text = f"<@{thread.workspace.bot_user_id}> bench thread {thread.number}: what broke in the last deploy?"
+    thread.mentioned_at = time.time()
+    thread.root_ts = slack.user_says(thread.person, thread.workspace.channel, text)
+
+
+def turns_left(expected: int) -> int:
+    """Turns not yet ended (a turn not stored yet counts too)."""
+    from sessions.models import Turn
+
+    ended = Turn.objects.exclude(state__in=[Turn.State.QUEUED, Turn.State.RUNNING]).count()
+    return expected - ended
+
+
+def wait_for_turns(expected: int, deadline: float) -> bool:
+    while time.monotonic() < deadline:
+        if turns_left(expected) <= 0:
+            return True
+        time.sleep(POLL_SECONDS)
+    return False
+
+
+# --- the numbers ---------------------------------------------------------------------------------
+
+
+def written_text(call: RecordedCall) -> str:
+    """The text a write put on screen (a stream's chunk, or a post's or update's text)."""
+    chunks = call.args.get("chunks") or []
+    if isinstance(chunks, str):
+        chunks = json.loads(chunks)
+    parts = [chunk.get("text", "") for chunk in chunks if isinstance(chunk, dict)]
+    return "".join(parts) + str(call.args.get("markdown_text") or call.args.get("text") or "")
+
+
+def event_to_write_latencies(calls: list[RecordedCall], stamps: dict[str, float]) -> tuple[list[float], int]:
+    """Seconds from the agent emitting each marked chunk to the first Slack write showing it."""
+    first_shown: dict[str, float] = {}
+    for call in calls:
+        if call.method in WRITE_METHODS and call.ok:
+            for found in MARKER.finditer(written_text(call)):
+                first_shown.setdefault(found.group(0), call.at)
+    latencies = [first_shown[m] - t for m, t in stamps.items() if m in first_shown and not m.startswith("[#0.")]
+    never_shown = sum(1 for m in stamps if m not in first_shown and not m.startswith("[#0."))
+    return latencies, never_shown
+
+
+def busiest_minute(calls: list[RecordedCall], slack: SlackFake) -> list[list[object]]:
+    """Per method: the most calls one workspace (or channel) made in any budget window, vs the budget."""
+    times: dict[tuple[str, str], list[float]] = collections.defaultdict(list)
+    for call in calls:
+        budget = slack.rate_limits.budget(call.method)
+        if budget is None or call.team_id is None:
+            continue
+        key = call.args.get("channel", "") if budget.per_channel else call.team_id
+        times[(call.method, str(key))].append(call.at)
+    most: dict[str, int] = collections.Counter()
+    for (method, _), moments in times.items():
+        budget = slack.rate_limits.budget(method)
+        assert budget is not None
+        moments.sort()
+        in_window = max(
+            bisect.bisect_right(moments, start + budget.window - 1e-9) - index for index, start in enumerate(moments)
+        )
+        most[method] = max(most[method], in_window)
+    rows: list[list[object]] = []
+    for method, count in sorted(most.items()):
+        budget = slack.rate_limits.budget(method)
+        assert budget is not None
+        allowed = max(1, math.floor(budget.calls * slack.rate_limits.multiplier))
+        scope = "channel" if budget.per_channel else "workspace"
+        rows.append([method, count, f"{allowed} per {budget.window:g} s per {scope}"])
+    return rows
+
+
+def check_threads(slack: SlackFake, threads: list[Thread], received: dict[str, int]) -> dict[str, list[int]]:
+    """Sorts the threads: one complete answer, none, more than one, a notice, or never mentioned."""
+    from sessions.models import Turn
+
+    states = dict(Turn.objects.values_list("message_ts", "state"))
+    found: dict[str, list[int]] = collections.defaultdict(list)
+    for thread in threads:
+        if not thread.root_ts:
+            found["never mentioned (timeout)"].append(thread.number)
+            continue
+        replies = [m for m in slack.thread(thread.workspace.channel, thread.root_ts)[1:] if m.is_bot]
+        answers = [m for m in replies if m.text == expected_answer(thread.number) and not m.streaming]
+        if len(answers) == 1 and len(replies) == 1 and received.get(str(thread.number), 0) == 1:
+            found["one complete answer"].append(thread.number)
+        elif len(answers) > 1 or received.get(str(thread.number), 0) > 1:
+            found["duplicated (two answers, or sent to the agent twice)"].append(thread.number)
+        elif len(replies) > len(answers):
+            found["failure notice or partial answer"].append(thread.number)
+        elif states.get(thread.root_ts) in (Turn.State.QUEUED, Turn.State.RUNNING):
+            found["still running at the timeout"].append(thread.number)
+        else:
+            found["lost (turn ended, no answer)"].append(thread.number)
+    return found
+
+
+def error_lines(log: Path) -> int:
+    text = log.read_text(errors="replace")
+    return text.count('"level": "ERROR"') + text.count("Traceback")
+
+
+def milliseconds(values: list[float], fraction: float) -> str:
+    return f"{support.percentile(values, fraction) * 1000:.0f}" if values else "-"
+
+
+def report(args, slack, threads, calls, agent_report, before, after, sampler, baseline_rss, finished) -> str:
+    from sessions.models import Turn
+
+    bench_threads = [t for t in threads if t.number != WARM_UP_THREAD]
+    n = len(bench_threads)
+    outcome = check_threads(slack, bench_threads, agent_report["received"])
+    complete = len(outcome.get("one complete answer", []))
+    first_mention = min((t.mentioned_at for t in bench_threads if t.mentioned_at), default=float("nan"))
+    roots = {t.root_ts: t for t in bench_threads}
+    ended = {
+        ts: ended_at.timestamp()
+        for ts, ended_at in Turn.objects.filter(message_ts__in=list(roots), ended_at__isnull=False).values_list(
+            "message_ts", "ended_at"
+        )
+    }
+    durations = [ended[ts] - roots[ts].mentioned_at for ts in ended]
+    wall = (max(ended.values()) - first_mention) if ended else float("nan")
+    latencies, never_shown = event_to_write_latencies(calls, agent_report["stamps"])
+
+    lines = [f"# Turns benchmark: {n} sessions ({support.host_description()})", ""]
+    lines.append(f"Command: {' '.join(sys.argv)}")
+    lines.append(
+        f"Pool: {args.pool}, concurrency {args.concurrency}, {args.workers} worker process(es); database "
+        f"{args.database_label}; {len({t.workspace for t in bench_threads})} workspaces of up to "
+        f"{args.sessions_per_workspace} threads; Slack rate limits x{args.rate_limit_multiplier:g}"
+        + ("" if args.rate_limit_multiplier == 1 else " (RAISED above Slack's)")
+        + f"; agent pace x{args.pace:g}."
+    )
+    lines.append("" if finished else f"\n**Timed out after {args.timeout:g} s: partial results.**")
+    lines.append("")
+    delivered = [d for d in slack.deliveries() if d.event and not d.event.get("bot_id")]
+    ack_latencies = [d.elapsed for d in delivered if d.ok]
+    summary = [
+        ["turns completed (one complete answer)", f"{complete} of {n}"],
+        ["turns completed per second", f"{complete / wall:.2f}" if ended else "-"],
+        ["first mention to last turn ended (s)", f"{wall:.1f}"],
+        ["turn duration p50 / p99 (s)", f"{support.percentile(durations, 0.5):.1f} / {support.percentile(durations, 0.99):.1f}"],
+        ["mention events acked p50 / p99 / max (ms)",
+         f"{milliseconds(ack_latencies, 0.5)} / {milliseconds(ack_latencies, 0.99)} / {milliseconds(ack_latencies, 1.0)}"],
+        ["mention events not acked in 3 s", sum(1 for d in delivered if not d.acked_in_time)],
+        ["agent event to Slack write p50 / p90 / p99 / max (ms)",
+         " / ".join(milliseconds(latencies, f) for f in (0.5, 0.9, 0.99, 1.0))],
+        ["text chunks never shown", never_shown],
+    ]  # fmt: skip
+    for role, seconds in after.cpu.items():
+        used = seconds - before.cpu.get(role, 0.0)
+        summary.append([f"CPU s: {role} (per turn)", f"{used:.1f} ({used / max(complete, 1):.3f})"])
+    host = after.host_cpu - before.host_cpu
+    summary.append(["host CPU busy", f"{host / (after.at - before.at) / (os.cpu_count() or 1):.0%}"])
+    peak_growth = max(0, sampler.peak_rss_kib - baseline_rss)
+    summary += [
+        ["worker RSS after warm-up / peak (MiB)", f"{baseline_rss / 1024:.0f} / {sampler.peak_rss_kib / 1024:.0f}"],
+        ["peak worker memory per turn (KiB)", f"{peak_growth / max(n, 1):.0f}"],
+        ["peak worker threads", sampler.peak_threads],
+    ]
+    lines.append(support.markdown_table(["measure", "value"], summary))
+
+    lines += ["", "Threads:", ""]
+    lines.append(support.markdown_table(
+        ["outcome", "threads", "examples"],
+        [[name, len(numbers), ", ".join(map(str, numbers[:8]))] for name, numbers in sorted(outcome.items())],
+    ))  # fmt: skip
+    states = collections.Counter(
+        Turn.objects.filter(message_ts__in=list(roots)).values_list("state", "outcome").iterator()
+    )
+    lines += ["", "Turn rows (state, outcome): " + ", ".join(f"{s}/{o or '-'}: {c}" for (s, o), c in states.items())]
+
+    by_method: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    for call in calls:
+        by_method[call.method]["ok" if call.ok else ("429" if call.error == "ratelimited" else "error")] += 1
+    lines += ["", "Slack calls per turn (the fake's record, warm-up workspace excluded):", ""]
+    lines.append(support.markdown_table(
+        ["method", "per turn", "ok", "429", "other errors"],
+        [[m, f"{sum(c.values()) / max(n, 1):.2f}", c["ok"], c["429"], c["error"]] for m, c in sorted(by_method.items())],
+    ))  # fmt: skip
+    lines += ["", "Busiest budget window of any one workspace (or channel), against Slack's budget:", ""]
+    lines.append(support.markdown_table(["method", "most calls in a window", "budget"], busiest_minute(calls, slack)))
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sessions", type=int, default=10, help="threads, each mentioned once at the start")
+    parser.add_argument("--pool", choices=["threads", "prefork", "asyncio"], default="threads")
+    parser.add_argument("--concurrency", type=int, help="pool size per worker (default: sessions + 16 for "
+                        "threads, 2 for prefork, 4 for asyncio)")  # fmt: skip
+    parser.add_argument("--workers", type=int, default=1, help="worker processes")
+    parser.add_argument("--sessions-per-workspace", type=int, default=10,
+                        help="threads per workspace (Slack's budgets are per workspace)")  # fmt: skip
+    parser.add_argument("--rate-limit-multiplier", type=float, default=1.0, help="scales Slack's budgets")
+    parser.add_argument("--pace", type=float, default=1.0, help="scales the agent's pauses")
+    parser.add_argument("--senders", type=int, default=50, help="people posting at the same moment")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for the turns")
+    parser.add_argument("--database", choices=["sqlite", "postgres"], default="sqlite",
+                        help="ignored when DATABASE_URL is set")  # fmt: skip
+    parser.add_argument("--keep", action="store_true", help="keep the temporary directory and its logs")
+    args = parser.parse_args()
+    if args.concurrency is None:
+        args.concurrency = {"threads": args.sessions + 16, "prefork": 2, "asyncio": 4}[args.pool]
+
+    # The fake's HTTP server keeps socketserver's backlog of 5, which drops connections when
+    # hundreds of turns call Slack at once; real Slack does not, so give it a server-sized one.
+    import http.server
+
+    http.server.ThreadingHTTPServer.request_queue_size = 2048
+
+    with (
+        support.work_directory("kourier-bench-turns-", keep=args.keep) as workdir,
+        support.redis_server(workdir) as redis_url,
+        support.database(workdir, args.database, max_connections=max(300, args.sessions * 2)) as database_url,
+        SlackFake(rate_limit_multiplier=args.rate_limit_multiplier) as slack,
+    ):
+        args.database_label = database_url.split(":", 1)[0]
+        workspaces, threads = build_world(slack, args.sessions, args.sessions_per_workspace)
+        agent, agent_url, stamps = start_agent(workdir, args.pace)
+        processes = support.Processes(workdir)
+        env = support.product_env(
+            database_url=database_url,
+            redis_url=redis_url,
+            slack_api_url=slack.url,
+            extra={
+                **{w.token_env: w.bot_token for w in workspaces},
+                **{w.secret_env: w.signing_secret for w in workspaces},
+            },
+        )
+        try:
+            support.prepare_database(env, manifest(workspaces, agent_url), workdir)
+            support.use_database_here(env)
+            web_url = start_product(processes, env, args, workdir)
+            for workspace in workspaces:
+                slack.deliver_events_to(
+                    f"{web_url}/slack/events/{workspace.name}", workspace.signing_secret, team=workspace.team_id
+                )
+            print("warming up ...", file=sys.stderr)
+            mention(slack, threads[0])
+            if not wait_for_turns(1, time.monotonic() + 60):
+                raise RuntimeError("the warm-up turn did not end in 60 s; see the logs (--keep)")
+            time.sleep(SETTLE_SECONDS)
+            warm_up_team = workspaces[0].team_id
+
+            baseline_rss = sum(support.memory_kib(pid)[0] for pid in processes.pids("worker"))
+            sampler = ResourceSampler(processes)
+            sampler.start()
+            before = Usage.now(processes, agent)
+            print(f"{args.sessions} people mention the bot ...", file=sys.stderr)
+            deadline = time.monotonic() + args.timeout
+            with ThreadPoolExecutor(args.senders, thread_name_prefix="person") as people:
+                for thread in threads[1:]:
+                    people.submit(mention, slack, thread)
+            finished = wait_for_turns(len(threads), deadline)
+            if finished:
+                time.sleep(SETTLE_SECONDS)
+            after = Usage.now(processes, agent)
+            sampler.stop()
+            calls = [c for c in slack.calls() if c.team_id and c.team_id != warm_up_team]
+        finally:
+            processes.stop()
+            agent_report = stop_agent(agent, stamps)
+        print(report(args, slack, threads, calls, agent_report, before, after, sampler, baseline_rss, finished))
+        errors = {name: error_lines(workdir / f"{name}.log") for name in processes.running}
+        if any(errors.values()):
+            print(f"\nERROR log lines per process: {errors}")
+
+
+if __name__ == "__main__":
+    main()
