@@ -3,8 +3,9 @@
 Pure: no I/O, no Slack, no Django. Normalized agent events (``kourier.a2a.events``) and a clock go
 in; the reply's ``View`` and the writes to make (``Write``) come out. The Slack side renders each write's
 view (``kourier.slack``): it owns how a view becomes chunks, blocks or text, and it may coalesce
-writes (the latest view wins); this module owns *what* is shown and *when* a write is due, so the
-spec's write budgets hold whatever the renderer does with them.
+writes (the latest view wins; a coalesced stream append must send the union of the writes'
+``changed`` cards). This module owns *what* is shown and *when* a write is due: the spec's write
+budgets hold as long as the renderer makes at most one Slack call per ``Write``.
 
 Driving it (one ``Progress`` per reply, created when the turn is sent)::
 

@@ -145,7 +145,10 @@ CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 # The product's LOGGING (JSON lines) applies in workers too.
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BEAT_SCHEDULE = {
-    "recover-sessions": {"task": "sessions.tasks.recover_sessions", "schedule": env("RECOVERY_INTERVAL_SECONDS")},
+    "recover-sessions": {
+        "task": "sessions.tasks.recover_sessions",
+        "schedule": env("RECOVERY_INTERVAL_SECONDS"),
+    },
     "delete-expired-sessions": {"task": "sessions.tasks.delete_expired_sessions", "schedule": 3600.0},
 }
 

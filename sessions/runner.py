@@ -12,8 +12,8 @@ import uuid
 from dataclasses import dataclass
 
 from asgiref.sync import sync_to_async
-from slack_sdk.errors import SlackApiError
 from django.conf import settings
+from slack_sdk.errors import SlackApiError
 
 from kourier.a2a import errors as a2a_errors
 from kourier.a2a.client import A2AClient

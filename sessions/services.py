@@ -212,7 +212,7 @@ def start_turn(turn_id: int, *, now: datetime | None = None) -> TurnWork | None:
     now = now or timezone.now()
     with transaction.atomic():
         turn = (
-            Turn.objects.select_for_update()
+            Turn.objects.select_for_update(of=("self",))
             .select_related("session__binding", "session__connection")
             .filter(pk=turn_id, state__in=[Turn.State.QUEUED, Turn.State.RUNNING])
             .first()

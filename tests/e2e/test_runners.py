@@ -48,9 +48,11 @@ def test_a_session_whose_worker_dies_is_taken_over_and_its_reply_finished_once(m
 def test_queued_replies_survive_a_worker_killed_between_turns(make_world, a2a_agent):
     gate = Gate()
     a2a_agent.on_message(
-        lambda received: [steps.wait_for(gate), steps.text("first")]
-        if received.text.endswith("start")
-        else [steps.text("second")]
+        lambda received: (
+            [steps.wait_for(gate), steps.text("first")]
+            if received.text.endswith("start")
+            else [steps.text("second")]
+        )
     )
     world = make_world(agent_url=a2a_agent.url, beat=True, env=FAST_RECOVERY)
     ts = world.mention("start")
