@@ -5,7 +5,6 @@ from pathlib import Path
 import environ
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = BASE_DIR / "var"
 
 # Used only when DEBUG is on; a system check refuses it otherwise.
 INSECURE_DEFAULT_SECRET_KEY = "insecure-development-key-do-not-use-in-production"
@@ -25,6 +24,9 @@ env = environ.Env(
 )
 if (BASE_DIR / ".env").exists():
     environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+# Local state of the embedded default: the SQLite database, the private Redis's data, the secret key.
+VAR_DIR = Path(env("KOURIER_VAR_DIR", default=str(BASE_DIR / "var")))
 
 # The private Redis-compatible server that the launcher starts when REDIS_URL is not set.
 EMBEDDED_REDIS_PORT = env("EMBEDDED_REDIS_PORT")
@@ -77,6 +79,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -117,6 +120,9 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
+# The admin's few static files are served from the installed apps directly: no collectstatic step.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = False
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 CHANNEL_LAYERS = {

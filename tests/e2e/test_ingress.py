@@ -95,3 +95,10 @@ def test_readiness_reports_database_and_redis(world):
     response = httpx.get(f"{world.stack.base_url}/readyz")
     assert response.status_code == 200
     assert response.json() == {"status": "ok"}
+
+
+def test_readiness_names_the_database_when_it_cannot_be_reached(start_stack):
+    stack = start_stack(env={"DATABASE_URL": "postgres://nobody@127.0.0.1:9/nothing"}, workers=0)
+    response = httpx.get(f"{stack.base_url}/readyz")
+    assert response.status_code == 503
+    assert response.json() == {"status": "unavailable", "reasons": ["database unreachable: OperationalError"]}

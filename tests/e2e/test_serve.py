@@ -1,0 +1,70 @@
+"""The README's first command: `manage.py serve` brings the whole service up on the embedded default."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+from tests.support.private_redis import free_port
+from tests.support.stack import REPO_ROOT
+
+pytestmark = pytest.mark.slow
+
+
+def wait_for_ready(url: str, process: subprocess.Popen, timeout: float = 60) -> httpx.Response:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "serve exited at start"
+        try:
+            response = httpx.get(url, timeout=2)
+            if response.status_code == 200:
+                return response
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)  # polling for the service to come up, not timing a race
+    raise TimeoutError(f"{url} was not ready within {timeout} s")
+
+
+def port_is_open(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_serve_runs_web_worker_beat_and_a_private_redis_and_stops_them_all(tmp_path):
+    web_port, redis_port = free_port(), free_port()
+    env = {key: value for key, value in os.environ.items() if key not in {"REDIS_URL", "DATABASE_URL"}}
+    env |= {
+        "KOURIER_VAR_DIR": str(tmp_path),
+        "EMBEDDED_REDIS_PORT": str(redis_port),
+        "SECRET_KEY": "serve-test-secret-key",
+        "CELERY_QUEUE": f"serve-test-{web_port}",
+    }
+    log = open(tmp_path / "serve.log", "wb")  # noqa: SIM115  (closed below)
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "serve", "--port", str(web_port)],
+        cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        ready = wait_for_ready(f"http://127.0.0.1:{web_port}/readyz", process)
+        assert ready.json() == {"status": "ok"}
+        login = httpx.get(f"http://127.0.0.1:{web_port}/admin/login/")
+        assert login.status_code == 200
+        assert "Django administration" in login.text
+        stylesheet = httpx.get(f"http://127.0.0.1:{web_port}/static/admin/css/base.css")
+        assert stylesheet.status_code == 200
+        assert port_is_open(redis_port)
+        assert (tmp_path / "kourier.sqlite3").exists()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=60)
+        log.close()
+    output = (tmp_path / "serve.log").read_text()
+    assert f"Admin: http://127.0.0.1:{web_port}/admin/" in output
+    assert "createsuperuser" in output
+    assert not port_is_open(redis_port)
+    assert not port_is_open(web_port)

@@ -1,0 +1,28 @@
+from django.core.checks import run_checks
+from django.test import override_settings
+
+from kourier.settings import INSECURE_DEFAULT_SECRET_KEY
+
+
+def error_ids() -> set[str]:
+    return {message.id for message in run_checks() if message.is_serious()}
+
+
+def test_the_default_secret_key_is_refused_when_debug_is_off():
+    with override_settings(DEBUG=False, SECRET_KEY=INSECURE_DEFAULT_SECRET_KEY):
+        assert "kourier.E001" in error_ids()
+
+
+def test_the_default_secret_key_is_allowed_for_development():
+    with override_settings(DEBUG=True, SECRET_KEY=INSECURE_DEFAULT_SECRET_KEY):
+        assert "kourier.E001" not in error_ids()
+
+
+def test_a_slack_api_url_without_its_trailing_slash_is_refused():
+    with override_settings(SLACK_API_URL="https://slack.com/api"):
+        [message] = [m for m in run_checks() if m.id == "kourier.E002"]
+    assert "must be an http(s) URL ending in '/'" in message.msg
+
+
+def test_the_default_slack_api_url_passes():
+    assert "kourier.E002" not in error_ids()
