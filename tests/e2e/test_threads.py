@@ -289,3 +289,15 @@ def test_a_task_the_agent_forgot_is_told_and_the_next_message_starts_a_fresh_con
     assert answers[2].text == "fresh start"
     second = [r.message for r in a2a_agent.calls("SendStreamingMessage")][1]
     assert "contextId" not in second
+
+
+def test_the_logs_never_hold_message_text_or_answers(make_world, a2a_agent):
+    a2a_agent.script([steps.text("the-answer-"), steps.text("zebra-42")])
+    world = make_world(agent_url=a2a_agent.url)
+    ts = world.mention("question-text-platypus-17")
+    wait_for_reply_count(world, ts, 1)
+    wait_for_turns_to_end(world, 1)
+    logs = "".join(world.stack.log_tail(name, lines=100_000) for name in world.stack.processes)
+    assert "turn.ended" in logs  # the logs are there, and structured
+    assert "platypus-17" not in logs
+    assert "zebra-42" not in logs
