@@ -61,6 +61,8 @@ def test_every_turn_of_a_thread_goes_to_the_same_context_and_threads_to_differen
     other = world.mention("three")
     wait_for_reply_count(world, other, 1)
     received = agent.wait_for_received(3)
+    # Names are looked up once and cached: Ada wrote twice, Grace once.
+    assert sorted(call.args["user"] for call in world.slack.calls("users.info")) == [defaults.ADA, defaults.GRACE]
     assert received[0].context_id == received[1].context_id
     assert received[2].context_id != received[0].context_id
     session = Session.objects.get(thread_ts=first)

@@ -10,6 +10,8 @@ from kourier.slack.writer import (
     NO_OUTPUT_TEXT,
     ReplyTarget,
     SlackReply,
+    add_reaction,
+    remove_reaction,
     split_for_messages,
 )
 from tests.fakes.slack import defaults
@@ -182,3 +184,18 @@ def test_splitting_keeps_every_character_and_respects_the_limit(size):
     parts = split_for_messages(text)
     assert all(len(part) <= MESSAGE_TEXT_LIMIT for part in parts)
     assert "".join(parts).replace("\n", "") == text.replace("\n", "")
+
+
+def test_reacting_twice_and_removing_twice_are_harmless(slack_fake, thread_ts):
+    async def scenario():
+        client = AsyncWebClient(token=slack_fake.bot_token, base_url=slack_fake.url, timeout=5)
+        await add_reaction(client, defaults.CHANNEL_ID, thread_ts, "eyes")
+        await add_reaction(client, defaults.CHANNEL_ID, thread_ts, "eyes")
+        assert slack_fake.message(defaults.CHANNEL_ID, thread_ts).reactions == {"eyes": [defaults.BOT_USER_ID]}
+        await remove_reaction(client, defaults.CHANNEL_ID, thread_ts, "eyes")
+        await remove_reaction(client, defaults.CHANNEL_ID, thread_ts, "eyes")
+
+    asyncio.run(scenario())
+    assert [call.error for call in slack_fake.calls("reactions.add")] == [None, "already_reacted"]
+    assert [call.error for call in slack_fake.calls("reactions.remove")] == [None, "no_reaction"]
+    assert slack_fake.message(defaults.CHANNEL_ID, thread_ts).reactions == {}
