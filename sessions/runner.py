@@ -18,12 +18,13 @@ from slack_sdk.errors import SlackApiError
 from kourier.a2a import errors as a2a_errors
 from kourier.a2a.client import A2AClient
 from kourier.a2a.dialects import Dialect, dialect_for
-from kourier.a2a.events import TaskEnded, TaskStarted, TextDelta
+from kourier.a2a.events import AgentEvent, TaskEnded, TaskStarted, TextDelta
 from kourier.a2a.factory import make_client
 from kourier.a2a.wire import Message, Role, TaskState, TextPart
+from kourier.progress import Outcome, Progress, ThreadKind
 from kourier.slack.clients import async_web_client
 from kourier.slack.people import person_name
-from kourier.slack.writer import ReplyTarget, SlackReply, post_notice, remove_reaction
+from kourier.slack.writer import AssistantStatus, ReplyTarget, SlackReply, post_notice, remove_reaction
 
 from . import notices, services
 from .prompts import Author, Note, build_turn_text, strip_bot_mention
@@ -92,33 +93,120 @@ class TurnOutcome:
         return self.notice is not None
 
 
-async def run_turn(turn_id: int) -> None:
-    work = await _db(services.start_turn)(turn_id)
-    if work is None:
-        return
-    slack = async_web_client(work.bot_token)
+class TurnDisplay:
+    """What one turn shows in its thread while it runs.
+
+    With output: live, every normalized event goes to the turn's ``Progress`` and its writes to the
+    Slack reply; an asyncio timer at ``progress.deadline`` calls ``tick()`` (the Working… card or line,
+    an alert thread's deferred update), re-armed after every event and tick. With output: final,
+    nothing is shown until ``end`` posts the answer.
+    """
+
+    def __init__(self, reply: SlackReply, progress: Progress | None) -> None:
+        self.reply = reply
+        self.progress = progress
+        self.text = ""
+        self._timer: asyncio.TimerHandle | None = None
+        self._ended = False
+
+    async def begin(self) -> None:
+        await self.reply.begin()
+        self._arm()
+
+    def feed(self, event: AgentEvent) -> None:
+        if isinstance(event, TextDelta):
+            self.text = event.text if event.replace else self.text + event.text
+        if self.progress is not None and not self._ended:
+            self.reply.write(self.progress.feed(event))
+            self._arm()
+
+    async def end(self, outcome: Outcome, *, notice_follows: bool = False) -> None:
+        """Ends the reply: the last write, with every card closed as ``outcome`` says."""
+        if self._ended:
+            return
+        self._ended = True
+        self.close()
+        if self.progress is None:
+            if outcome is Outcome.COMPLETED:
+                await self.reply.finish(self.text)
+            else:
+                await self.reply.stop()
+            return
+        await self.reply.end(self.progress.finish(outcome), notice_follows=notice_follows)
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _arm(self) -> None:
+        self.close()
+        if self.progress is None or self._ended:
+            return
+        deadline = self.progress.deadline
+        if deadline is not None:
+            # The progress clock is the loop's (see _display), so its deadline is a loop time.
+            self._timer = asyncio.get_running_loop().call_at(deadline, self._on_deadline)
+
+    def _on_deadline(self) -> None:
+        self._timer = None
+        if self.progress is None or self._ended:
+            return
+        self.reply.write(self.progress.tick())
+        self._arm()
+
+
+def _display(work: services.TurnWork, slack, turn_id: int) -> TurnDisplay:
+    thread = ThreadKind.ALERT if work.thread_kind == ThreadKind.ALERT else ThreadKind.CHAT
+    progress = Progress(work.progress, thread, clock=asyncio.get_running_loop().time) if work.live else None
+    status = None
+    if progress is not None and progress.uses_assistant_status:
+        status = AssistantStatus(
+            slack, work.channel_id, work.thread_ts, connection_key=str(work.connection_id)
+        )
+    chat = thread is ThreadKind.CHAT
     reply = SlackReply(
         slack,
         ReplyTarget(
             channel_id=work.channel_id,
             thread_ts=work.thread_ts,
-            recipient_user_id=work.user_id or None,
-            recipient_team_id=work.team_id or None,
+            # A chat thread's stream is shown to the person who wrote; an alert thread has no one to
+            # show a stream to, so its reply is posted and updated.
+            recipient_user_id=(work.user_id or None) if chat else None,
+            recipient_team_id=(work.team_id or None) if chat else None,
             reply_key=work.message_id,
         ),
         live=work.live,
-        stream=True,
+        stream=chat,
+        progress=progress,
+        status=status,
         existing_ts=work.reply_ts or None,
         on_posted=lambda ts: _db(services.record_reply)(turn_id, ts),
     )
+    return TurnDisplay(reply, progress)
+
+
+async def run_turn(turn_id: int) -> None:
+    work = await _db(services.start_turn)(turn_id)
+    if work is None:
+        return
+    slack = async_web_client(work.bot_token)
+    display = _display(work, slack, turn_id)
     logger.info(
         "turn.started", extra={"turn_id": turn_id, "binding": work.binding_name, "resumed": work.resumed}
     )
     try:
-        outcome = await _converse(work, reply, slack)
+        await display.begin()
+        outcome = await _converse(work, display, slack)
     except Exception:
         logger.exception("turn.crashed", extra={"turn_id": turn_id})
         outcome = TurnOutcome("crashed", notices.TASK_FAILED)
+        try:
+            await display.end(Outcome.FAILED, notice_follows=True)
+        except Exception:
+            logger.exception("turn.reply_not_ended", extra={"turn_id": turn_id})
+    finally:
+        display.close()
     if outcome.notice:
         try:
             await post_notice(slack, work.channel_id, work.thread_ts, outcome.notice)
@@ -136,9 +224,11 @@ async def _turn_text(work: services.TurnWork, slack) -> str:
     names = {
         user_id: await person_name(slack, work.team_id, user_id)
         for user_id in {work.user_id, *(user for user, _ in work.notes)}
+        if user_id
     }
     return build_turn_text(
-        Author(work.user_id, names[work.user_id]),
+        # A trigger's turn (an alert) has no person: its text goes as "Slack: alert: ...".
+        Author(work.user_id, names[work.user_id]) if work.user_id else None,
         strip_bot_mention(work.text, work.bot_user_id),
         [Note(Author(user, names[user]), text) for user, text in work.notes],
     )
@@ -148,13 +238,12 @@ class Conversation:
     """One turn's exchange with the agent: send, read, and follow the task again when the stream drops."""
 
     def __init__(
-        self, work: services.TurnWork, reply: SlackReply, agent: A2AClient, dialect: Dialect
+        self, work: services.TurnWork, display: TurnDisplay, agent: A2AClient, dialect: Dialect
     ) -> None:
         self.work = work
-        self.reply = reply
+        self.display = display
         self.agent = agent
         self.reader = dialect.reader()
-        self.text = ""
         self.task_id = work.task_id or None
 
     async def run(self, message: Message) -> TurnOutcome:
@@ -162,7 +251,7 @@ class Conversation:
         if self.work.resumed and not self.task_id and not await self._agent_lacks_the_request():
             # An earlier runner sent this turn and died before the agent named its task, and this agent
             # cannot be asked which task has it: sending again could run it twice.
-            await self.reply.stop()
+            await self.display.end(Outcome.FAILED, notice_follows=True)
             return TurnOutcome("lost", notices.REQUEST_LOST)
         while True:
             try:
@@ -174,15 +263,15 @@ class Conversation:
                     return await self._end(ended)
                 raise a2a_errors.StreamDropped("the stream ended before the task did")
             except a2a_errors.TaskNotFound:
-                await self.reply.stop()
+                await self.display.end(Outcome.FAILED, notice_follows=True)
                 return TurnOutcome("gone", notices.CONVERSATION_GONE, forget_context=True)
             except a2a_errors.InvalidAgentResponse:
-                await self.reply.stop()
+                await self.display.end(Outcome.FAILED, notice_follows=True)
                 return TurnOutcome("garbled", notices.AGENT_GARBLED)
             except a2a_errors.A2AError as exc:
                 failures += 1
                 if not exc.retryable or failures >= MAX_FOLLOW_ATTEMPTS or not await self._may_try_again(exc):
-                    await self.reply.stop()
+                    await self.display.end(Outcome.FAILED, notice_follows=True)
                     return TurnOutcome("unreachable", notices.AGENT_UNREACHABLE)
                 logger.info(
                     "turn.agent_retry",
@@ -242,12 +331,9 @@ class Conversation:
         for event in self.reader.feed(wire_event):
             if isinstance(event, TaskStarted):
                 await self._note_task(event.task_id, event.context_id)
-            elif isinstance(event, TextDelta):
-                self.text = event.text if event.replace else self.text + event.text
             elif isinstance(event, TaskEnded):
                 ended = event
-        if ended is None:
-            await self.reply.show(self.text)
+            self.display.feed(event)
         return ended
 
     async def _note_task(self, task_id: str, context_id: str | None) -> None:
@@ -259,14 +345,14 @@ class Conversation:
 
     async def _end(self, ended: TaskEnded) -> TurnOutcome:
         if ended.state == TaskState.COMPLETED:
-            await self.reply.finish(self.text)
+            await self.display.end(Outcome.COMPLETED)
             return TurnOutcome("completed")
         if ended.state == TaskState.INPUT_REQUIRED:
             # Until questions reach the channel (askUser), a paused task is cancelled, as the spec says.
             await self._cancel()
-            await self.reply.stop()
+            await self.display.end(Outcome.WAITING, notice_follows=True)
             return TurnOutcome("question-canceled", notices.QUESTION_NOT_ENABLED)
-        await self.reply.stop()
+        await self.display.end(Outcome.FAILED, notice_follows=True)
         return TurnOutcome(str(ended.state), TERMINAL_FAILURES.get(ended.state, notices.TASK_FAILED))
 
     async def _cancel(self) -> None:
@@ -280,7 +366,7 @@ class Conversation:
             )
 
 
-async def _converse(work: services.TurnWork, reply: SlackReply, slack) -> TurnOutcome:
+async def _converse(work: services.TurnWork, display: TurnDisplay, slack) -> TurnOutcome:
     dialect = dialect_for(work.agent.dialect)
     async with make_client(
         work.agent.url,
@@ -294,4 +380,4 @@ async def _converse(work: services.TurnWork, reply: SlackReply, slack) -> TurnOu
             parts=(TextPart(await _turn_text(work, slack)),),
             context_id=work.context_id or None,
         )
-        return await Conversation(work, reply, agent, dialect).run(message)
+        return await Conversation(work, display, agent, dialect).run(message)

@@ -12,6 +12,7 @@ from django.utils import timezone
 from bindings.models import Binding, Connection
 from bindings.services import binding_for_channel
 from kourier.queue import enqueue_after_commit
+from kourier.slack.clients import web_client
 
 from .models import Session, ThreadNote, Turn
 from .routing import ChatMessage, Route, ThreadState, route
@@ -84,6 +85,78 @@ def route_message(
             },
         )
         return RouteResult(route=decision, created=True, turn_id=turn.id)
+
+
+ALERT_METADATA_EVENT = "kourier_alert"
+
+
+def start_alert_thread(
+    binding: Binding,
+    text: str,
+    *,
+    channel_id: str | None = None,
+    root_ts: str | None = None,
+    now: datetime | None = None,
+) -> Turn:
+    """Starts an alert thread: a thread a trigger starts, with no person behind it.
+
+    Posts ``text`` as the thread's root message, as the bot, in ``channel_id`` (default: the
+    Binding's only channel), or takes the message ``root_ts`` someone else posted there. Then writes
+    an alert Session and its first Turn (no user; its text is the alert's) and queues the turn once
+    they are committed. The thread stays an alert thread: its replies are posted and updated, never
+    streamed. Calling it again for the same root message returns the same turn.
+    """
+    if not text.strip():
+        raise ValueError("an alert needs text")
+    channels = binding.channel_ids()
+    if channel_id is None:
+        if len(channels) != 1:
+            raise ValueError(f"binding {binding.name} has {len(channels)} channels; name the alert's channel")
+        channel_id = channels[0]
+    elif channel_id not in channels:
+        raise ValueError(f"channel {channel_id} is not bound to binding {binding.name}")
+    connection = binding.connection
+    if root_ts is None:
+        response = web_client(connection.bot_token()).chat_postMessage(
+            channel=channel_id,
+            text=text,
+            metadata={"event_type": ALERT_METADATA_EVENT, "event_payload": {"binding": binding.name}},
+        )
+        root_ts = str(response["ts"])
+    now = now or timezone.now()
+    with transaction.atomic():
+        session, _ = Session.objects.get_or_create(
+            connection=connection,
+            channel_id=channel_id,
+            thread_ts=root_ts,
+            defaults={
+                "binding": binding,
+                "kind": Session.Kind.ALERT,
+                "last_activity_at": now,
+                "expires_at": now + binding.thread_ttl,
+            },
+        )
+        turn, created = Turn.objects.get_or_create(
+            connection=connection,
+            channel_id=channel_id,
+            message_ts=root_ts,
+            defaults={
+                "session": session,
+                "user_id": "",
+                "text": text,
+                "state": Turn.State.QUEUED,
+                "message_id": message_id_for(connection.pk, channel_id, root_ts),
+            },
+        )
+        if created:
+            from . import tasks  # the tasks module imports this one
+
+            _touch(session, binding, now)
+            enqueue_after_commit(tasks.drive_session, session.id)
+            logger.info(
+                "alert.started", extra={"turn_id": turn.id, "session_id": session.id, "binding": binding.name}
+            )
+    return turn
 
 
 def _start_session(connection: Connection, binding: Binding, message: ChatMessage, now: datetime) -> Session:
@@ -166,7 +239,15 @@ def next_queued_turn(session_id: int) -> Turn | None:
     )
 
 
-__all__ = ["RouteResult", "claim_lease", "next_queued_turn", "release_lease", "renew_lease", "route_message"]
+__all__ = [
+    "RouteResult",
+    "claim_lease",
+    "next_queued_turn",
+    "release_lease",
+    "renew_lease",
+    "route_message",
+    "start_alert_thread",
+]
 
 
 # --- The turn runner's state changes. Each is one transaction, called from async code via sync_to_async.
@@ -187,11 +268,13 @@ class TurnWork:
     turn_id: int
     session_id: int
     binding_name: str
+    connection_id: int
     team_id: str
     channel_id: str
     thread_ts: str
+    thread_kind: str  # Session.Kind: chat (a person's message started it) or alert (a trigger did)
     message_ts: str
-    user_id: str
+    user_id: str  # empty for a trigger's turn (no person)
     text: str
     message_id: str
     task_id: str  # set when an earlier attempt already reached the agent
@@ -202,6 +285,7 @@ class TurnWork:
     bot_user_id: str
     agent: AgentSettings
     live: bool
+    progress: str  # chat.progress: steps, steps-and-activity or activity
     ask_user: bool
     acknowledgment_emoji: str | None
     notes: tuple[tuple[str, str], ...]  # (user_id, text) of replies carried as context
@@ -235,9 +319,11 @@ def start_turn(turn_id: int, *, now: datetime | None = None) -> TurnWork | None:
             turn_id=turn.pk,
             session_id=session.pk,
             binding_name=binding.name,
+            connection_id=connection.pk,
             team_id=connection.team_id,
             channel_id=turn.channel_id,
             thread_ts=session.thread_ts,
+            thread_kind=session.kind,
             message_ts=turn.message_ts,
             user_id=turn.user_id,
             text=turn.text,
@@ -255,6 +341,7 @@ def start_turn(turn_id: int, *, now: datetime | None = None) -> TurnWork | None:
                 protocol_version=binding.protocol_version,
             ),
             live=binding.output == "live",
+            progress=binding.progress,
             ask_user=binding.ask_user,
             acknowledgment_emoji=binding.acknowledgment_emoji if binding.acknowledgment_enabled else None,
             notes=notes,

@@ -1,27 +1,79 @@
-"""Writes one agent reply into a Slack thread, as the text grows.
+"""Writes one agent reply into a Slack thread: the only module that knows Slack's wire for replies.
 
-The only module that knows how Slack shows a reply: chat streaming (chat.startStream / appendStream
-/ stopStream) in a chat thread, post + chat.update where a stream is refused, unavailable or
-expired, or one post at the end (output: final). Writes are coalesced: the latest text wins and no
-message is written faster than ``min_interval``.
+A live reply is driven by ``kourier.progress``: ``write()`` takes each ``Write`` as the turn goes and
+``end()`` its last; ``show()`` / ``finish()`` / ``stop()`` do the same for plain text (output: final,
+or a caller without progress). Whatever was asked, every Slack write shows the *latest* view: writes
+are coalesced (intermediate views are dropped, never queued one by one) and no message is written
+faster than ``min_interval``. A stream shows what changed since what it already holds, so a
+coalesced append carries the union of the cards the dropped writes changed.
+
+How a write becomes Slack calls:
+
+=====================  ===============================================  =================================
+write                  chat thread (a stream, to the person who wrote)  alert thread, or a refused stream
+=====================  ===============================================  =================================
+the first              ``chat.startStream``: a ``task_update`` chunk    ``chat.postMessage``: the line as a
+                       per card, then a ``markdown_text`` chunk         context block, then the text
+later                  ``chat.appendStream``: the cards that changed,   ``chat.update`` with the whole
+                       then the text that was added                     view: the line, ``task_card``
+                                                                        blocks, the text in a markdown
+                                                                        block
+the last (``end``)     ``chat.stopStream``: the cards that changed      the last ``chat.update`` (or the
+                       and a closing chunk for every card still         only ``chat.postMessage``)
+                       open; a text the stream could not show (it was
+                       rewritten) is then written with ``chat.update``
+=====================  ===============================================  =================================
+
+A view with neither line nor cards is plain ``markdown_text``. With blocks, ``text`` is the view's
+fallback (Slack's ``chat.update`` takes at most 4,000 characters of it; the text itself is in the
+markdown block). A message shows at most ``MESSAGE_CARD_LIMIT`` cards, the latest, under a line that
+counts the rest (progress already keeps an alert thread's to 20); a stream takes at most
+``STREAM_CARD_LIMIT`` cards (about 50 fit in one streamed message, research/slack.md §1.2,
+UNVERIFIED), leaves later new cards out, and is rewritten at its end to show the latest. Text past
+12,000 characters goes on in messages of its own at the end.
+
+Fallbacks, decided per reply and remembered:
+
+- a stream Slack refuses at start (``STREAM_REFUSED_ERRORS``): post + ``chat.update``;
+- cards refused (``invalid_chunks`` for a stream, ``invalid_blocks`` for a post or an update that had
+  cards): the same write again without them (``Progress.cards_refused``: the reply shows the line
+  from then on). A stream goes on as plain text: it can only append, so a line is not shown in it
+  while it streams (one not started yet waits for text); a line the last view still has (no text:
+  ``(no output)``) is shown below it (``chat.stopStream`` blocks, or the one post);
+- a stream that is over (``STREAM_ENDED_ERRORS``: expired, stopped): the reply goes on in the same
+  message with ``chat.update`` of the whole view, cards as ``task_card`` blocks where allowed.
+
+Slack's assistant status (``AssistantStatus``) is set by the reply when it begins and after each
+write but the last, and cleared when it ends.
 """
+
+from __future__ import annotations
 
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from kourier.progress import NO_OUTPUT, Card, CardStatus, Progress, View, Write, WriteKind, hidden_line
+
 logger = logging.getLogger(__name__)
 
-NO_OUTPUT_TEXT = "(no output)"
+NO_OUTPUT_TEXT = NO_OUTPUT
 # markdown_text holds up to 12,000 characters in a post, an update or a stream.
 MESSAGE_TEXT_LIMIT = 12_000
+# chat.update refuses a ``text`` longer than this (msg_too_long); with blocks it is only the fallback.
+FALLBACK_TEXT_LIMIT = 4_000
+# At most 50 blocks in a message: the line, the cards and the text's markdown block fit under it.
+MESSAGE_CARD_LIMIT = 45
+# About 50 task cards fit in one streamed message (3P, UNVERIFIED); new cards past this are left out.
+STREAM_CARD_LIMIT = 45
 REPLY_METADATA_EVENT = "kourier_reply"
+ASSISTANT_STATUS_WORKING = "is working…"
 
 # Errors that mean chat streaming cannot be used for this reply: fall back to post + update.
 STREAM_REFUSED_ERRORS = frozenset(
@@ -38,9 +90,15 @@ STREAM_REFUSED_ERRORS = frozenset(
         "missing_scope",
     }
 )
-# Errors that mean the stream is over (expired, or the person stopped it): finish with chat.update.
+# Errors that mean the stream is over (expired, or the person stopped it): go on with chat.update.
 STREAM_ENDED_ERRORS = frozenset(
     {"message_not_in_streaming_state", "stopped_by_user", "streaming_mode_mismatch"}
+)
+# Errors that refuse the cards of a write: task_update chunks of a stream, task_card blocks of a message.
+CARDS_REFUSED_ERRORS = frozenset({"invalid_chunks", "invalid_blocks"})
+# Errors that mean this app or workspace cannot set an assistant status at all (research/slack.md §2.1).
+STATUS_UNAVAILABLE_ERRORS = frozenset(
+    {"missing_scope", "unknown_method", "not_allowed_token_type", "method_deprecated"}
 )
 
 
@@ -67,8 +125,160 @@ def split_for_messages(text: str, limit: int = MESSAGE_TEXT_LIMIT) -> list[str]:
     return parts
 
 
+# --- Slack's shapes for a view -------------------------------------------------------------------
+
+
+def task_update_chunk(card: Card) -> dict[str, Any]:
+    """A stream's card: a later chunk with the same id updates it (research/slack.md §1.2)."""
+    chunk: dict[str, Any] = {
+        "type": "task_update",
+        "id": card.id,
+        "title": card.title,
+        "status": card.status.value,
+    }
+    if card.output:
+        chunk["output"] = card.output
+    return chunk
+
+
+def markdown_chunk(text: str) -> dict[str, Any]:
+    return {"type": "markdown_text", "text": text}
+
+
+def rich_text(text: str) -> dict[str, Any]:
+    return {
+        "type": "rich_text",
+        "elements": [{"type": "rich_text_section", "elements": [{"type": "text", "text": text}]}],
+    }
+
+
+def task_card_block(card: Card, block_id: str) -> dict[str, Any]:
+    """A message's card (research/slack.md §1.5); ``output`` is a rich_text object."""
+    block: dict[str, Any] = {
+        "type": "task_card",
+        "block_id": block_id,
+        "task_id": card.id,
+        "title": card.title,
+        "status": card.status.value,
+    }
+    if card.output:
+        block["output"] = rich_text(card.output)
+    return block
+
+
+def line_block(line: str, block_id: str) -> dict[str, Any]:
+    """The line of small print: plain text, so a tool's arguments are never read as formatting."""
+    return {"type": "context", "block_id": block_id, "elements": [{"type": "plain_text", "text": line}]}
+
+
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _view_key(view: View) -> tuple[Any, ...]:
+    return (view.line, view.cards, view.text)
+
+
+def _without_cards(view: View) -> View:
+    fallback = view.text if view.text.strip() else (view.line or view.fallback)
+    return View(view.line, (), view.text, fallback)
+
+
+# --- Slack's assistant status --------------------------------------------------------------------
+
+# Connections whose app or workspace cannot set an assistant status: none is set for them until the
+# process restarts. Keyed by the caller's key for the Connection.
+_status_unavailable: set[str] = set()
+
+
+class AssistantStatus:
+    """``is working…`` under an alert thread's name while its turn runs (assistant.threads.setStatus).
+
+    Never fails the reply: an error that says the method cannot be used turns it off for the
+    Connection (logged once, at info); any other error turns it off for this turn.
+    """
+
+    def __init__(self, client: AsyncWebClient, channel_id: str, thread_ts: str, connection_key: str) -> None:
+        self._client = client
+        self._channel_id = channel_id
+        self._thread_ts = thread_ts
+        self._connection_key = connection_key
+        self._off = False
+        self._set = False  # a status was set in this turn
+
+    @property
+    def available(self) -> bool:
+        return not self._off and self._connection_key not in _status_unavailable
+
+    async def working(self) -> None:
+        if await self._send(ASSISTANT_STATUS_WORKING):
+            self._set = True
+
+    async def clear(self) -> None:
+        if self._set and await self._send(""):
+            self._set = False
+
+    async def _send(self, status: str) -> bool:
+        if not self.available:
+            return False
+        try:
+            await self._client.assistant_threads_setStatus(
+                channel_id=self._channel_id, thread_ts=self._thread_ts, status=status
+            )
+            return True
+        except SlackApiError as exc:
+            error = exc.response.get("error", "")
+            if error in STATUS_UNAVAILABLE_ERRORS:
+                if self._connection_key not in _status_unavailable:
+                    _status_unavailable.add(self._connection_key)
+                    logger.info(
+                        "slack.assistant_status_unavailable",
+                        extra={"error": error, "connection": self._connection_key},
+                    )
+            else:
+                self._off = True
+                logger.info(
+                    "slack.assistant_status_failed", extra={"error": error, "channel": self._channel_id}
+                )
+        except Exception as exc:  # a timeout or a dropped connection: the reply goes on without it
+            self._off = True
+            logger.info(
+                "slack.assistant_status_failed",
+                extra={"error": type(exc).__name__, "channel": self._channel_id},
+            )
+        return False
+
+
+def reset_status_availability() -> None:
+    """Forgets which Connections cannot set a status (for tests; a restart does the same)."""
+    _status_unavailable.clear()
+
+
+# --- the reply -----------------------------------------------------------------------------------
+
+
+def _merged(earlier: Write, later: Write) -> Write:
+    """Two writes as one: the later view wins; the cards either changed are changed."""
+    changed = {card.id: card for card in earlier.changed}
+    changed.update({card.id: card for card in later.changed})
+    return Write(
+        later.kind,
+        later.view,
+        tuple(changed.values()),
+        earlier.text_changed or later.text_changed,
+        earlier.first and later.first,
+        earlier.timed and later.timed,
+    )
+
+
 class SlackReply:
-    """One reply in a thread. Call show() as the text grows and finish() once at the end."""
+    """One reply in a thread: ``write()`` each progress write, ``end()`` with the last.
+
+    ``stream``: a chat thread's reply streams (to ``target.recipient_user_id``); an alert thread's is
+    posted and updated. ``progress`` is told when Slack refuses cards; ``status`` is the thread's
+    assistant status (alert threads in the activity modes). ``existing_ts``: a reply an earlier runner
+    began, taken over (it is ended if it still streams, then rewritten with ``chat.update``).
+    """
 
     def __init__(
         self,
@@ -77,6 +287,8 @@ class SlackReply:
         *,
         live: bool,
         stream: bool,
+        progress: Progress | None = None,
+        status: AssistantStatus | None = None,
         min_interval: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
         existing_ts: str | None = None,
@@ -85,18 +297,29 @@ class SlackReply:
         self._client = client
         self._target = target
         self._live = live
-        self._use_stream = live and stream
+        self._may_stream = live and stream
+        self._use_stream = self._may_stream
+        self._progress = progress
+        self._status = status
         self._min_interval = min_interval
         self._clock = clock
+        self._on_posted = on_posted
         self.ts: str | None = None
         self._streaming = False
-        self._streamed = ""  # what the stream has shown so far
-        self._written = ""  # what the last post or update showed
-        self._latest = ""
-        self._last_write_at = float("-inf")
-        self._pending: asyncio.Task[None] | None = None
+        self._stream_text = ""  # what the stream shows of the text
+        self._stream_cards: dict[str, Card] = {}  # what the stream shows of each card
+        self._written: tuple[Any, ...] | None = None  # the view the last post or update showed
+        self._cards_ok = progress.cards_shown if progress is not None else True
+        self._queue: list[Write] = []
+        self._drain: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
-        self._on_posted = on_posted
+        self._busy = False  # a call to Slack is under way for a queued write
+        self._ending = False
+        self._ended = False
+        self._writes_made = 0  # Slack calls this reply made that Slack took
+        self._last_write_at = float("-inf")
+        self._blocks_made = 0
+        self._latest_text = ""  # the text API's latest text
         # A reply an earlier runner began: it may still stream, so it is ended before it is rewritten.
         self._adopted = existing_ts is not None
         if existing_ts is not None:
@@ -106,121 +329,132 @@ class SlackReply:
     def metadata(self) -> dict[str, Any]:
         return {"event_type": REPLY_METADATA_EVENT, "event_payload": {"reply": self._target.reply_key}}
 
+    @property
+    def wrote(self) -> bool:
+        """Whether this reply has written anything to Slack."""
+        return self._writes_made > 0
+
+    @property
+    def cards_shown(self) -> bool:
+        return self._cards_ok
+
+    # -- progress writes ----------------------------------------------------------------------------
+
+    async def begin(self) -> None:
+        """The turn starts: the assistant status goes up before the thread has any reply."""
+        if self._status is not None:
+            await self._status.working()
+
+    def write(self, writes: Sequence[Write]) -> None:
+        """Takes progress writes (not the last: see ``end``); Slack is written when the throttle allows."""
+        if not self._live or self._ending:
+            return
+        for write in writes:
+            if write.kind is WriteKind.STOP:
+                raise ValueError("the last write goes to end()")
+            # A first post keeps its own view (the post cannot carry cards); later writes coalesce.
+            if self._queue and self._queue[-1].kind is not WriteKind.START:
+                self._queue[-1] = _merged(self._queue[-1], write)
+            else:
+                self._queue.append(write)
+        if self._queue and (self._drain is None or self._drain.done()):
+            self._drain = asyncio.create_task(self._drain_queue())
+
+    async def settled(self) -> None:
+        """Waits until the writes asked for so far are made (tests, and callers that must know)."""
+        while self._drain is not None and not self._drain.done():
+            await asyncio.wait({self._drain})
+
+    async def end(self, writes: Sequence[Write], *, notice_follows: bool = False) -> None:
+        """Makes the last write (a progress STOP; none when there is nothing to show) and clears the
+        assistant status. With ``notice_follows``, a reply that wrote nothing stays unwritten: the
+        notice is the turn's only message (a reply taken over is only stopped, if it still streams)."""
+        if self._ended:
+            return
+        self._ending = True
+        try:
+            await self._stop_draining()
+            self._queue.clear()
+            async with self._lock:
+                if notice_follows and not self.wrote:
+                    await self._stop_adopted_stream()
+                elif writes:
+                    await self._render(writes[-1], final=True)
+        finally:
+            self._ended = True
+            if self._status is not None:
+                await self._status.clear()
+
+    # -- plain text ---------------------------------------------------------------------------------
+
     async def show(self, text: str) -> None:
         """Asks for the reply to show text; the write happens now or when the throttle allows."""
-        if not self._live:
-            return
-        self._latest = text
-        if self._pending is None or self._pending.done():
-            delay = max(0.0, self._last_write_at + self._min_interval - self._clock())
-            self._pending = asyncio.create_task(self._flush_after(delay))
+        self._latest_text = text
+        if text:
+            self.write([Write(WriteKind.UPDATE, View(None, (), text, text), text_changed=True)])
 
     async def finish(self, text: str) -> None:
         """Writes the final text and ends the stream; an empty answer shows (no output)."""
-        await self._drop_pending_write()
-        self._latest = text
-        async with self._lock:
-            await self._write_final(text or NO_OUTPUT_TEXT)
+        self._latest_text = text
+        text = text or NO_OUTPUT_TEXT
+        await self.end([Write(WriteKind.STOP, View(None, (), text, text), text_changed=True)])
 
     async def stop(self) -> None:
         """Ends the reply with the text it has so far (a failure notice follows as a message of its own)."""
-        await self._drop_pending_write()
-        async with self._lock:
-            latest = self._latest[:MESSAGE_TEXT_LIMIT]
-            if self._streaming:
-                await self._stop_stream(
-                    extra=latest[len(self._streamed) :] if latest.startswith(self._streamed) else ""
-                )
-            elif self.ts is None and latest:
-                await self._post(latest)
-            elif latest and latest != self._written:
-                await self._update(latest)
+        text = self._latest_text
+        if not self._live or not (text or self._streaming):
+            await self.end([])
+            return
+        await self.end([Write(WriteKind.STOP, View(None, (), text, text))])
 
-    async def _drop_pending_write(self) -> None:
-        """Drops a write that waits for the throttle; one already talking to Slack is let finish, since
+    # -- the queue ----------------------------------------------------------------------------------
+
+    async def _drain_queue(self) -> None:
+        while self._queue and not self._ending:
+            delay = max(0.0, self._last_write_at + self._min_interval - self._clock())
+            if delay > 0:
+                await asyncio.sleep(delay)
+            async with self._lock:
+                if self._ending or not self._queue:
+                    return
+                write = self._queue.pop(0)
+                self._busy = True
+                try:
+                    made = self._writes_made
+                    await self._render(write, final=False)
+                    if self._status is not None and self._writes_made > made:
+                        await self._status.working()  # after each write but the last
+                except Exception as exc:
+                    # The next write shows the latest view, this one's included; the last one raises.
+                    logger.warning(
+                        "slack.reply_write_failed",
+                        extra={"error": _error_name(exc), "channel": self._target.channel_id},
+                    )
+                finally:
+                    self._busy = False
+
+    async def _stop_draining(self) -> None:
+        """Drops writes that wait for the throttle; one already talking to Slack is let finish, since
         cancelling it could leave a message Slack made that this reply would not know about."""
-        pending = self._pending
-        if pending is None or pending.done():
+        task = self._drain
+        if task is None or task.done():
             return
-        if self._lock.locked():
-            await asyncio.wait({pending})
-        else:
-            pending.cancel()
+        if not self._busy:
+            task.cancel()
+        await asyncio.wait({task})
 
-    async def _flush_after(self, delay: float) -> None:
-        if delay > 0:
-            await asyncio.sleep(delay)
-        async with self._lock:
-            await self._write_progress(self._latest)
+    # -- rendering ----------------------------------------------------------------------------------
 
-    async def _write_progress(self, text: str) -> None:
-        if not text:
-            return
-        text = text[:MESSAGE_TEXT_LIMIT]
-        streams = self._use_stream and (self._streaming or self.ts is None)
-        if streams and await self._stream_progress(text):
-            return
-        if self.ts is None:
-            await self._post(text)
-        elif text != self._written:
-            await self._update(text)
-
-    async def _stream_progress(self, text: str) -> bool:
-        """Shows text through the stream; False when the reply must go on with post + update."""
-        try:
-            if not self._streaming:
-                response = await self._call(
-                    "chat_startStream",
-                    channel=self._target.channel_id,
-                    thread_ts=self._target.thread_ts,
-                    recipient_user_id=self._target.recipient_user_id,
-                    recipient_team_id=self._target.recipient_team_id,
-                    chunks=[{"type": "markdown_text", "text": text}],
-                )
-                self.ts, self._streaming, self._streamed = response["ts"], True, text
-                await self._posted()
-                return True
-            if not text.startswith(self._streamed):
-                # The text was rewritten; a stream can only append, so the end of the turn rewrites it.
-                return True
-            delta = text[len(self._streamed) :]
-            if delta:
-                await self._call(
-                    "chat_appendStream",
-                    channel=self._target.channel_id,
-                    ts=self.ts,
-                    chunks=[{"type": "markdown_text", "text": delta}],
-                )
-                self._streamed = text
-            return True
-        except SlackApiError as exc:
-            error = exc.response.get("error", "")
-            if error in STREAM_REFUSED_ERRORS and not self._streaming:
-                logger.info(
-                    "slack.stream_refused", extra={"error": error, "channel": self._target.channel_id}
-                )
-                self._use_stream = False
-                return False
-            if error in STREAM_ENDED_ERRORS and self._streaming:
-                logger.info("slack.stream_ended", extra={"error": error, "channel": self._target.channel_id})
-                self._streaming = False
-                self._use_stream = False
-                self._written = self._streamed
-                return False
-            raise
-
-    async def _write_final(self, text: str) -> None:
-        parts = split_for_messages(text)
-        first, rest = parts[0], parts[1:]
-        if self._streaming:
-            extra = first[len(self._streamed) :] if first.startswith(self._streamed) else ""
-            await self._stop_stream(extra=extra)
-            if self._streamed != first:
-                await self._update(first)
-        elif self.ts is None:
-            await self._post(first)
-        elif first != self._written:
-            await self._update(first)
+    async def _render(self, write: Write, *, final: bool) -> None:
+        if not self._cards_ok and write.view.cards:
+            write = self._refuse_cards(write, None)
+        rest: list[str] = []
+        if final:
+            head, *rest = split_for_messages(write.view.text)
+            write = replace(write, view=replace(write.view, text=head))
+        streams = self._use_stream and (self._streaming or (self.ts is None and not final))
+        if not streams or not await self._render_stream(write, final):
+            await self._render_message(write)
         for part in rest:
             await self._call(
                 "chat_postMessage",
@@ -230,51 +464,194 @@ class SlackReply:
                 metadata=self.metadata,
             )
 
-    async def _stop_stream(self, *, extra: str) -> None:
+    def _refuse_cards(self, write: Write, error: str | None) -> Write:
+        """Cards are off for this reply from now on: the same write again, showing the line instead."""
+        if error is not None:
+            logger.info("slack.cards_refused", extra={"error": error, "channel": self._target.channel_id})
+        self._cards_ok = False
+        if self._progress is not None:
+            [again] = self._progress.cards_refused(write)
+            return replace(write, view=replace(again.view, text=write.view.text), changed=())
+        return replace(write, view=_without_cards(write.view), changed=())
+
+    async def _render_stream(self, write: Write, final: bool) -> bool:
+        """Shows the write through the stream; False when the reply must go on with post + update."""
+        view = write.view
+        text = view.text[:MESSAGE_TEXT_LIMIT]
+        cards = self._stream_card_changes(view, final)
+        chunks = [task_update_chunk(card) for card in cards]
         try:
-            await self._call(
-                "chat_stopStream",
-                channel=self._target.channel_id,
-                ts=self.ts,
-                chunks=[{"type": "markdown_text", "text": extra}] if extra else [],
-                metadata=self.metadata,
-            )
-            self._streamed += extra
+            if not self._streaming:
+                if text:
+                    chunks.append(markdown_chunk(text))
+                if not chunks:
+                    return True  # nothing a stream can show yet (a plain-text stream shows no line)
+                response = await self._call(
+                    "chat_startStream",
+                    channel=self._target.channel_id,
+                    thread_ts=self._target.thread_ts,
+                    recipient_user_id=self._target.recipient_user_id,
+                    recipient_team_id=self._target.recipient_team_id,
+                    chunks=chunks,
+                )
+                self.ts, self._streaming, self._stream_text = response["ts"], True, text
+                self._remember(cards)
+                await self._posted()
+                return True
+            delta = text[len(self._stream_text) :] if text.startswith(self._stream_text) else ""
+            if delta:
+                chunks.append(markdown_chunk(delta))
+            if final:
+                extra: dict[str, Any] = {}
+                if view.line and not view.cards:  # a plain-text stream shows its last line below the text
+                    extra["blocks"] = [line_block(view.line, self._block_prefix() + "-line")]
+                await self._call(
+                    "chat_stopStream",
+                    channel=self._target.channel_id,
+                    ts=self.ts,
+                    chunks=chunks,
+                    metadata=self.metadata,
+                    **extra,
+                )
+                self._streaming, self._stream_text = False, self._stream_text + delta
+                self._remember(cards)
+                if self._stream_text != text or not self._stream_shows(view):
+                    # The stream could not show it all (the text was rewritten): rewrite the message.
+                    await self._render_message(write)
+                return True
+            if chunks:
+                await self._call(
+                    "chat_appendStream", channel=self._target.channel_id, ts=self.ts, chunks=chunks
+                )
+                self._stream_text += delta
+                self._remember(cards)
+            return True
+        except SlackApiError as exc:
+            error = exc.response.get("error", "")
+            if error in CARDS_REFUSED_ERRORS and cards:
+                return await self._render_stream(self._refuse_cards(write, error), final)
+            if error in STREAM_REFUSED_ERRORS and not self._streaming:
+                logger.info(
+                    "slack.stream_refused", extra={"error": error, "channel": self._target.channel_id}
+                )
+                self._use_stream = False
+                return False
+            if error in STREAM_ENDED_ERRORS and self._streaming:
+                logger.info("slack.stream_ended", extra={"error": error, "channel": self._target.channel_id})
+                self._streaming, self._use_stream = False, False
+                self._written = None  # the message shows what the stream had: rewrite it whole
+                return False
+            raise
+
+    def _stream_card_changes(self, view: View, final: bool) -> list[Card]:
+        """The cards to send: new or changed since the stream showed them, and at the end a closing
+        one for every card the stream shows as under way (Slack shows an open card as an error)."""
+        if not self._cards_ok:
+            return []  # refused: not even the closing chunks would be taken
+        changes: list[Card] = []
+        known = len(self._stream_cards)
+        for card in view.cards:
+            shown = self._stream_cards.get(card.id)
+            if shown == card:
+                continue
+            if shown is None:
+                if known >= STREAM_CARD_LIMIT:
+                    continue
+                known += 1
+            changes.append(card)
+        if final:
+            in_view = {card.id for card in view.cards}
+            for card in self._stream_cards.values():
+                if card.status is CardStatus.IN_PROGRESS and card.id not in in_view:
+                    changes.append(replace(card, status=CardStatus.COMPLETE))
+        return changes
+
+    def _stream_shows(self, view: View) -> bool:
+        """Whether the stream holds every card of the view as the view has it."""
+        return all(self._stream_cards.get(card.id) == card for card in view.cards)
+
+    def _remember(self, cards: list[Card]) -> None:
+        for card in cards:
+            self._stream_cards[card.id] = card
+
+    async def _render_message(self, write: Write) -> None:
+        """Shows the write as a message: posted the first time, then updated."""
+        view = write.view
+        content = self._content(view)
+        if content is None or (self.ts is not None and self._written == _view_key(view)):
+            return
+        try:
+            if self.ts is None:
+                response = await self._call(
+                    "chat_postMessage",
+                    channel=self._target.channel_id,
+                    thread_ts=self._target.thread_ts,
+                    metadata=self.metadata,
+                    **content,
+                )
+                self.ts = response["ts"]
+                self._written = _view_key(view)
+                await self._posted()
+            else:
+                await self._stop_adopted_stream()
+                await self._call("chat_update", channel=self._target.channel_id, ts=self.ts, **content)
+                self._written = _view_key(view)
+        except SlackApiError as exc:
+            error = exc.response.get("error", "")
+            if error in CARDS_REFUSED_ERRORS and view.cards:
+                await self._render_message(self._refuse_cards(write, error))
+                return
+            raise
+
+    def _content(self, view: View) -> dict[str, Any] | None:
+        """A message's arguments for a view: plain markdown_text, or blocks with the fallback text."""
+        text = view.text[:MESSAGE_TEXT_LIMIT]
+        if not view.line and not view.cards:
+            return {"markdown_text": text} if text else None
+        prefix = self._block_prefix()
+        line, cards = view.line, view.cards
+        if len(cards) > MESSAGE_CARD_LIMIT:
+            line, cards = hidden_line(len(cards) - MESSAGE_CARD_LIMIT), cards[-MESSAGE_CARD_LIMIT:]
+        blocks = [line_block(line, f"{prefix}-line")] if line else []
+        blocks += [task_card_block(card, f"{prefix}-{index}") for index, card in enumerate(cards)]
+        if text.strip():
+            blocks.append({"type": "markdown", "block_id": f"{prefix}-text", "text": text})
+        fallback = view.fallback or line or (cards[-1].title if cards else "")
+        return {"blocks": blocks, "text": _shorten(fallback, FALLBACK_TEXT_LIMIT)}
+
+    def _block_prefix(self) -> str:
+        # Slack asks for new block_ids on each update, unique within the message.
+        self._blocks_made += 1
+        return f"k{self._blocks_made}"
+
+    async def _stop_adopted_stream(self) -> None:
+        """A reply taken over may still stream: end it (keeping its text) before it is rewritten."""
+        if not self._adopted:
+            return
+        self._adopted = False
+        if not self._may_stream:
+            return  # an alert thread's reply never streams
+        try:
+            await self._call("chat_stopStream", channel=self._target.channel_id, ts=self.ts, chunks=[])
         except SlackApiError as exc:
             if exc.response.get("error") not in STREAM_ENDED_ERRORS:
                 raise
-        self._streaming = False
-        self._written = self._streamed
-
-    async def _post(self, text: str) -> None:
-        response = await self._call(
-            "chat_postMessage",
-            channel=self._target.channel_id,
-            thread_ts=self._target.thread_ts,
-            markdown_text=text,
-            metadata=self.metadata,
-        )
-        self.ts, self._written = response["ts"], text
-        await self._posted()
 
     async def _posted(self) -> None:
         if self._on_posted is not None and self.ts is not None:
             await self._on_posted(self.ts)
 
-    async def _update(self, text: str) -> None:
-        if self._adopted:
-            self._adopted = False
-            try:
-                await self._call("chat_stopStream", channel=self._target.channel_id, ts=self.ts, chunks=[])
-            except SlackApiError as exc:
-                if exc.response.get("error") not in STREAM_ENDED_ERRORS:
-                    raise
-        await self._call("chat_update", channel=self._target.channel_id, ts=self.ts, markdown_text=text)
-        self._written = text
-
     async def _call(self, method: str, **kwargs: Any):
         self._last_write_at = self._clock()
-        return await getattr(self._client, method)(**kwargs)
+        response = await getattr(self._client, method)(**kwargs)
+        self._writes_made += 1
+        return response
+
+
+def _error_name(exc: Exception) -> str:
+    if isinstance(exc, SlackApiError):
+        return str(exc.response.get("error", ""))
+    return type(exc).__name__
 
 
 async def post_notice(client: AsyncWebClient, channel_id: str, thread_ts: str, text: str) -> str:

@@ -1,6 +1,8 @@
 """Threads and sessions end to end: signed Slack events into Daphne, a Celery worker running turns
 against a real A2A server, answers written to the Slack fake."""
 
+import time
+
 import pytest
 
 from sessions import notices
@@ -62,7 +64,10 @@ def test_every_turn_of_a_thread_goes_to_the_same_context_and_threads_to_differen
     wait_for_reply_count(world, other, 1)
     received = agent.wait_for_received(3)
     # Names are looked up once and cached: Ada wrote twice, Grace once.
-    assert sorted(call.args["user"] for call in world.slack.calls("users.info")) == [defaults.ADA, defaults.GRACE]
+    assert sorted(call.args["user"] for call in world.slack.calls("users.info")) == [
+        defaults.ADA,
+        defaults.GRACE,
+    ]
     assert received[0].context_id == received[1].context_id
     assert received[2].context_id != received[0].context_id
     session = Session.objects.get(thread_ts=first)
@@ -253,7 +258,8 @@ def test_a_task_that_does_not_complete_is_told_in_plain_words_and_the_queue_move
 
 
 def test_an_unreachable_agent_is_told_after_bounded_retries(make_world):
-    world = make_world(agent_url="http://127.0.0.1:9/")
+    # steps: nothing is shown before the notice (the Working… card of a long wait is test_progress's).
+    world = make_world(agent_url="http://127.0.0.1:9/", progress="steps")
     ts = world.mention("anyone there?")
     [answer] = wait_for_reply_count(world, ts, 1)
     assert answer.text == notices.AGENT_UNREACHABLE
@@ -299,7 +305,15 @@ def test_the_logs_never_hold_message_text_or_answers(make_world, a2a_agent):
     ts = world.mention("question-text-platypus-17")
     wait_for_reply_count(world, ts, 1)
     wait_for_turns_to_end(world, 1)
-    logs = "".join(world.stack.log_tail(name, lines=100_000) for name in world.stack.processes)
+
+    def read_logs() -> str:
+        return "".join(world.stack.log_tail(name, lines=100_000) for name in world.stack.processes)
+
+    # The runner logs turn.ended just after it marks the turn over (and removes its reaction).
+    deadline = time.monotonic() + WAIT
+    while "turn.ended" not in read_logs() and time.monotonic() < deadline:
+        time.sleep(0.05)  # polling a log file, not timing a race
+    logs = read_logs()
     assert "turn.ended" in logs  # the logs are there, and structured
     assert "platypus-17" not in logs
     assert "zebra-42" not in logs

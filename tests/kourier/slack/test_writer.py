@@ -41,8 +41,7 @@ def make_reply(fake, thread_ts, *, live=True, stream=True, min_interval=0.0) -> 
 
 async def settle(reply: SlackReply) -> None:
     # Lets a scheduled write run before the test looks.
-    if reply._pending is not None:
-        await reply._pending
+    await reply.settled()
 
 
 def test_a_live_answer_streams_into_one_message(slack_fake, thread_ts):
@@ -191,7 +190,9 @@ def test_reacting_twice_and_removing_twice_are_harmless(slack_fake, thread_ts):
         client = AsyncWebClient(token=slack_fake.bot_token, base_url=slack_fake.url, timeout=5)
         await add_reaction(client, defaults.CHANNEL_ID, thread_ts, "eyes")
         await add_reaction(client, defaults.CHANNEL_ID, thread_ts, "eyes")
-        assert slack_fake.message(defaults.CHANNEL_ID, thread_ts).reactions == {"eyes": [defaults.BOT_USER_ID]}
+        assert slack_fake.message(defaults.CHANNEL_ID, thread_ts).reactions == {
+            "eyes": [defaults.BOT_USER_ID]
+        }
         await remove_reaction(client, defaults.CHANNEL_ID, thread_ts, "eyes")
         await remove_reaction(client, defaults.CHANNEL_ID, thread_ts, "eyes")
 
