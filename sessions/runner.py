@@ -8,6 +8,7 @@ import asyncio
 import logging
 import os
 import socket
+import threading
 import uuid
 from dataclasses import dataclass
 
@@ -55,7 +56,37 @@ def runner_identity() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
+# The sessions this process runs, so that a shutting-down worker can hand them over (see tasks.py).
+_running_lock = threading.Lock()
+_running: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Task]] = {}
+
+
+def hand_over_running_sessions() -> list[int]:
+    """Stops every session this process runs where it is; each releases its lease on the way out.
+
+    Called from any thread. A turn left mid-way is taken over by the next runner, which follows the
+    agent's task and adopts the reply message, so nothing is left that recovery cannot finish.
+    """
+    with _running_lock:
+        running = dict(_running)
+    for loop, task in running.values():
+        loop.call_soon_threadsafe(task.cancel)
+    return list(running)
+
+
 async def run_session(session_id: int) -> None:
+    current = asyncio.current_task()
+    assert current is not None
+    with _running_lock:
+        _running[session_id] = (asyncio.get_running_loop(), current)
+    try:
+        await _run_session(session_id)
+    finally:
+        with _running_lock:
+            _running.pop(session_id, None)
+
+
+async def _run_session(session_id: int) -> None:
     owner = runner_identity()
     while await _db(services.claim_lease)(session_id, owner, seconds=LEASE_SECONDS):
         try:
@@ -72,7 +103,12 @@ async def run_session(session_id: int) -> None:
 async def _run_turn_with_lease(session_id: int, turn_id: int, owner: str) -> bool:
     turn_task = asyncio.create_task(run_turn(turn_id))
     while True:
-        done, _ = await asyncio.wait({turn_task}, timeout=LEASE_SECONDS / 3)
+        try:
+            done, _ = await asyncio.wait({turn_task}, timeout=LEASE_SECONDS / 3)
+        except asyncio.CancelledError:
+            turn_task.cancel()
+            await asyncio.gather(turn_task, return_exceptions=True)
+            raise
         if done:
             turn_task.result()
             return True

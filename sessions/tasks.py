@@ -9,6 +9,7 @@ from datetime import timedelta
 
 from asgiref.sync import async_to_sync, sync_to_async
 from celery import shared_task
+from celery.signals import worker_shutting_down
 from django.utils import timezone
 
 from audit.services import record
@@ -29,7 +30,20 @@ def drive_session(session_id: int) -> None:
     """Runs the session's queued turns, one at a time, unless another runner holds its lease."""
     from .runner import run_session
 
-    asyncio.run(run_session(session_id))
+    try:
+        asyncio.run(run_session(session_id))
+    except asyncio.CancelledError:
+        # Handed over by a shutting-down worker with its lease released; beat's recovery sweep gives it
+        # to another worker. (Enqueued from here, it could come back to this worker before it exits.)
+        logger.info("session.handed_over", extra={"session_id": session_id})
+
+
+@worker_shutting_down.connect
+def _hand_over_sessions(**kwargs) -> None:
+    """On SIGTERM, running turns stop where they are instead of holding the shutdown for minutes."""
+    from .runner import hand_over_running_sessions
+
+    hand_over_running_sessions()
 
 
 @shared_task(acks_late=True, autoretry_for=(Exception,), retry_backoff=True, max_retries=5)

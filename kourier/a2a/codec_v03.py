@@ -10,9 +10,7 @@ the 0.3 JSON schema) and then read from the raw JSON, exactly like the 1.0 codec
 
 from __future__ import annotations
 
-import base64
-import binascii
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pydantic
@@ -21,17 +19,15 @@ from a2a.compat.v0_3.extension_headers import LEGACY_HTTP_EXTENSION_HEADER
 from a2a.extensions.common import HTTP_EXTENSION_HEADER
 from a2a.utils.constants import PROTOCOL_VERSION_0_3, VERSION_HEADER
 
-from kourier.a2a.codec import compact, metadata_of, optional_str, require_dict, require_id
+from kourier.a2a.codec import compact, metadata_of, optional_str, require_dict
+from kourier.a2a.codec_shared import SharedShapes, decode_file_bytes, encode_file_bytes
 from kourier.a2a.errors import InvalidAgentResponse
 from kourier.a2a.wire import (
-    Artifact,
-    ArtifactUpdate,
     DataPart,
     FilePart,
     Message,
     Part,
     Role,
-    StatusUpdate,
     StreamEvent,
     Task,
     TaskState,
@@ -71,33 +67,22 @@ class CodecV03:
         raise NotImplementedError("A2A 0.3 has no tasks/list")
 
     def encode_message(self, message: Message) -> dict[str, Any]:
-        return compact(
-            {
-                "kind": "message",
-                "messageId": message.message_id,
-                "role": "user" if message.role is Role.USER else "agent",
-                "parts": [_encode_part(part) for part in message.parts],
-                "contextId": message.context_id,
-                "taskId": message.task_id,
-                "metadata": dict(message.metadata),
-                "extensions": list(message.extensions),
-            }
-        )
+        return _SHAPES.encode_message(message)
 
     def decode_stream_event(self, result: Any) -> StreamEvent:
         kind = _validate(result, "stream event")
         if kind == "status-update":
-            return _decode_status_update(result)
+            return _SHAPES.decode_status_update(result)
         if kind == "artifact-update":
-            return _decode_artifact_update(result)
+            return _SHAPES.decode_artifact_update(result)
         if kind == "task":
-            return _decode_task(result)
-        return _decode_message(result)
+            return _SHAPES.decode_task(result)
+        return _SHAPES.decode_message(result)
 
     def decode_task(self, result: Any) -> Task:
         if _validate(result, "task") != "task":
             raise InvalidAgentResponse("expected a task")
-        return _decode_task(result)
+        return _SHAPES.decode_task(result)
 
     def decode_list_tasks(self, result: Any) -> tuple[list[Task], str | None]:
         raise NotImplementedError("A2A 0.3 has no tasks/list")
@@ -125,6 +110,14 @@ def _decode_state(value: Any) -> TaskState:
         return TaskState.UNKNOWN
 
 
+def _decode_role(value: Any) -> Role:
+    return Role.USER if value == "user" else Role.AGENT if value == "agent" else Role.UNKNOWN
+
+
+def _encode_role(role: Role) -> str:
+    return "user" if role is Role.USER else "agent"
+
+
 def _decode_part(obj: Any) -> Part:
     part = require_dict(obj, "part")
     metadata = metadata_of(part)
@@ -135,15 +128,9 @@ def _decode_part(obj: Any) -> Part:
         return DataPart(data=part["data"], metadata=metadata)
     if kind == "file":
         file = require_dict(part.get("file"), "file")
-        raw = None
-        if "bytes" in file:
-            try:
-                raw = base64.b64decode(file["bytes"], validate=True)
-            except (binascii.Error, TypeError, ValueError) as error:
-                raise InvalidAgentResponse("file part with invalid base64") from error
         return FilePart(
             url=optional_str(file.get("uri")),
-            raw=raw,
+            raw=decode_file_bytes(file["bytes"]) if "bytes" in file else None,
             media_type=optional_str(file.get("mimeType")),
             filename=optional_str(file.get("name")),
             metadata=metadata,
@@ -151,97 +138,36 @@ def _decode_part(obj: Any) -> Part:
     raise InvalidAgentResponse("part of unknown kind")
 
 
-def _encode_part(part: Part) -> dict[str, Any]:
+def _encode_part_content(part: Part) -> dict[str, Any]:
     if isinstance(part, TextPart):
-        encoded: dict[str, Any] = {"kind": "text", "text": part.text}
-    elif isinstance(part, DataPart):
-        encoded = {"kind": "data", "data": part.data}
-    else:
-        file = compact(
-            {
-                "uri": part.url,
-                "bytes": base64.b64encode(part.raw).decode("ascii") if part.raw is not None else None,
-                "mimeType": part.media_type,
-                "name": part.filename,
-            }
-        )
-        encoded = {"kind": "file", "file": file}
-    if part.metadata:
-        encoded["metadata"] = dict(part.metadata)
-    return encoded
-
-
-def _decode_parts(obj: Any) -> tuple[Part, ...]:
-    return tuple(_decode_part(part) for part in (obj or []))
-
-
-def _decode_message(obj: Any) -> Message:
-    message = require_dict(obj, "message")
-    role = message.get("role")
-    return Message(
-        message_id=message.get("messageId") or "",
-        role=Role.USER if role == "user" else Role.AGENT if role == "agent" else Role.UNKNOWN,
-        parts=_decode_parts(message.get("parts")),
-        context_id=optional_str(message.get("contextId")),
-        task_id=optional_str(message.get("taskId")),
-        metadata=metadata_of(message),
-        extensions=tuple(message.get("extensions") or ()),
+        return {"kind": "text", "text": part.text}
+    if isinstance(part, DataPart):
+        return {"kind": "data", "data": part.data}
+    file = compact(
+        {
+            "uri": part.url,
+            "bytes": encode_file_bytes(part.raw),
+            "mimeType": part.media_type,
+            "name": part.filename,
+        }
     )
+    return {"kind": "file", "file": file}
 
 
-def _decode_status(obj: Any) -> tuple[TaskState, Message | None]:
-    status = require_dict(obj or {}, "task status")
-    message = status.get("message")
-    return _decode_state(status.get("state")), _decode_message(message) if message is not None else None
+def _is_final(update: Mapping[str, Any], state: TaskState) -> bool:
+    return bool(update.get("final"))  # 0.3 marks the last status update of a stream
 
 
-def _decode_task(task: dict[str, Any]) -> Task:
-    state, status_message = _decode_status(task.get("status"))
-    return Task(
-        id=require_id(task.get("id"), "task"),
-        context_id=optional_str(task.get("contextId")),
-        state=state,
-        status_message=status_message,
-        artifacts=tuple(_decode_artifact(artifact) for artifact in task.get("artifacts") or ()),
-        history=tuple(_decode_message(message) for message in task.get("history") or ()),
-        metadata=metadata_of(task),
-    )
-
-
-def _decode_artifact(obj: Any) -> Artifact:
-    artifact = require_dict(obj, "artifact")
-    return Artifact(
-        artifact_id=require_id(artifact.get("artifactId"), "artifact"),
-        parts=_decode_parts(artifact.get("parts")),
-        name=optional_str(artifact.get("name")),
-        metadata=metadata_of(artifact),
-    )
-
-
-def _decode_status_update(update: dict[str, Any]) -> StatusUpdate:
-    state, message = _decode_status(update.get("status"))
-    return StatusUpdate(
-        task_id=require_id(update.get("taskId"), "status update"),
-        context_id=optional_str(update.get("contextId")),
-        state=state,
-        message=message,
-        final=bool(update.get("final")),
-        metadata=metadata_of(update),
-    )
-
-
-def _decode_artifact_update(update: dict[str, Any]) -> ArtifactUpdate:
-    artifact = _decode_artifact(update.get("artifact"))
-    return ArtifactUpdate(
-        task_id=require_id(update.get("taskId"), "artifact update"),
-        context_id=optional_str(update.get("contextId")),
-        artifact_id=artifact.artifact_id,
-        parts=artifact.parts,
-        append=bool(update.get("append")),
-        last_chunk=bool(update.get("lastChunk")),
-        name=artifact.name,
-        metadata=artifact.metadata,
-    )
-
+# Tasks, artifacts, messages and updates have the same members in 0.3 and 1.0; codec_shared reads
+# and writes them once, with the parts, roles and states spelled the 0.3 way above.
+_SHAPES = SharedShapes(
+    decode_part=_decode_part,
+    encode_part_content=_encode_part_content,
+    decode_role=_decode_role,
+    encode_role=_encode_role,
+    decode_state=_decode_state,
+    is_final=_is_final,
+    message_kind="message",
+)
 
 CODEC = CodecV03()

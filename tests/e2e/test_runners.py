@@ -4,7 +4,7 @@ import signal
 
 import pytest
 
-from sessions.models import Turn
+from sessions.models import Session, Turn
 from tests.e2e.test_threads import WAIT, replies, wait_for_reply_count, wait_for_turns_to_end
 from tests.fakes.a2a_agent import steps
 from tests.fakes.a2a_agent.gates import Gate
@@ -65,3 +65,20 @@ def test_queued_replies_survive_a_worker_killed_between_turns(make_world, a2a_ag
     wait_for_turns_to_end(world, 2)
     assert [m.text for m in replies(world, ts)] == ["first", "second"]
     assert [r.text.rsplit(": ", 1)[-1] for r in a2a_agent.received] == ["start", "next"]
+
+
+def test_sigterm_hands_a_running_turn_over_within_bounded_time(make_world, a2a_agent):
+    gate = Gate()
+    a2a_agent.script([steps.text("Half of it. "), steps.wait_for(gate), steps.text("The rest.")])
+    world = make_world(agent_url=a2a_agent.url, progress="steps", beat=True, env=FAST_RECOVERY)
+    ts = world.mention("go")
+    gate.wait_reached(1, timeout=WAIT)
+    world.slack.wait_until(lambda: Turn.objects.filter(reply_ts__gt="").exists(), timeout=WAIT)
+    world.stack.kill("worker", signal.SIGTERM)  # waits at most 30 s for the worker to exit
+    assert Session.objects.get().lease_owner == ""  # released, not left to expire
+    world.stack.start_worker(name="worker2")
+    gate.open()
+    wait_for_turns_to_end(world, 1)
+    assert [m.text for m in replies(world, ts)] == ["Half of it. The rest."]
+    assert not replies(world, ts)[0].streaming
+    assert len(a2a_agent.received) == 1
