@@ -25,7 +25,8 @@ from kourier.a2a.wire import Message, Role, TaskState, TextPart
 from kourier.progress import Outcome, Progress, ThreadKind
 from kourier.slack.clients import async_web_client
 from kourier.slack.people import person_name
-from kourier.slack.writer import AssistantStatus, ReplyTarget, SlackReply, post_notice, remove_reaction
+from kourier.slack.status import AssistantStatus
+from kourier.slack.writer import ReplyTarget, SlackReply, post_notice, remove_reaction
 
 from . import notices, services
 from .prompts import Author, Note, build_turn_text, strip_bot_mention

@@ -61,6 +61,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from kourier.progress import NO_OUTPUT, Card, CardStatus, Progress, View, Write, WriteKind, hidden_line
 
+from .blocks import line_block, markdown_chunk, task_card_block, task_update_chunk
+from .status import AssistantStatus
+
 logger = logging.getLogger(__name__)
 
 NO_OUTPUT_TEXT = NO_OUTPUT
@@ -73,7 +76,6 @@ MESSAGE_CARD_LIMIT = 45
 # About 50 task cards fit in one streamed message (3P, UNVERIFIED); new cards past this are left out.
 STREAM_CARD_LIMIT = 45
 REPLY_METADATA_EVENT = "kourier_reply"
-ASSISTANT_STATUS_WORKING = "is working…"
 
 # Errors that mean chat streaming cannot be used for this reply: fall back to post + update.
 STREAM_REFUSED_ERRORS = frozenset(
@@ -96,10 +98,6 @@ STREAM_ENDED_ERRORS = frozenset(
 )
 # Errors that refuse the cards of a write: task_update chunks of a stream, task_card blocks of a message.
 CARDS_REFUSED_ERRORS = frozenset({"invalid_chunks", "invalid_blocks"})
-# Errors that mean this app or workspace cannot set an assistant status at all (research/slack.md §2.1).
-STATUS_UNAVAILABLE_ERRORS = frozenset(
-    {"missing_scope", "unknown_method", "not_allowed_token_type", "method_deprecated"}
-)
 
 
 @dataclass(frozen=True)
@@ -125,52 +123,6 @@ def split_for_messages(text: str, limit: int = MESSAGE_TEXT_LIMIT) -> list[str]:
     return parts
 
 
-# --- Slack's shapes for a view -------------------------------------------------------------------
-
-
-def task_update_chunk(card: Card) -> dict[str, Any]:
-    """A stream's card: a later chunk with the same id updates it (research/slack.md §1.2)."""
-    chunk: dict[str, Any] = {
-        "type": "task_update",
-        "id": card.id,
-        "title": card.title,
-        "status": card.status.value,
-    }
-    if card.output:
-        chunk["output"] = card.output
-    return chunk
-
-
-def markdown_chunk(text: str) -> dict[str, Any]:
-    return {"type": "markdown_text", "text": text}
-
-
-def rich_text(text: str) -> dict[str, Any]:
-    return {
-        "type": "rich_text",
-        "elements": [{"type": "rich_text_section", "elements": [{"type": "text", "text": text}]}],
-    }
-
-
-def task_card_block(card: Card, block_id: str) -> dict[str, Any]:
-    """A message's card (research/slack.md §1.5); ``output`` is a rich_text object."""
-    block: dict[str, Any] = {
-        "type": "task_card",
-        "block_id": block_id,
-        "task_id": card.id,
-        "title": card.title,
-        "status": card.status.value,
-    }
-    if card.output:
-        block["output"] = rich_text(card.output)
-    return block
-
-
-def line_block(line: str, block_id: str) -> dict[str, Any]:
-    """The line of small print: plain text, so a tool's arguments are never read as formatting."""
-    return {"type": "context", "block_id": block_id, "elements": [{"type": "plain_text", "text": line}]}
-
-
 def _shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -182,76 +134,6 @@ def _view_key(view: View) -> tuple[Any, ...]:
 def _without_cards(view: View) -> View:
     fallback = view.text if view.text.strip() else (view.line or view.fallback)
     return View(view.line, (), view.text, fallback)
-
-
-# --- Slack's assistant status --------------------------------------------------------------------
-
-# Connections whose app or workspace cannot set an assistant status: none is set for them until the
-# process restarts. Keyed by the caller's key for the Connection.
-_status_unavailable: set[str] = set()
-
-
-class AssistantStatus:
-    """``is working…`` under an alert thread's name while its turn runs (assistant.threads.setStatus).
-
-    Never fails the reply: an error that says the method cannot be used turns it off for the
-    Connection (logged once, at info); any other error turns it off for this turn.
-    """
-
-    def __init__(self, client: AsyncWebClient, channel_id: str, thread_ts: str, connection_key: str) -> None:
-        self._client = client
-        self._channel_id = channel_id
-        self._thread_ts = thread_ts
-        self._connection_key = connection_key
-        self._off = False
-        self._set = False  # a status was set in this turn
-
-    @property
-    def available(self) -> bool:
-        return not self._off and self._connection_key not in _status_unavailable
-
-    async def working(self) -> None:
-        if await self._send(ASSISTANT_STATUS_WORKING):
-            self._set = True
-
-    async def clear(self) -> None:
-        if self._set and await self._send(""):
-            self._set = False
-
-    async def _send(self, status: str) -> bool:
-        if not self.available:
-            return False
-        try:
-            await self._client.assistant_threads_setStatus(
-                channel_id=self._channel_id, thread_ts=self._thread_ts, status=status
-            )
-            return True
-        except SlackApiError as exc:
-            error = exc.response.get("error", "")
-            if error in STATUS_UNAVAILABLE_ERRORS:
-                if self._connection_key not in _status_unavailable:
-                    _status_unavailable.add(self._connection_key)
-                    logger.info(
-                        "slack.assistant_status_unavailable",
-                        extra={"error": error, "connection": self._connection_key},
-                    )
-            else:
-                self._off = True
-                logger.info(
-                    "slack.assistant_status_failed", extra={"error": error, "channel": self._channel_id}
-                )
-        except Exception as exc:  # a timeout or a dropped connection: the reply goes on without it
-            self._off = True
-            logger.info(
-                "slack.assistant_status_failed",
-                extra={"error": type(exc).__name__, "channel": self._channel_id},
-            )
-        return False
-
-
-def reset_status_availability() -> None:
-    """Forgets which Connections cannot set a status (for tests; a restart does the same)."""
-    _status_unavailable.clear()
 
 
 # --- the reply -----------------------------------------------------------------------------------

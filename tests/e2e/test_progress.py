@@ -25,7 +25,7 @@ from kourier.progress import (
     WROTE_THE_ANSWER,
 )
 from kourier.redaction import format_call
-from kourier.slack.writer import ASSISTANT_STATUS_WORKING
+from kourier.slack.status import ASSISTANT_STATUS_WORKING
 from sessions import notices, services
 from sessions.models import Session, Turn
 from tests.e2e.conftest import BOT_TOKEN_ENV

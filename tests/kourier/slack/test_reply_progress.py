@@ -26,8 +26,9 @@ from kourier.progress import (
     Progress,
     ThreadKind,
 )
-from kourier.slack import writer
-from kourier.slack.writer import ASSISTANT_STATUS_WORKING, AssistantStatus, ReplyTarget, SlackReply
+from kourier.slack import status as assistant_status
+from kourier.slack.status import ASSISTANT_STATUS_WORKING, AssistantStatus
+from kourier.slack.writer import STREAM_CARD_LIMIT, ReplyTarget, SlackReply
 from tests.fakes.slack import defaults
 from tests.fakes.slack.clock import ManualClock
 
@@ -44,9 +45,9 @@ REPLY_METHODS = (
 
 @pytest.fixture(autouse=True)
 def _status_available_again():
-    writer.reset_status_availability()
+    assistant_status.reset_status_availability()
     yield
-    writer.reset_status_availability()
+    assistant_status.reset_status_availability()
 
 
 class FakeClock:
@@ -275,7 +276,7 @@ def test_an_empty_chat_turn_shows_no_output_and_one_that_fails_with_nothing_show
 
 def test_a_stream_takes_at_most_its_card_limit_and_its_end_shows_the_latest_cards(slack_fake):
     r = Reply(slack_fake, STEPS, CHAT)
-    calls = writer.STREAM_CARD_LIMIT + 3
+    calls = STREAM_CARD_LIMIT + 3
 
     async def scenario():
         await r.feed(call("c0"))
@@ -287,7 +288,7 @@ def test_a_stream_takes_at_most_its_card_limit_and_its_end_shows_the_latest_card
 
     run(scenario)
     streamed = {c["id"] for m in REPLY_METHODS[:3] for rec in slack_fake.calls(m) for c in card_chunks(rec)}
-    assert len(streamed) == writer.STREAM_CARD_LIMIT
+    assert len(streamed) == STREAM_CARD_LIMIT
     message = r.message
     assert [c.id for c in message.cards] == [f"call-c{n}" for n in range(3, calls)]
     assert message.blocks[0]["elements"][0]["text"] == "3 earlier steps not shown"

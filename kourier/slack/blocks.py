@@ -1,0 +1,50 @@
+"""Slack's shapes for what a reply shows: stream chunks and Block Kit blocks (research/slack.md §1)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kourier.progress import Card
+
+
+def task_update_chunk(card: Card) -> dict[str, Any]:
+    """A stream's card: a later chunk with the same id updates it (research/slack.md §1.2)."""
+    chunk: dict[str, Any] = {
+        "type": "task_update",
+        "id": card.id,
+        "title": card.title,
+        "status": card.status.value,
+    }
+    if card.output:
+        chunk["output"] = card.output
+    return chunk
+
+
+def markdown_chunk(text: str) -> dict[str, Any]:
+    return {"type": "markdown_text", "text": text}
+
+
+def rich_text(text: str) -> dict[str, Any]:
+    return {
+        "type": "rich_text",
+        "elements": [{"type": "rich_text_section", "elements": [{"type": "text", "text": text}]}],
+    }
+
+
+def task_card_block(card: Card, block_id: str) -> dict[str, Any]:
+    """A message's card (research/slack.md §1.5); ``output`` is a rich_text object."""
+    block: dict[str, Any] = {
+        "type": "task_card",
+        "block_id": block_id,
+        "task_id": card.id,
+        "title": card.title,
+        "status": card.status.value,
+    }
+    if card.output:
+        block["output"] = rich_text(card.output)
+    return block
+
+
+def line_block(line: str, block_id: str) -> dict[str, Any]:
+    """The line of small print: plain text, so a tool's arguments are never read as formatting."""
+    return {"type": "context", "block_id": block_id, "elements": [{"type": "plain_text", "text": line}]}
