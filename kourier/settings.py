@@ -119,8 +119,8 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = VAR_DIR / "static"
-# The admin's few static files are served from the installed apps directly: no collectstatic step.
+# The admin's few static files are served from the installed apps directly: no collectstatic step,
+# so there is no STATIC_ROOT.
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = False
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
