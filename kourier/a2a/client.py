@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
+import functools
 import json
 import logging
 import time
@@ -130,6 +131,7 @@ class A2AClient:
         self.read_timeout = read_timeout
         self.request_timeout = request_timeout
         self._http = httpx.AsyncClient(
+            verify=_tls_context(),  # one per process: building one costs ~20 ms of CPU and ~850 KiB
             headers=dict(headers or {}),
             timeout=httpx.Timeout(
                 connect=connect_timeout, read=read_timeout, write=read_timeout, pool=connect_timeout
@@ -458,3 +460,9 @@ def _task_id_of(event: StreamEvent) -> str | None:
 
 def _context_id_of(event: StreamEvent) -> str | None:
     return event.context_id
+
+
+@functools.cache
+def _tls_context():
+    """The TLS settings every agent client shares (httpx would load the CA bundle again per client)."""
+    return httpx.create_ssl_context()
