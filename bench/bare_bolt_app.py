@@ -14,7 +14,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 bolt = AsyncApp(
     name="bare",
-    client=AsyncWebClient(token=os.environ["BARE_BOT_TOKEN"], base_url=os.environ["SLACK_API_URL"], timeout=10),
+    client=AsyncWebClient(
+        token=os.environ["BARE_BOT_TOKEN"], base_url=os.environ["SLACK_API_URL"], timeout=10
+    ),
     signing_secret=os.environ["BARE_SIGNING_SECRET"],
     process_before_response=True,
 )

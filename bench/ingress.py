@@ -40,12 +40,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-import httpx  # noqa: E402
-from slack_sdk.signature import SignatureVerifier  # noqa: E402
+import httpx
+from slack_sdk.signature import SignatureVerifier
 
-from bench import support  # noqa: E402
-from tests.fakes.slack import defaults  # noqa: E402
-from tests.fakes.slack.fake import SlackFake  # noqa: E402
+from bench import support
+from tests.fakes.slack import defaults
+from tests.fakes.slack.fake import SlackFake
 
 SLACK_ACK_TIMEOUT = 3.0  # Slack retries an event that is not acked within three seconds
 CLIENT_TIMEOUT = 30.0  # long enough to measure how late a late ack is
@@ -101,7 +101,10 @@ def mention_events(channel: str, ts: str, number: int) -> tuple[SlackEvent, Slac
             "elements": [
                 {
                     "type": "rich_text_section",
-                    "elements": [{"type": "user", "user_id": defaults.BOT_USER_ID}, {"type": "text", "text": words}],
+                    "elements": [
+                        {"type": "user", "user_id": defaults.BOT_USER_ID},
+                        {"type": "text", "text": words},
+                    ],
                 }
             ],
         }
@@ -117,7 +120,9 @@ def mention_events(channel: str, ts: str, number: int) -> tuple[SlackEvent, Slac
         "client_msg_id": str(uuid.uuid4()),
     }
     app_mention = _envelope({"type": "app_mention", **common}, f"Ev{uuid.uuid4().hex[:10].upper()}")
-    message = _envelope({"type": "message", **common, "channel_type": "channel"}, f"Ev{uuid.uuid4().hex[:10].upper()}")
+    message = _envelope(
+        {"type": "message", **common, "channel_type": "channel"}, f"Ev{uuid.uuid4().hex[:10].upper()}"
+    )
     return SlackEvent(json.dumps(app_mention).encode(), ts), SlackEvent(json.dumps(message).encode(), ts)
 
 
@@ -183,7 +188,7 @@ class Target:
     name: str
     url: str
     signing_secret: str
-    pid: int
+    pids: list[int]  # the target's web processes
     source: EventSource
     acked_mentions: set[str] = field(default_factory=set)
 
@@ -205,9 +210,7 @@ async def deliver(client: httpx.AsyncClient, target: Target, event: SlackEvent, 
     try:
         response = await client.post(target.url, content=event.body, headers=headers)
         status = response.status_code
-    except httpx.TimeoutException:
-        error = "timeout"
-    except httpx.TransportError as exc:
+    except httpx.TransportError as exc:  # PoolTimeout: it waited in this client's queue for a connection
         error = type(exc).__name__
     sample = Sample(due, started, time.perf_counter(), status, error, event.message_ts)
     if sample.acked:
@@ -228,7 +231,9 @@ async def open_loop(client: httpx.AsyncClient, target: Target, rate: float, seco
     return list(await asyncio.gather(*pending))
 
 
-async def closed_loop(client: httpx.AsyncClient, target: Target, concurrency: int, seconds: float) -> list[Sample]:
+async def closed_loop(
+    client: httpx.AsyncClient, target: Target, concurrency: int, seconds: float
+) -> list[Sample]:
     end = time.perf_counter() + seconds
     samples: list[Sample] = []
 
@@ -263,9 +268,9 @@ class PhaseResult:
             "phase": self.phase,
             "sent": len(self.samples),
             "acked_2xx_in_3s": acked,
-            "failed": sum(1 for s in self.samples if s.status != 200),
+            "failed": failure_reasons(self.samples) or 0,
             "late_over_3s": sum(1 for s in self.samples if s.status == 200 and s.latency > SLACK_ACK_TIMEOUT),
-            "events_per_s": round(acked / self.elapsed, 1),
+            "acked_events_per_s": round(acked / self.elapsed, 1),
             "p50_ms": round(support.percentile(latencies_ms, 0.50), 1),
             "p99_ms": round(support.percentile(latencies_ms, 0.99), 1),
             "max_ms": round(max(latencies_ms, default=float("nan")), 1),
@@ -275,11 +280,21 @@ class PhaseResult:
         }
 
 
+def failure_reasons(samples: list[Sample]) -> str:
+    """How the requests that got no 200 ended, counted: "HTTP 401: 2, PoolTimeout: 5"."""
+    reasons = collections.Counter(s.error or f"HTTP {s.status}" for s in samples if s.status != 200)
+    return ", ".join(f"{reason}: {count}" for reason, count in reasons.items())
+
+
+def server_cpu_seconds(target: Target) -> float:
+    return sum(support.cpu_seconds(pid) for pid in target.pids)
+
+
 async def run_phase(name: str, target: Target, client: httpx.AsyncClient, load) -> PhaseResult:
-    server_cpu, client_cpu = support.cpu_seconds(target.pid), time.process_time()
+    server_cpu, client_cpu = server_cpu_seconds(target), time.process_time()
     samples = await load
     return PhaseResult(
-        target.name, name, samples, support.cpu_seconds(target.pid) - server_cpu, time.process_time() - client_cpu
+        target.name, name, samples, server_cpu_seconds(target) - server_cpu, time.process_time() - client_cpu
     )
 
 
@@ -291,11 +306,15 @@ async def benchmark(target: Target, args: argparse.Namespace) -> list[PhaseResul
         results = []
         for rate in args.rate:
             phase = f"open loop {rate:g}/s for {args.seconds:g} s"
-            results.append(await run_phase(phase, target, client, open_loop(client, target, rate, args.seconds)))
+            results.append(
+                await run_phase(phase, target, client, open_loop(client, target, rate, args.seconds))
+            )
             await asyncio.sleep(1)  # let the last answers and after-commit work drain
         phase = f"closed loop, {args.concurrency} clients, {args.closed_seconds:g} s"
         results.append(
-            await run_phase(phase, target, client, closed_loop(client, target, args.concurrency, args.closed_seconds))
+            await run_phase(
+                phase, target, client, closed_loop(client, target, args.concurrency, args.closed_seconds)
+            )
         )
     return results
 
@@ -307,6 +326,7 @@ def check_product_stored(env: dict[str, str], target: Target) -> dict[str, int |
     """One turn per acked mention, none for anything else, and each turn's work enqueued once."""
     support.use_database_here(env)
     import redis
+
     from sessions.models import Session, Turn
 
     turns = collections.Counter(Turn.objects.values_list("message_ts", flat=True))
@@ -328,7 +348,9 @@ def check_product_stored(env: dict[str, str], target: Target) -> dict[str, int |
         "acknowledge_turn_enqueued": queued["sessions.tasks.acknowledge_turn"],
     }
     result["one_turn_per_mention"] = (
-        result["acked_without_turn"] == 0 and result["turns_with_duplicates"] == 0 and result["turns_not_sent"] == 0
+        result["acked_without_turn"] == 0
+        and result["turns_with_duplicates"] == 0
+        and result["turns_not_sent"] == 0
     )
     result["enqueued_once_per_turn"] = result["drive_session_enqueued"] == result["turns_stored"]
     return result
@@ -359,7 +381,11 @@ spec:
 def report(args: argparse.Namespace, results: list[PhaseResult], stored: dict | None) -> str:
     lines = [f"# Ingress benchmark ({support.host_description()})", ""]
     lines.append(f"Command: {' '.join(sys.argv)}")
-    lines.append(f"Database: {args.database_label}; signed events to POST /slack/events on 127.0.0.1.")
+    lines.append(f"Product code: {support.code_version()}")
+    lines.append(
+        f"Database: {args.database_label}; {args.web_processes} Daphne process(es) per target; "
+        "signed events to POST /slack/events on 127.0.0.1."
+    )
     lines.append("")
     summaries = [r.summary() for r in results]
     columns = list(summaries[0].keys())
@@ -371,14 +397,21 @@ def report(args: argparse.Namespace, results: list[PhaseResult], stored: dict | 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rate", type=float, nargs="+", default=[200.0], help="open-loop events/s (several: one phase each)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--rate", type=float, nargs="+", default=[200.0], help="open-loop events/s (several: one phase each)"
+    )
     parser.add_argument("--seconds", type=float, default=20.0, help="length of each open-loop phase")
     parser.add_argument("--closed-seconds", type=float, default=10.0, help="length of the closed-loop phase")
     parser.add_argument("--concurrency", type=int, default=16, help="clients in the closed-loop phase")
     parser.add_argument("--redeliver-every", type=int, default=10, help="retry one mention in N (0: never)")
     parser.add_argument("--channels", type=int, default=4, help="bound channels the mentions are spread over")
     parser.add_argument("--targets", nargs="+", choices=["product", "bare"], default=["product", "bare"])
+    parser.add_argument(
+        "--web-processes", type=int, default=1, help="Daphne processes per target, on one socket"
+    )
     parser.add_argument("--database", choices=["sqlite", "postgres"], default="sqlite",
                         help="ignored when DATABASE_URL is set")  # fmt: skip
     parser.add_argument("--json", type=Path, help="also write the numbers here")
@@ -409,17 +442,12 @@ def main() -> None:
         support.prepare_database(env, manifest(channels), workdir)
         try:
             targets = []
-            if "product" in args.targets:
-                url = processes.start_daphne("product", "kourier.asgi:application", env)
+            applications = {"product": "kourier.asgi:application", "bare": "bench.bare_bolt_app:application"}
+            for name in args.targets:
+                url = processes.start_daphne(name, applications[name], env, copies=args.web_processes)
                 targets.append(
-                    Target("product", url + "/slack/events", defaults.SIGNING_SECRET,
-                           processes.running["product"].pid, EventSource(channels, args.redeliver_every))
-                )  # fmt: skip
-            if "bare" in args.targets:
-                url = processes.start_daphne("bare", "bench.bare_bolt_app:application", env)
-                targets.append(
-                    Target("bare Bolt", url + "/slack/events", defaults.SIGNING_SECRET,
-                           processes.running["bare"].pid, EventSource(channels, args.redeliver_every))
+                    Target("bare Bolt" if name == "bare" else name, url + "/slack/events", defaults.SIGNING_SECRET,
+                           processes.pids(name), EventSource(channels, args.redeliver_every))
                 )  # fmt: skip
             results = []
             for target in targets:
@@ -431,7 +459,9 @@ def main() -> None:
         stored = check_product_stored(env, product) if product else None
         print(report(args, results, stored))
         if args.json:
-            args.json.write_text(json.dumps({"phases": [r.summary() for r in results], "stored": stored}, indent=2))
+            args.json.write_text(
+                json.dumps({"phases": [r.summary() for r in results], "stored": stored}, indent=2)
+            )
 
 
 if __name__ == "__main__":

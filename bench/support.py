@@ -68,7 +68,7 @@ def redis_server(workdir: Path) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def database(workdir: Path, kind: str, *, max_connections: int = 300) -> Iterator[str]:
+def database(workdir: Path, kind: str, *, max_connections: int = 200) -> Iterator[str]:
     """DATABASE_URL when it is set; else a SQLite file ("sqlite") or a throwaway cluster ("postgres")."""
     if os.environ.get("DATABASE_URL"):
         yield os.environ["DATABASE_URL"]
@@ -154,6 +154,8 @@ def use_database_here(env: dict[str, str]) -> None:
     """Sets Django up in this process on the product's database, to check what it stored."""
     for name in ("DJANGO_SETTINGS_MODULE", "DATABASE_URL", "REDIS_URL", "CACHE_KEY_PREFIX", "SECRET_KEY"):
         os.environ[name] = env[name]
+    # The product's logging configuration applies in this process too; keep the report readable.
+    os.environ["LOG_LEVEL"] = "WARNING"
     if str(REPO_ROOT) not in sys.path:
         sys.path.insert(0, str(REPO_ROOT))
     import django
@@ -168,20 +170,38 @@ class Processes:
     logs: Path
     running: dict[str, subprocess.Popen] = field(default_factory=dict)
 
-    def start(self, name: str, command: Sequence[str], env: dict[str, str]) -> subprocess.Popen:
+    def start(
+        self, name: str, command: Sequence[str], env: dict[str, str], pass_fds: Sequence[int] = ()
+    ) -> subprocess.Popen:
         log = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115  (closed when the process ends)
         process = subprocess.Popen(
-            list(command), env=env, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
+            list(command), env=env, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            pass_fds=pass_fds,
+        )  # fmt: skip
         self.running[name] = process
         return process
 
-    def start_daphne(self, name: str, application: str, env: dict[str, str]) -> str:
-        """Starts Daphne on a free port and waits until it answers; returns its base URL."""
-        port = free_port()
-        self.start(name, [PYTHON, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), application], env)
+    def start_daphne(self, name: str, application: str, env: dict[str, str], copies: int = 1) -> str:
+        """Starts Daphne on a free port and waits until it answers; returns its base URL.
+
+        With copies > 1, that many Daphne processes accept on one listening socket (daphne --fd),
+        which is how one host runs several web processes without a proxy in front.
+        """
+        if copies == 1:
+            port = free_port()
+            self.start(name, [PYTHON, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), application], env)
+        else:
+            listener = socket.socket()
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(1024)
+            port = listener.getsockname()[1]
+            for copy in range(copies):
+                command = [PYTHON, "-m", "daphne", "--fd", str(listener.fileno()), application]
+                self.start(f"{name}-{copy}", command, env, pass_fds=[listener.fileno()])
+            listener.close()  # the Daphnes hold it now
         base_url = f"http://127.0.0.1:{port}"
-        self.wait_until_answering(name, base_url + "/healthz")
+        for started in [n for n in self.running if n == name or n.startswith(f"{name}-")]:
+            self.wait_until_answering(started, base_url + "/healthz")
         return base_url
 
     def wait_until_answering(self, name: str, url: str) -> None:
@@ -251,6 +271,40 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+def postgres_pids(workdir: Path) -> list[int]:
+    """The private PostgreSQL cluster's processes, if the benchmark started one (it daemonizes)."""
+    pid_file = workdir / "pg" / "postmaster.pid"
+    if not pid_file.exists():
+        return []
+    postmaster = int(pid_file.read_text().split()[0])
+    return [postmaster, *descendants(postmaster)]
+
+
+def database_connections(pids: Sequence[int], workdir: Path) -> int:
+    """Open database connections: SQLite files the processes hold open, or the private cluster's
+    client backends (with DATABASE_URL set elsewhere, nothing is counted)."""
+    if (workdir / "pg" / "postmaster.pid").exists():
+        backends = command_lines(postgres_pids(workdir)[1:])
+        return sum(1 for line in backends if "127.0.0.1(" in line)
+    count = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                with contextlib.suppress(OSError):
+                    count += os.readlink(fd).endswith(".sqlite3")
+    return count
+
+
+def command_lines(pids: Sequence[int]) -> list[str]:
+    lines = []
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            lines.append(
+                Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            )
+    return lines
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time the process has used so far (its reaped children not included)."""
     try:
@@ -290,6 +344,25 @@ def host_cpu_seconds() -> float:
     return (sum(fields[:8]) - idle) / CLOCK_TICKS
 
 
+def code_version() -> str:
+    """The commit the product runs from, and whether its code has uncommitted changes.
+
+    BENCH_CODE_VERSION says it instead, for a run from a copy of the tree (a patched experiment).
+    """
+    if os.environ.get("BENCH_CODE_VERSION"):
+        return os.environ["BENCH_CODE_VERSION"]
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True
+    )
+    changed = subprocess.run(
+        ["git", "status", "--porcelain", "--", "kourier", "sessions", "bindings", "interactions", "audit"],
+        cwd=REPO_ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    if commit.returncode != 0:
+        return "unknown (not a git checkout)"
+    return commit.stdout.strip() + (" with uncommitted changes" if changed.stdout.strip() else "")
+
+
 def host_description() -> str:
     cpu_model = next(
         (line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
@@ -297,7 +370,9 @@ def host_description() -> str:
         platform.processor() or "unknown",
     )  # fmt: skip
     mem_kib = next(
-        int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal")
+        int(line.split()[1])
+        for line in Path("/proc/meminfo").read_text().splitlines()
+        if line.startswith("MemTotal")
     )
     return (
         f"{os.cpu_count()} CPUs ({cpu_model}), {mem_kib / 1024 / 1024:.1f} GiB RAM, "
