@@ -160,7 +160,10 @@ def test_redact_does_not_change_its_input():
 def test_a_cycle_is_redacted_not_followed():
     looped: dict = {}
     looped["self"] = looped
-    redact(looped)  # stops at the depth limit; never RecursionError
+    looped["token"] = "hunter2"
+    redacted = redact(looped)  # stops at the depth limit; never RecursionError
+    assert redacted["token"] == "[redacted]"
+    assert redacted["self"]["token"] == "[redacted]"
 
 
 def test_bytes_are_shown_as_redacted_text():
