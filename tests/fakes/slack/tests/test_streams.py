@@ -295,10 +295,11 @@ def test_a_person_can_stop_a_stream(slack_client: WebClient, slack_fake: SlackFa
 
 
 def test_the_recipient_may_be_someone_else_in_the_channel(slack_client: WebClient, root: str) -> None:
-    slack_client.chat_startStream(
+    started = slack_client.chat_startStream(
         channel=CHANNEL_ID,
         thread_ts=root,
         recipient_user_id=GRACE,
         recipient_team_id=TEAM_ID,
         markdown_text="hi",
     )
+    assert started["ok"] is True
