@@ -30,3 +30,27 @@ def check_slack_api_url(app_configs, **kwargs):
             )
         ]
     return []
+
+
+@register()
+def check_worker_limits(app_configs, **kwargs):
+    errors = []
+    for name in ("WORKER_MAX_SESSIONS", "WORKER_DATABASE_THREADS", "SESSION_LEASE_SECONDS"):
+        value = getattr(settings, name)
+        if value < 1:
+            errors.append(
+                Error(
+                    f"{name} must be at least 1, got {value}.",
+                    hint="Unset it to use the default (see .env.example).",
+                    id="kourier.E003",
+                )
+            )
+    if settings.WORKER_SHUTDOWN_SECONDS < 0:
+        errors.append(
+            Error(
+                f"WORKER_SHUTDOWN_SECONDS must not be negative, got {settings.WORKER_SHUTDOWN_SECONDS}.",
+                hint="Unset it to use the default (see .env.example).",
+                id="kourier.E003",
+            )
+        )
+    return errors

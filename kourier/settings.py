@@ -20,6 +20,9 @@ env = environ.Env(
     A2A_REQUEST_TIMEOUT=(float, 3600.0),
     SESSION_LEASE_SECONDS=(int, 60),
     RECOVERY_INTERVAL_SECONDS=(float, 30.0),
+    WORKER_MAX_SESSIONS=(int, 1000),
+    WORKER_DATABASE_THREADS=(int, 8),
+    WORKER_SHUTDOWN_SECONDS=(float, 10.0),
     EMBEDDED_REDIS_PORT=(int, 6399),
 )
 if (BASE_DIR / ".env").exists():
@@ -60,6 +63,11 @@ A2A_READ_TIMEOUT = env("A2A_READ_TIMEOUT")
 A2A_REQUEST_TIMEOUT = env("A2A_REQUEST_TIMEOUT")
 # A runner holds its session this long between renewals; a dead runner's session is taken over after it.
 SESSION_LEASE_SECONDS = env("SESSION_LEASE_SECONDS")
+# Each worker process runs its sessions on one event loop (sessions/turn_loop.py): at most this many at
+# once, their database calls on this many threads; on SIGTERM it waits this long for them to let go.
+WORKER_MAX_SESSIONS = env("WORKER_MAX_SESSIONS")
+WORKER_DATABASE_THREADS = env("WORKER_DATABASE_THREADS")
+WORKER_SHUTDOWN_SECONDS = env("WORKER_SHUTDOWN_SECONDS")
 
 INSTALLED_APPS = [
     "daphne",

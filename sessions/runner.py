@@ -8,7 +8,6 @@ import asyncio
 import logging
 import os
 import socket
-import threading
 import uuid
 from dataclasses import dataclass
 
@@ -26,7 +25,7 @@ from kourier.progress import Outcome, Progress, ThreadKind
 from kourier.slack.clients import async_web_client
 from kourier.slack.people import person_name
 from kourier.slack.status import AssistantStatus
-from kourier.slack.writer import ReplyTarget, SlackReply, post_notice, remove_reaction
+from kourier.slack.writer import ReplyTarget, SlackReply, add_reaction, post_notice, remove_reaction
 
 from . import notices, services
 from .prompts import Author, Note, build_turn_text, strip_bot_mention
@@ -57,34 +56,29 @@ def runner_identity() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-# The sessions this process runs, so that a shutting-down worker can hand them over (see tasks.py).
-_running_lock = threading.Lock()
-_running: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Task]] = {}
-
-
-def hand_over_running_sessions() -> list[int]:
-    """Stops every session this process runs where it is; each releases its lease on the way out.
-
-    Called from any thread. A turn left mid-way is taken over by the next runner, which follows the
-    agent's task and adopts the reply message, so nothing is left that recovery cannot finish.
-    """
-    with _running_lock:
-        running = dict(_running)
-    for loop, task in running.values():
-        loop.call_soon_threadsafe(task.cancel)
-    return list(running)
-
-
 async def run_session(session_id: int) -> None:
-    current = asyncio.current_task()
-    assert current is not None
-    with _running_lock:
-        _running[session_id] = (asyncio.get_running_loop(), current)
-    try:
-        await _run_session(session_id)
-    finally:
-        with _running_lock:
-            _running.pop(session_id, None)
+    """Acknowledges the session's waiting turns, then runs them one at a time unless another runner
+    holds the session's lease (that runner takes the new turns in order)."""
+    await acknowledge_waiting_turns(session_id)
+    await _run_session(session_id)
+
+
+async def acknowledge_waiting_turns(session_id: int) -> None:
+    """Adds the acknowledgment reaction to every turn of the session that waits or runs without one."""
+    for ack in await _db(services.claim_acknowledgments)(session_id):
+        slack = async_web_client(ack.bot_token)
+        try:
+            await add_reaction(slack, ack.channel_id, ack.message_ts, ack.emoji)
+            # The turn may have ended while the reaction was on its way; its runner then found nothing
+            # to remove.
+            if await _db(services.turn_is_over)(ack.turn_id):
+                await remove_reaction(slack, ack.channel_id, ack.message_ts, ack.emoji)
+        except SlackApiError as exc:
+            # A reaction is a courtesy: the turn runs without it.
+            logger.warning(
+                "turn.acknowledgment_failed",
+                extra={"turn_id": ack.turn_id, "error": exc.response.get("error")},
+            )
 
 
 async def _run_session(session_id: int) -> None:
@@ -285,15 +279,22 @@ class Conversation:
 
     async def run(self, message: Message) -> TurnOutcome:
         failures = 0
-        if self.work.resumed and not self.task_id and not await self._agent_lacks_the_request():
-            # An earlier runner sent this turn and died before the agent named its task, and this agent
-            # cannot be asked which task has it: sending again could run it twice.
-            await self.display.end(Outcome.FAILED, notice_follows=True)
-            return TurnOutcome("lost", notices.REQUEST_LOST)
+        # An earlier runner sent this turn and died before the agent named its task: look before sending.
+        must_look = self.work.resumed and not self.task_id
         while True:
             try:
                 if self.task_id:
                     ended = await self._follow()
+                elif must_look:
+                    if not await self._look_for_the_request():
+                        # This agent cannot be asked which task has the message: sending again could
+                        # run it twice.
+                        await self.display.end(Outcome.FAILED, notice_follows=True)
+                        return TurnOutcome(
+                            "lost", notices.REQUEST_LOST if failures == 0 else notices.AGENT_UNREACHABLE
+                        )
+                    must_look = False
+                    continue
                 else:
                     ended = await self._read(self.agent.send_streaming(message))
                 if ended is not None:
@@ -307,24 +308,22 @@ class Conversation:
                 return TurnOutcome("garbled", notices.AGENT_GARBLED)
             except a2a_errors.A2AError as exc:
                 failures += 1
-                if not exc.retryable or failures >= MAX_FOLLOW_ATTEMPTS or not await self._may_try_again(exc):
+                if not exc.retryable or failures >= MAX_FOLLOW_ATTEMPTS:
                     await self.display.end(Outcome.FAILED, notice_follows=True)
                     return TurnOutcome("unreachable", notices.AGENT_UNREACHABLE)
+                # A request that may have reached the agent is looked up before it is sent again
+                # (agents do not de-duplicate message ids); the reply stays as it is meanwhile.
+                must_look = must_look or (exc.outcome_unknown and not self.task_id)
                 logger.info(
                     "turn.agent_retry",
                     extra={"turn_id": self.work.turn_id, "attempt": failures, "error": type(exc).__name__},
                 )
                 await asyncio.sleep(RETRY_BACKOFF_SECONDS * failures)
 
-    async def _may_try_again(self, error: a2a_errors.A2AError) -> bool:
-        """Whether the turn can go on: following its task, or sending again when the agent surely lacks it."""
-        if self.task_id or not error.outcome_unknown:
-            return True
-        return await self._agent_lacks_the_request()
-
-    async def _agent_lacks_the_request(self) -> bool:
-        """Looks for a task the agent started for this turn's message (agents do not de-duplicate message
-        ids). Finding one, the turn follows it; True means the message may be sent; False, nobody knows."""
+    async def _look_for_the_request(self) -> bool:
+        """Looks for a task the agent started for this turn's message. Finding one, the turn follows
+        it. True: the turn can go on (following it, or sending, the agent surely lacking it); False:
+        nobody can tell. A lookup that fails raises, and is tried again like any request."""
         try:
             found = await self.agent.find_task_for_message(self.work.context_id or None, self.work.message_id)
         except a2a_errors.NotSupportedByProtocol:

@@ -72,8 +72,7 @@ def route_message(
             enqueue_after_commit(tasks.tell_expired, turn.id)
         else:
             _touch(session, binding, now)
-            if binding.acknowledgment_enabled:
-                enqueue_after_commit(tasks.acknowledge_turn, turn.id)
+            # One message per turn: the runner adds the acknowledgment reaction before anything else.
             enqueue_after_commit(tasks.drive_session, session.id)
         logger.info(
             "turn.accepted",
@@ -374,14 +373,47 @@ def forget_context(session_id: int) -> None:
     Session.objects.filter(pk=session_id).update(context_id="")
 
 
-def claim_acknowledgment(turn_id: int) -> bool:
-    """Claims the right to add a turn's reaction: once, and only while the turn waits or runs."""
-    return (
+@dataclass(frozen=True)
+class Acknowledgment:
+    turn_id: int
+    channel_id: str
+    message_ts: str
+    emoji: str
+    bot_token: str
+
+
+def claim_acknowledgments(session_id: int) -> list[Acknowledgment]:
+    """Claims the right to add the reaction of each of the session's turns that waits or runs without
+    one: once per turn (a conditional update), in message order."""
+    waiting = (
         Turn.objects.filter(
-            pk=turn_id, acknowledged=False, state__in=[Turn.State.QUEUED, Turn.State.RUNNING]
-        ).update(acknowledged=True)
-        == 1
+            session_id=session_id, acknowledged=False, state__in=[Turn.State.QUEUED, Turn.State.RUNNING]
+        )
+        .select_related("session__binding", "connection")
+        .order_by("message_ts")
     )
+    claimed = []
+    for turn in waiting:
+        binding = turn.session.binding
+        if binding is None or not binding.acknowledgment_enabled:
+            return []
+        won = (
+            Turn.objects.filter(
+                pk=turn.pk, acknowledged=False, state__in=[Turn.State.QUEUED, Turn.State.RUNNING]
+            ).update(acknowledged=True)
+            == 1
+        )
+        if won:
+            claimed.append(
+                Acknowledgment(
+                    turn_id=turn.pk,
+                    channel_id=turn.channel_id,
+                    message_ts=turn.message_ts,
+                    emoji=binding.acknowledgment_emoji,
+                    bot_token=turn.connection.bot_token(),
+                )
+            )
+    return claimed
 
 
 def turn_is_over(turn_id: int) -> bool:

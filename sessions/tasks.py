@@ -3,21 +3,21 @@
 Every task is safe to run twice.
 """
 
-import asyncio
 import logging
 from datetime import timedelta
 
-from asgiref.sync import async_to_sync, sync_to_async
+from asgiref.sync import async_to_sync
 from celery import shared_task
 from celery.signals import worker_shutting_down
 from django.utils import timezone
 
 from audit.services import record
 from kourier.slack.clients import async_web_client
-from kourier.slack.writer import add_reaction, post_notice, remove_reaction
+from kourier.slack.writer import post_notice
 
 from . import notices, services
 from .models import Session, Turn
+from .turn_loop import LoopFull, hand_over_running_sessions, turn_loop
 
 logger = logging.getLogger(__name__)
 
@@ -25,45 +25,25 @@ logger = logging.getLogger(__name__)
 DELETE_AFTER_EXPIRY = timedelta(days=90)
 
 
-@shared_task(acks_late=True)
-def drive_session(session_id: int) -> None:
-    """Runs the session's queued turns, one at a time, unless another runner holds its lease."""
-    from .runner import run_session
+# How long a full worker waits before it gives a session back to the queue for any worker.
+LOOP_FULL_RETRY_SECONDS = 2
 
+
+@shared_task(bind=True, acks_late=True, max_retries=None)
+def drive_session(self, session_id: int) -> None:
+    """Hands the session to this process's turn loop, which runs its queued turns one at a time
+    unless another runner holds its lease. Returns at once (see turn_loop.py)."""
     try:
-        asyncio.run(run_session(session_id))
-    except asyncio.CancelledError:
-        # Handed over by a shutting-down worker with its lease released; beat's recovery sweep gives it
-        # to another worker. (Enqueued from here, it could come back to this worker before it exits.)
-        logger.info("session.handed_over", extra={"session_id": session_id})
+        turn_loop().drive(session_id)
+    except LoopFull:
+        raise self.retry(countdown=LOOP_FULL_RETRY_SECONDS) from None
 
 
 @worker_shutting_down.connect
 def _hand_over_sessions(**kwargs) -> None:
-    """On SIGTERM, running turns stop where they are instead of holding the shutdown for minutes."""
-    from .runner import hand_over_running_sessions
-
+    """On SIGTERM, running turns stop where they are, leases released, instead of holding the
+    shutdown for minutes; beat's recovery sweep gives them to another worker."""
     hand_over_running_sessions()
-
-
-@shared_task(acks_late=True, autoretry_for=(Exception,), retry_backoff=True, max_retries=5)
-def acknowledge_turn(turn_id: int) -> None:
-    if not services.claim_acknowledgment(turn_id):
-        return
-    turn = Turn.objects.select_related("session__binding", "connection").get(pk=turn_id)
-    binding = turn.session.binding
-    if binding is None:
-        return
-    emoji = binding.acknowledgment_emoji
-    client = async_web_client(turn.connection.bot_token())
-
-    async def react() -> None:
-        await add_reaction(client, turn.channel_id, turn.message_ts, emoji)
-        # The turn may have ended while the reaction was on its way; its runner then found nothing to remove.
-        if await sync_to_async(services.turn_is_over)(turn_id):
-            await remove_reaction(client, turn.channel_id, turn.message_ts, emoji)
-
-    async_to_sync(react)()
 
 
 @shared_task(acks_late=True, autoretry_for=(Exception,), retry_backoff=True, max_retries=5)

@@ -26,3 +26,19 @@ def test_a_slack_api_url_without_its_trailing_slash_is_refused():
 
 def test_the_default_slack_api_url_passes():
     assert "kourier.E002" not in error_ids()
+
+
+def test_a_worker_that_may_run_no_session_is_refused():
+    with override_settings(WORKER_MAX_SESSIONS=0):
+        [message] = [m for m in run_checks() if m.id == "kourier.E003"]
+    assert message.msg == "WORKER_MAX_SESSIONS must be at least 1, got 0."
+
+
+def test_a_negative_shutdown_wait_is_refused():
+    with override_settings(WORKER_SHUTDOWN_SECONDS=-1.0):
+        [message] = [m for m in run_checks() if m.id == "kourier.E003"]
+    assert message.msg == "WORKER_SHUTDOWN_SECONDS must not be negative, got -1.0."
+
+
+def test_the_default_worker_limits_pass():
+    assert "kourier.E003" not in error_ids()

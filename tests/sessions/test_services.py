@@ -36,7 +36,7 @@ def test_a_mention_starts_a_session_and_queues_its_turn(binding, django_capture_
     assert (result.route, result.created) == (Route.TURN, True)
     assert (session.channel_id, session.thread_ts, session.context_id) == (CHANNEL, "1700000001.000100", "")
     assert (turn.state, turn.user_id, turn.session) == (Turn.State.QUEUED, "U0ADA", session)
-    assert enqueued(callbacks) == [("acknowledge_turn", (turn.id,)), ("drive_session", (session.id,))]
+    assert enqueued(callbacks) == [("drive_session", (session.id,))]  # one message per turn
 
 
 def test_the_same_message_delivered_again_is_one_turn(binding, django_capture_on_commit_callbacks):
@@ -114,11 +114,29 @@ def test_activity_moves_the_expiry_forward(binding):
     assert session.expires_at == later + binding.thread_ttl
 
 
-def test_no_acknowledgment_is_queued_when_it_is_turned_off(django_capture_on_commit_callbacks):
-    binding = BindingFactory(channels=[CHANNEL], acknowledgment_enabled=False)
-    with django_capture_on_commit_callbacks() as callbacks:
+class TestAcknowledgments:
+    def test_each_waiting_turn_is_claimed_once_in_message_order(self, binding, monkeypatch):
+        monkeypatch.setenv(binding.connection.bot_token_env, "xoxb-test")
+        services.route_message(binding.connection, said("first", ts="1700000001.000100"))
+        services.route_message(
+            binding.connection, said("second", ts="1700000002.000000", thread_ts="1700000001.000100")
+        )
+        session = Session.objects.get()
+        claimed = services.claim_acknowledgments(session.id)
+        assert [ack.message_ts for ack in claimed] == ["1700000001.000100", "1700000002.000000"]
+        assert {ack.emoji for ack in claimed} == {binding.acknowledgment_emoji}
+        assert services.claim_acknowledgments(session.id) == []
+
+    def test_nothing_is_claimed_when_acknowledgment_is_turned_off(self):
+        binding = BindingFactory(channels=[CHANNEL], acknowledgment_enabled=False)
         services.route_message(binding.connection, said())
-    assert [name for name, _ in enqueued(callbacks)] == ["drive_session"]
+        assert services.claim_acknowledgments(Session.objects.get().id) == []
+        assert not Turn.objects.get().acknowledged
+
+    def test_a_turn_that_has_ended_is_not_claimed(self, binding):
+        services.route_message(binding.connection, said())
+        Turn.objects.update(state=Turn.State.DONE)
+        assert services.claim_acknowledgments(Session.objects.get().id) == []
 
 
 class TestLease:
