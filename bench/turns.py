@@ -1,7 +1,7 @@
 """Turns benchmark: N people mention the bot at once, in N threads, and every answer streams back.
 
     .venv/bin/python bench/turns.py --sessions 10          # and 100, 1000
-    .venv/bin/python bench/turns.py --sessions 1000 --pool asyncio --concurrency 4
+    .venv/bin/python bench/turns.py --sessions 1000 --pace 15 --workers 2 --timeout 900
 
 Starts on 127.0.0.1:
 - the Slack fake (tests/fakes/slack) in this process, with its rate limits as Slack's (scaled only
@@ -29,9 +29,9 @@ each workspace's busiest minute against Slack's budget, CPU seconds and peak mem
 processes per turn, the latency from the agent emitting a text chunk to the first Slack write that
 shows it, and whether any thread lost its answer or got it twice.
 
-Pools (--pool): "threads" and "prefork" are Celery's (the product's drive_session holds a pool
-slot for a whole turn, so --concurrency is the number of turns a process runs at once); "asyncio"
-is bench/asyncio_loop_worker.py, a prototype of the design's event loop per worker process.
+Pools (--pool): Celery's. The product runs every turn of a worker process on one event loop
+(sessions/turn_loop.py); the pool's threads only hand sessions to it, so --concurrency is not the
+number of turns a process runs at once (WORKER_MAX_SESSIONS is).
 """
 
 from __future__ import annotations
@@ -211,10 +211,9 @@ def stop_agent(agent: subprocess.Popen, stamps: Path) -> dict:
 
 
 def worker_command(args: argparse.Namespace, queue: str, index: int) -> list[str]:
-    app = "bench.asyncio_loop_worker" if args.pool == "asyncio" else "kourier"
-    pool = "threads" if args.pool == "asyncio" else args.pool
     return [
-        support.PYTHON, "-m", "celery", "-A", app, "worker", "--pool", pool, "--concurrency", str(args.concurrency),
+        support.PYTHON, "-m", "celery", "-A", "kourier", "worker", "--pool", args.pool,
+        "--concurrency", str(args.concurrency),
         "-Q", queue, "-n", f"bench{index}@%h", "--without-gossip", "--without-mingle", "--loglevel", "INFO",
     ]  # fmt: skip
 
@@ -656,9 +655,9 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--sessions", type=int, default=10, help="threads, each mentioned once at the start")
-    parser.add_argument("--pool", choices=["threads", "prefork", "asyncio"], default="threads")
-    parser.add_argument("--concurrency", type=int, help="pool size per worker (default: sessions + 16 for "
-                        "threads, 2 for prefork, 4 for asyncio)")  # fmt: skip
+    parser.add_argument("--pool", choices=["threads", "prefork"], default="threads")
+    parser.add_argument("--concurrency", type=int, help="pool size per worker (default: 16 for threads, as "
+                        "the README runs it, 2 for prefork)")  # fmt: skip
     parser.add_argument("--workers", type=int, default=1, help="worker processes")
     parser.add_argument("--sessions-per-workspace", type=int, default=10,
                         help="threads per workspace (Slack's budgets are per workspace)")  # fmt: skip
@@ -674,7 +673,7 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory and its logs")
     args = parser.parse_args()
     if args.concurrency is None:
-        args.concurrency = {"threads": args.sessions + 16, "prefork": 2, "asyncio": 4}[args.pool]
+        args.concurrency = {"threads": 16, "prefork": 2}[args.pool]
 
     lighten_the_slack_fake()
 
