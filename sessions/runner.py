@@ -343,6 +343,10 @@ class Conversation:
         except a2a_errors.TaskNotFound:
             # kagent 0.10 refuses tasks/resubscribe for a task it has but no live run of: poll it instead.
             return await self._poll()
+        except a2a_errors.UnsupportedOperation:
+            # A task that ended since the look cannot be subscribed to: its end is in its state.
+            ended = await self._take(await self.agent.get_task(self.task_id))
+            return ended if ended is not None else await self._poll()
 
     async def _poll(self) -> TaskEnded | None:
         assert self.task_id is not None

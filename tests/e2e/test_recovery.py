@@ -1,0 +1,154 @@
+"""Restarts (issue 5): a worker killed mid-turn, and what the next runner makes of the reply.
+
+Each test kills a real Celery worker process at the step it is about, starts another, and reads the
+thread as a person sees it in the Slack fake.
+"""
+
+import signal
+
+import pytest
+from django.db import transaction
+
+from kourier.progress import NO_RESULT
+from sessions import notices, services
+from sessions.models import Turn
+from tests.e2e.conftest import BOT_TOKEN_ENV
+from tests.e2e.test_threads import WAIT, replies, wait_for_turns_to_end
+from tests.fakes.a2a_agent import steps
+from tests.fakes.a2a_agent.gates import Gate
+from tests.fakes.slack import defaults
+
+pytestmark = pytest.mark.slow
+
+FAST_RECOVERY = {"SESSION_LEASE_SECONDS": "3", "RECOVERY_INTERVAL_SECONDS": "1"}
+
+# A call that gets its result, one that never does, and the answer around them.
+WITH_CARDS = [
+    steps.text("Looking. "),
+    steps.tool_call("c1", "search", {"q": "disk"}),
+    steps.tool_result("c1", "search", {"hits": 3}),
+    steps.tool_call("c2", "fetch", {"url": "https://status.example"}),
+]
+
+
+def kill_the_worker_and_start_another(world) -> None:
+    world.stack.kill("worker", signal.SIGKILL)
+    world.stack.start_worker(name="worker2")
+
+
+def the_reply_is_recorded(world) -> None:
+    world.slack.wait_until(lambda: Turn.objects.filter(reply_ts__gt="").exists(), timeout=WAIT)
+
+
+def test_a_taken_over_reply_keeps_its_cards_before_the_whole_answer(make_world, a2a_agent):
+    gate = Gate()
+    a2a_agent.script([*WITH_CARDS, steps.wait_for(gate), steps.text("Done.")])
+    world = make_world(agent_url=a2a_agent.url, progress="steps", beat=True, env=FAST_RECOVERY)
+    ts = world.mention("go")
+    gate.wait_reached(1, timeout=WAIT)
+    world.slack.wait_until(lambda: any(len(m.cards) == 2 for m in replies(world, ts)), timeout=WAIT)
+    the_reply_is_recorded(world)
+    kill_the_worker_and_start_another(world)
+    gate.open()
+    wait_for_turns_to_end(world, 1)
+
+    [reply] = replies(world, ts)
+    assert reply.text == "Looking. \n\nDone."  # text after a tool call is a new paragraph
+    assert [(card.title, card.status) for card in reply.cards] == [
+        ('search(q="disk")', "complete"),
+        ('fetch(url="https://status.example")', "complete"),
+    ]
+    assert reply.card("call-c2").output == NO_RESULT
+    assert not reply.streaming
+    assert not any(card.left_in_progress for card in reply.cards)
+    assert len(a2a_agent.received) == 1  # followed again, not sent again
+
+
+def test_an_alert_threads_reply_is_taken_over_and_updated_with_its_cards(
+    make_world, a2a_agent, settings, monkeypatch
+):
+    gate = Gate()
+    a2a_agent.script([*WITH_CARDS, steps.wait_for(gate), steps.text("Done.")])
+    world = make_world(agent_url=a2a_agent.url, progress="steps", beat=True, env=FAST_RECOVERY)
+    # The alert is started here, in the test process: it posts through the fake and queues its turn
+    # for this stack's workers.
+    settings.SLACK_API_URL = world.slack.url
+    monkeypatch.setenv(BOT_TOKEN_ENV, defaults.BOT_TOKEN)
+    queue = world.stack.env["CELERY_QUEUE"]
+    monkeypatch.setattr(
+        services,
+        "enqueue_after_commit",
+        lambda task, *args: transaction.on_commit(lambda: task.apply_async(args, queue=queue)),
+    )
+    root = services.start_alert_thread(world.binding, "disk alert").message_ts
+    gate.wait_reached(1, timeout=WAIT)
+    world.slack.wait_until(lambda: any(len(m.cards) == 2 for m in replies(world, root)), timeout=WAIT)
+    the_reply_is_recorded(world)
+    kill_the_worker_and_start_another(world)
+    gate.open()
+    wait_for_turns_to_end(world, 1)
+
+    [reply] = replies(world, root)
+    assert not reply.was_streamed  # an alert thread's reply is posted and updated
+    assert reply.text == "Looking. \n\nDone."  # text after a tool call is a new paragraph
+    assert [card.status for card in reply.cards] == ["complete", "complete"]
+    assert reply.card("call-c2").output == NO_RESULT
+
+
+def test_a_task_gone_after_a_restart_stops_the_reply_with_its_text_and_no_card_left_open(
+    make_world, a2a_agent
+):
+    gate = Gate()
+    a2a_agent.script([*WITH_CARDS, steps.wait_for(gate), steps.drop_connection(forget_task=True)])
+    world = make_world(agent_url=a2a_agent.url, progress="steps", beat=True, env=FAST_RECOVERY)
+    ts = world.mention("go")
+    gate.wait_reached(1, timeout=WAIT)
+    world.slack.wait_until(lambda: any(len(m.cards) == 2 for m in replies(world, ts)), timeout=WAIT)
+    the_reply_is_recorded(world)
+    kill_the_worker_and_start_another(world)
+    gate.open()
+    wait_for_turns_to_end(world, 1)
+
+    reply, notice = replies(world, ts)
+    assert "Looking. " in reply.text
+    assert not reply.streaming
+    assert not any(card.left_in_progress for card in reply.cards)
+    assert notice.text == notices.CONVERSATION_GONE
+    assert len(a2a_agent.received) == 1
+
+
+def test_a_restart_before_the_agent_named_the_task_looks_the_request_up_instead_of_sending_it_again(
+    make_world, a2a_agent
+):
+    gate = Gate()
+    a2a_agent.script([steps.wait_for(gate), steps.text("Answered once.")])
+    # The agent's first event is held at the gate: the worker dies before it knows the task.
+    world = make_world(agent_url=a2a_agent.url, beat=True, env=FAST_RECOVERY)
+    ts = world.mention("go")
+    gate.wait_reached(1, timeout=WAIT)
+    assert Turn.objects.get().task_id == ""
+    kill_the_worker_and_start_another(world)
+    world.slack.wait_until(lambda: Turn.objects.exclude(task_id="").exists(), timeout=WAIT)
+    gate.open()
+    wait_for_turns_to_end(world, 1)
+    assert [m.text for m in replies(world, ts)] == ["Answered once."]
+    assert len(a2a_agent.received) == 1
+
+
+def test_a_task_that_ended_before_it_could_be_subscribed_to_is_read_from_its_state(make_world, a2a_agent):
+    gate = Gate()
+    a2a_agent.script(
+        [steps.text("Half of it. "), steps.drop_connection(), steps.wait_for(gate), steps.text("The rest.")]
+    )
+    # The agent refuses the subscription as it does for a task in a terminal state (A2A 1.0: -32004).
+    a2a_agent.fail_next_call(
+        steps.jsonrpc_error(-32004, "Task is in terminal state"), method="SubscribeToTask"
+    )
+    world = make_world(agent_url=a2a_agent.url)
+    ts = world.mention("go")
+    a2a_agent.wait_for_requests(1, method="SubscribeToTask", timeout=WAIT)
+    gate.open()
+    wait_for_turns_to_end(world, 1)
+
+    assert [m.text for m in replies(world, ts)] == ["Half of it. The rest."]
+    assert len(a2a_agent.received) == 1
