@@ -68,7 +68,7 @@ from __future__ import annotations
 import enum
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kourier.a2a.events import AgentEvent, ApprovalRequest, TextDelta, ToolCall, ToolResult
 from kourier.a2a.wire import TaskState
@@ -298,6 +298,19 @@ def approval_title(name: str) -> str:
 
 def hidden_line(hidden: int) -> str:
     return "1 earlier step not shown" if hidden == 1 else f"{hidden} earlier steps not shown"
+
+
+def ended_card(card: Card, outcome: Outcome) -> Card:
+    """A card a stream shows under way, closed as ``finish(outcome)`` closes it. For a stream a
+    restarted process stops without the turn's events: all it knows is the card."""
+    if card.status is not CardStatus.IN_PROGRESS:
+        return card
+    status = CardStatus.ERROR if outcome is Outcome.FAILED else CardStatus.COMPLETE
+    if card.id.startswith(_WORKING + "-"):
+        return replace(card, title=_WORKING_ENDS[outcome], status=status)
+    if card.id == _ACTIVITY:
+        return replace(card, title=_ACTIVITY_ENDS[outcome], status=status)
+    return replace(card, status=CardStatus.COMPLETE, output=NO_RESULT)  # a tool call with no result
 
 
 def _has_text(text: str) -> bool:

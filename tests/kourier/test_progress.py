@@ -51,6 +51,7 @@ from kourier.progress import (
     View,
     Write,
     WriteKind,
+    ended_card,
     format_duration,
     format_minutes,
 )
@@ -1196,3 +1197,26 @@ def test_the_deadline_is_when_tick_has_something_to_do():
 def test_whitespace_is_not_text():
     t = turn(STEPS, CHAT, [(0, text("  \n")), (1, COMPLETED)])
     assert t.last.text == NO_OUTPUT
+
+
+class TestEndedCard:
+    """A restarted process stops a stream it did not write: the card under way is ended as the
+    turn's end would end it."""
+
+    def test_a_tool_call_under_way_ends_complete_with_no_result_reported(self):
+        card = Card("call-c1", 'search(q="x")', CardStatus.IN_PROGRESS)
+        assert ended_card(card, Outcome.FAILED) == Card(
+            "call-c1", 'search(q="x")', CardStatus.COMPLETE, NO_RESULT
+        )
+
+    def test_a_working_card_ends_as_stopped_shown_as_an_error(self):
+        card = Card("working-2", WORKING, CardStatus.IN_PROGRESS)
+        assert ended_card(card, Outcome.FAILED) == Card("working-2", STOPPED, CardStatus.ERROR)
+
+    def test_the_activity_card_ends_as_worked_for_a_completed_task(self):
+        card = Card("activity", "Working… 12 steps, 3 failed", CardStatus.IN_PROGRESS)
+        assert ended_card(card, Outcome.COMPLETED) == Card("activity", WORKED, CardStatus.COMPLETE)
+
+    def test_a_card_that_already_ended_is_left_as_it_is(self):
+        card = Card("call-c1", 'search(q="x")', CardStatus.ERROR, "boom")
+        assert ended_card(card, Outcome.FAILED) is card
