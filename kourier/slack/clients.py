@@ -8,6 +8,8 @@ until now + Retry-After" goes into Redis (the Django cache), so every worker's c
 for that workspace wait the block out instead of drawing more 429s. A call waits at most
 ``RetryPolicy.max_wait`` in all: a block that ends later fails the call at once with
 ``SlackRateLimited``, a ``SlackApiError`` whose error is ``ratelimited``, without calling Slack.
+Each process also keeps the blocks it was told of, so that it still honours them when Redis cannot
+be reached (then the calls go on, logged, and other workers learn of a block from their own 429).
 
 Faults, per call:
 
@@ -190,6 +192,19 @@ def _fault_name(exc: BaseException) -> str:
     return "timeout" if isinstance(exc, TimeoutError) else type(exc).__name__
 
 
+# This process's own record of the blocks it was told of, for when Redis cannot be reached.
+_local_blocks: dict[str, float] = {}
+
+
+def forget_local_blocks() -> None:
+    """Forgets this process's own record of blocks (for tests; a restart does the same)."""
+    _local_blocks.clear()
+
+
+def _later(first: float | None, second: float | None) -> float | None:
+    return max(first or 0.0, second or 0.0) or None
+
+
 class _Budget:
     """The (workspace, method) blocks every worker sees, kept in Redis through the Django cache."""
 
@@ -203,21 +218,45 @@ class _Budget:
     def _expiry(retry_after: float) -> int:
         return math.ceil(retry_after) + 1
 
+    def _unavailable(self, exc: Exception) -> None:
+        # Without Redis the calls go on as if nothing were blocked: Slack's own 429s still hold them.
+        logger.warning(
+            "slack.budget_unavailable", extra={"workspace": self.workspace, "error": type(exc).__name__}
+        )
+
     async def ablocked_until(self, method: str) -> float | None:
-        return await cache.aget(self.key(method))
+        local = _local_blocks.get(self.key(method))
+        try:
+            return _later(await cache.aget(self.key(method)), local)
+        except Exception as exc:
+            self._unavailable(exc)
+            return local
 
     async def ablock(self, method: str, until: float, retry_after: float) -> None:
-        current = await cache.aget(self.key(method))
-        if current is None or current < until:
-            await cache.aset(self.key(method), until, self._expiry(retry_after))
+        _local_blocks[self.key(method)] = max(until, _local_blocks.get(self.key(method), 0.0))
+        try:
+            current = await cache.aget(self.key(method))
+            if current is None or current < until:
+                await cache.aset(self.key(method), until, self._expiry(retry_after))
+        except Exception as exc:
+            self._unavailable(exc)
 
     def blocked_until(self, method: str) -> float | None:
-        return cache.get(self.key(method))
+        local = _local_blocks.get(self.key(method))
+        try:
+            return _later(cache.get(self.key(method)), local)
+        except Exception as exc:
+            self._unavailable(exc)
+            return local
 
     def block(self, method: str, until: float, retry_after: float) -> None:
-        current = cache.get(self.key(method))
-        if current is None or current < until:
-            cache.set(self.key(method), until, self._expiry(retry_after))
+        _local_blocks[self.key(method)] = max(until, _local_blocks.get(self.key(method), 0.0))
+        try:
+            current = cache.get(self.key(method))
+            if current is None or current < until:
+                cache.set(self.key(method), until, self._expiry(retry_after))
+        except Exception as exc:
+            self._unavailable(exc)
 
 
 class _Attempts:

@@ -6,6 +6,7 @@ import time
 import uuid
 
 import pytest
+from django.core.cache import caches
 from django.test import override_settings
 from slack_sdk.errors import SlackApiError
 
@@ -15,6 +16,7 @@ from kourier.slack.clients import (
     SlackRateLimited,
     SlackUnavailable,
     async_web_client,
+    forget_local_blocks,
     web_client,
 )
 from tests.fakes.slack import defaults
@@ -295,7 +297,8 @@ def test_a_429_holds_that_method_back_for_that_workspace_in_every_client(slack_f
     call(second, "reactions_add", channel=defaults.CHANNEL_ID, timestamp=ts, name="eyes")
     assert steps.waits == []
 
-    # This workspace's next update waits the block out instead of drawing another 429.
+    # This workspace's next update waits the block out instead of drawing another 429, in any process.
+    forget_local_blocks()
     call(second, "chat_update", channel=defaults.CHANNEL_ID, ts=ts, text="second")
     assert steps.waits == [pytest.approx(7.0)]
     assert [(c.team_id, c.status) for c in slack_fake.calls("chat.update")] == [
@@ -337,3 +340,19 @@ def test_a_block_longer_than_a_call_may_wait_fails_it_without_calling_slack(slac
         call(hasty, "chat_update", channel=defaults.CHANNEL_ID, ts=ts, text="hurried")
     assert refused.value.response["error"] == "ratelimited"
     assert slack_fake.count("chat.update") == calls_before
+
+
+def test_without_redis_a_429_still_holds_the_method_back_in_this_process(slack_fake, client_for, monkeypatch):
+    async def unreachable(*args, **kwargs):
+        raise ConnectionError("redis is down")
+
+    # (Not the module-level ``cache`` proxy: pytest's collection would open it before the test Redis is set.)
+    monkeypatch.setattr(caches["default"], "aget", unreachable)
+    monkeypatch.setattr(caches["default"], "aset", unreachable)
+    steps = SteppedTime()
+    client = client_for("async", workspace=f"T0001-{uuid.uuid4().hex}", clock=steps.clock, sleep=steps.sleep)
+    ts = call(client, "chat_postMessage", channel=defaults.CHANNEL_ID, text="draft")["ts"]
+    slack_fake.fail("chat.update", "ratelimited", retry_after=3)
+    call(client, "chat_update", channel=defaults.CHANNEL_ID, ts=ts, text="final")
+    assert steps.waits == [pytest.approx(3.0)]
+    assert [c.status for c in slack_fake.calls("chat.update")] == [429, 200]
