@@ -62,7 +62,9 @@ with its ts after:
 A call whose answer is lost is checked by the client before it is repeated (clients.py). An append
 whose answer is lost cannot be checked (a repeat would show its text twice): the reply gives the
 stream up (``chat.stopStream``) and goes on in the same message with ``chat.update`` of the whole
-view, which can be repeated.
+view, which can be repeated. A first post or stream start whose check failed as well
+(``SlackOutcomeUnknown``) fails that write; the next write starts the reply again, since an answer
+shown twice is better than none: this needs Slack to fail the call and then the thread's read.
 """
 
 from __future__ import annotations
@@ -140,9 +142,6 @@ class Intent:
     state: IntentState
     ts: str | None = None  # a confirmed post's
     since: float | None = None  # when a pending intent was recorded (epoch seconds)
-
-
-NEW_INTENT = Intent(IntentState.NEW)
 
 
 class Outbox(Protocol):
