@@ -110,3 +110,31 @@ class ThreadNote(models.Model):
 
     def __str__(self) -> str:
         return f"note {self.channel_id}/{self.message_ts}"
+
+
+class PostIntent(models.Model):
+    """A message the product means to post in a turn's thread, recorded before it is sent and confirmed
+    with its ts after (design invariant 3): a restarted runner posts only what was never confirmed,
+    after looking for it in the thread by the key its metadata carries."""
+
+    class Kind(models.TextChoices):
+        REPLY = "reply"
+        NOTICE = "notice"
+        PART = "part", "Part of a long answer"
+
+    class State(models.TextChoices):
+        INTENDED = "intended"
+        CONFIRMED = "confirmed"
+
+    key = models.CharField(
+        max_length=200, unique=True, help_text="The product's key, kept in the post's metadata."
+    )
+    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="post_intents")
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.INTENDED)
+    ts = models.CharField(max_length=32, blank=True, help_text="The post's, once confirmed.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    confirmed_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.key} ({self.state})"

@@ -1,67 +1,538 @@
-"""Slack Web API clients. Every client in the product is made here, so all of them use SLACK_API_URL.
+"""Slack Web API clients. Every client in the product is made here, so all of them use SLACK_API_URL
+and the same rules for Slack's faults.
 
-Retries: a 429 means Slack did not apply the call, so it is sent again after Retry-After. A dropped
-connection is retried only for calls that can be repeated without harm (an update, a reaction, a
-status, a read): a post or a stream append that may have reached Slack would show twice.
+Budgets. Slack limits calls per app, workspace and method (research/slack.md §4.7). A client has a
+``workspace`` key: the caller's (a Connection's team or id), or else the bot token's digest, since
+one bot token is one app in one workspace. When Slack answers 429 for a (workspace, method), "blocked
+until now + Retry-After" goes into Redis (the Django cache), so every worker's calls of that method
+for that workspace wait the block out instead of drawing more 429s. A call waits at most
+``RetryPolicy.max_wait`` in all: a block that ends later fails the call at once with
+``SlackRateLimited``, a ``SlackApiError`` whose error is ``ratelimited``, without calling Slack.
+Each process also keeps the blocks it was told of, so that it still honours them when Redis cannot
+be reached (then the calls go on, logged, and other workers learn of a block from their own 429).
+
+Faults, per call:
+
+- 429: Slack did not apply the call. It is sent again once the block is over, at most
+  ``rate_limit_retries`` times, within ``max_wait``; then the 429 reaches the caller.
+- A server error (HTTP 500-504, or Slack's ``fatal_error`` / ``internal_error`` /
+  ``service_unavailable`` / ``request_timeout``), a timeout or a dropped connection: a repeatable
+  call is sent again after an exponential backoff with jitter, at most ``attempts`` sends within
+  ``max_wait``; then the caller gets the server's error, or ``SlackUnavailable`` for a timeout or a
+  dropped connection. A connection that could not be opened never reached Slack, so every call,
+  repeatable or not, is sent again after it.
+- A call that is not repeatable (``NOT_REPEATABLE_METHODS``: Slack would show a repeat twice) and may
+  have reached Slack is checked before it is sent again, after the backoff:
+
+  - ``chat.postMessage`` in a thread with ``metadata``: the thread is searched for a message with
+    that metadata (threads.py). Found, its answer is made from the message, and nothing is sent.
+    The metadata must name the post (the writer puts the post's key in it).
+  - ``chat.startStream`` in a thread: the thread is searched for a message this bot began since the
+    call, with no metadata (threads.py). Found, it is the stream; the writer goes on appending to it.
+  - any other (``chat.appendStream``, ``chat.postEphemeral``, a post without thread or metadata):
+    ``SlackOutcomeUnknown`` is raised and nothing is repeated. The writer gives up a stream whose
+    append was lost and rewrites the message with ``chat.update``, which can be repeated.
+
+  A check that fails itself raises ``SlackOutcomeUnknown``: nothing is sent that may show twice.
+
+The sync client (``web_client``) follows the same budgets and retries, without the checks: its
+posts are not in threads.
 """
 
-from django.conf import settings
-from slack_sdk import WebClient
-from slack_sdk.http_retry.builtin_async_handlers import (
-    AsyncConnectionErrorRetryHandler,
-    AsyncRateLimitErrorRetryHandler,
-)
-from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
-from slack_sdk.http_retry.request import HttpRequest
-from slack_sdk.web.async_client import AsyncWebClient
+from __future__ import annotations
 
-# Slack answers within a few seconds; a call that hangs longer is treated as a timeout by the caller.
+import asyncio
+import hashlib
+import http.client
+import logging
+import math
+import random
+import time
+import urllib.error
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from django.conf import settings
+from django.core.cache import cache
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
+from slack_sdk.web.slack_response import SlackResponse
+
+from .threads import find_post, find_started_stream
+
+logger = logging.getLogger(__name__)
+
+# Slack answers within a few seconds; a call that hangs longer is treated as a timeout.
 SLACK_TIMEOUT_SECONDS = 10
-RATE_LIMIT_RETRIES = 5
 # Calls that create something Slack shows: repeating one whose answer was lost could show it twice.
 NOT_REPEATABLE_METHODS = frozenset(
     {"chat.postMessage", "chat.postEphemeral", "chat.startStream", "chat.appendStream"}
 )
+# Slack's error names for its own failures (HTTP 200 or 5xx): the call may succeed when sent again.
+SERVER_ERRORS = frozenset({"fatal_error", "internal_error", "service_unavailable", "request_timeout"})
+SERVER_ERROR_STATUSES = range(500, 505)
+BUDGET_KEY_PREFIX = "slack-blocked"
+# Faults of the connection: the call's answer did not arrive.
+TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (
+    TimeoutError,
+    OSError,
+    aiohttp.ClientError,
+    http.client.HTTPException,
+)
 
 
-def repeatable(request: HttpRequest) -> bool:
-    method = request.url.rstrip("/").rsplit("/", 1)[-1]
-    return method not in NOT_REPEATABLE_METHODS
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How long one call keeps trying. ``max_wait`` bounds all its waiting: blocks and backoffs."""
+
+    attempts: int = 4  # sends of a call that meets server errors, timeouts or dropped connections
+    backoff: float = 0.5  # the first backoff, doubled for each failed send
+    max_backoff: float = 8.0
+    rate_limit_retries: int = 5
+    max_wait: float = 60.0
+
+    def backoff_delay(self, failures: int) -> float:
+        """Exponential backoff with jitter: half the step, plus up to the other half at random."""
+        step = min(self.max_backoff, self.backoff * 2 ** max(0, failures - 1))
+        return step / 2 + random.uniform(0, step / 2)
 
 
-class RepeatableConnectionErrorRetryHandler(ConnectionErrorRetryHandler):
-    def _can_retry(self, *, state, request, response=None, error=None) -> bool:
-        return repeatable(request) and super()._can_retry(
-            state=state, request=request, response=response, error=error
-        )
+RETRY_POLICY = RetryPolicy()
 
 
-class AsyncRepeatableConnectionErrorRetryHandler(AsyncConnectionErrorRetryHandler):
-    async def _can_retry_async(self, *, state, request, response=None, error=None) -> bool:
-        return repeatable(request) and await super()._can_retry_async(
-            state=state, request=request, response=response, error=error
-        )
+class SlackRateLimited(SlackApiError):
+    """Slack holds this method for this workspace longer than the call may wait; Slack was not called."""
 
 
-def web_client(token: str) -> WebClient:
-    return WebClient(
-        token=token,
-        base_url=settings.SLACK_API_URL,
-        timeout=SLACK_TIMEOUT_SECONDS,
-        retry_handlers=[
-            RepeatableConnectionErrorRetryHandler(),
-            RateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES),
-        ],
+class SlackUnavailable(SlackApiError):
+    """Every send of a call met a timeout or a dropped connection."""
+
+
+class SlackOutcomeUnknown(SlackApiError):
+    """A call that is not repeatable may or may not have been applied by Slack; it was not sent again."""
+
+
+def workspace_key(token: str, workspace: str | None) -> str:
+    if workspace:
+        return workspace
+    return "token-" + hashlib.sha256(token.encode()).hexdigest()[:16]
+
+
+def _method_of(exc_or_url: str) -> str:
+    return exc_or_url.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _failure(
+    cls: type[SlackApiError],
+    api_url: str,
+    error: str,
+    *,
+    status: int = 200,
+    headers: Mapping[str, str] | None = None,
+) -> SlackApiError:
+    response = SlackResponse(
+        client=None,
+        http_verb="POST",
+        api_url=api_url,
+        req_args={},
+        data={"ok": False, "error": error},
+        headers=dict(headers or {}),
+        status_code=status,
+    )
+    return cls(f"{error} ({_method_of(api_url)})", response)
+
+
+def _header(headers: Any, name: str) -> str | None:
+    for key, value in dict(headers or {}).items():
+        if str(key).lower() == name:
+            return str(value)
+    return None
+
+
+def _error_name(response: Any) -> str:
+    data = getattr(response, "data", None)
+    return str(data.get("error", "")) if isinstance(data, dict) else ""
+
+
+def retry_after_of(exc: SlackApiError) -> float | None:
+    """The seconds Slack asks to wait when it answered 429, else None."""
+    response = exc.response
+    if getattr(response, "status_code", None) != 429:
+        return None
+    value = _header(response.headers, "retry-after")
+    try:
+        return max(1.0, float(value)) if value is not None else 1.0
+    except ValueError:
+        return 1.0
+
+
+def is_server_error(exc: SlackApiError) -> bool:
+    return (
+        getattr(exc.response, "status_code", None) in SERVER_ERROR_STATUSES
+        or _error_name(exc.response) in SERVER_ERRORS
     )
 
 
-def async_web_client(token: str) -> AsyncWebClient:
-    return AsyncWebClient(
+def never_reached_slack(exc: BaseException) -> bool:
+    """Whether the connection could not even be opened, so Slack cannot have seen the call."""
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return True
+    if isinstance(exc, urllib.error.URLError) and not isinstance(exc, urllib.error.HTTPError):
+        return isinstance(exc.reason, ConnectionRefusedError)
+    return isinstance(exc, ConnectionRefusedError)
+
+
+def _fault_name(exc: BaseException) -> str:
+    if isinstance(exc, SlackApiError):
+        return _error_name(exc.response) or f"http_{getattr(exc.response, 'status_code', '')}"
+    return "timeout" if isinstance(exc, TimeoutError) else type(exc).__name__
+
+
+# This process's own record of the blocks it was told of, for when Redis cannot be reached.
+_local_blocks: dict[str, float] = {}
+
+
+def forget_local_blocks() -> None:
+    """Forgets this process's own record of blocks (for tests; a restart does the same)."""
+    _local_blocks.clear()
+
+
+def _later(first: float | None, second: float | None) -> float | None:
+    return max(first or 0.0, second or 0.0) or None
+
+
+class _Budget:
+    """The (workspace, method) blocks every worker sees, kept in Redis through the Django cache."""
+
+    def __init__(self, workspace: str) -> None:
+        self.workspace = workspace
+
+    def key(self, method: str) -> str:
+        return f"{BUDGET_KEY_PREFIX}:{self.workspace}:{method}"
+
+    @staticmethod
+    def _expiry(retry_after: float) -> int:
+        return math.ceil(retry_after) + 1
+
+    def _unavailable(self, exc: Exception) -> None:
+        # Without Redis the calls go on as if nothing were blocked: Slack's own 429s still hold them.
+        logger.warning(
+            "slack.budget_unavailable", extra={"workspace": self.workspace, "error": type(exc).__name__}
+        )
+
+    async def ablocked_until(self, method: str) -> float | None:
+        local = _local_blocks.get(self.key(method))
+        try:
+            return _later(await cache.aget(self.key(method)), local)
+        except Exception as exc:
+            self._unavailable(exc)
+            return local
+
+    async def ablock(self, method: str, until: float, retry_after: float) -> None:
+        _local_blocks[self.key(method)] = max(until, _local_blocks.get(self.key(method), 0.0))
+        try:
+            current = await cache.aget(self.key(method))
+            if current is None or current < until:
+                await cache.aset(self.key(method), until, self._expiry(retry_after))
+        except Exception as exc:
+            self._unavailable(exc)
+
+    def blocked_until(self, method: str) -> float | None:
+        local = _local_blocks.get(self.key(method))
+        try:
+            return _later(cache.get(self.key(method)), local)
+        except Exception as exc:
+            self._unavailable(exc)
+            return local
+
+    def block(self, method: str, until: float, retry_after: float) -> None:
+        _local_blocks[self.key(method)] = max(until, _local_blocks.get(self.key(method), 0.0))
+        try:
+            current = cache.get(self.key(method))
+            if current is None or current < until:
+                cache.set(self.key(method), until, self._expiry(retry_after))
+        except Exception as exc:
+            self._unavailable(exc)
+
+
+class _Attempts:
+    """The decisions for one call: what a fault means, how long to wait, when to give up."""
+
+    def __init__(
+        self, api_method: str, api_url: str, workspace: str, policy: RetryPolicy, now: float
+    ) -> None:
+        self.method = api_method
+        self.api_url = api_url
+        self.workspace = workspace
+        self.policy = policy
+        self.began = now
+        self.deadline = now + policy.max_wait
+        self.rate_limited = 0
+        self.failures = 0
+
+    def wait_for_block(self, until: float | None, now: float) -> float:
+        """Seconds to wait for a block to end (0: none), or SlackRateLimited when it ends too late."""
+        if until is None or until <= now:
+            return 0.0
+        if until > self.deadline:
+            logger.warning(
+                "slack.rate_limit_wait_exceeded",
+                extra={"workspace": self.workspace, "method": self.method, "seconds": round(until - now, 1)},
+            )
+            raise _failure(
+                SlackRateLimited,
+                self.api_url,
+                "ratelimited",
+                status=429,
+                headers={"Retry-After": str(math.ceil(until - now))},
+            )
+        logger.info(
+            "slack.rate_limit_wait",
+            extra={"workspace": self.workspace, "method": self.method, "seconds": round(until - now, 1)},
+        )
+        return until - now
+
+    def rate_limit_retry(self, exc: SlackApiError) -> bool:
+        """Counts a 429; False when the call must give up on it."""
+        self.rate_limited += 1
+        logger.info(
+            "slack.rate_limited",
+            extra={"workspace": self.workspace, "method": self.method, "attempt": self.rate_limited},
+        )
+        return self.rate_limited <= self.policy.rate_limit_retries
+
+    def backoff_after(self, exc: BaseException, now: float) -> float | None:
+        """Counts a failed send; the backoff before the next, or None when the call must give up."""
+        self.failures += 1
+        delay = self.policy.backoff_delay(self.failures)
+        give_up = self.failures >= self.policy.attempts or now + delay > self.deadline
+        logger.info(
+            "slack.call_failed",
+            extra={
+                "workspace": self.workspace,
+                "method": self.method,
+                "error": _fault_name(exc),
+                "attempt": self.failures,
+                "last": give_up,
+            },
+        )
+        return None if give_up else delay
+
+    def final_error(self, exc: BaseException) -> BaseException:
+        if isinstance(exc, SlackApiError):
+            return exc
+        error = _failure(SlackUnavailable, self.api_url, _fault_name(exc))
+        error.__cause__ = exc
+        return error
+
+    def outcome_unknown(self, exc: BaseException) -> SlackApiError:
+        logger.warning(
+            "slack.outcome_unknown",
+            extra={"workspace": self.workspace, "method": self.method, "error": _fault_name(exc)},
+        )
+        error = _failure(SlackOutcomeUnknown, self.api_url, _fault_name(exc))
+        error.__cause__ = exc
+        return error
+
+
+class KourierAsyncWebClient(AsyncWebClient):
+    """An AsyncWebClient with the product's budgets, retries and checks (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        workspace: str,
+        policy: RetryPolicy = RETRY_POLICY,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(retry_handlers=[], **kwargs)
+        self.workspace = workspace
+        self.policy = policy
+        self._budget = _Budget(workspace)
+        self._clock = clock
+        self._sleep = sleep
+        self._bot_user_id: str | None = None
+
+    async def api_call(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:  # type: ignore[override]
+        attempts = _Attempts(
+            api_method, self.base_url + api_method, self.workspace, self.policy, self._clock()
+        )
+        while True:
+            while wait := attempts.wait_for_block(
+                await self._budget.ablocked_until(api_method), self._clock()
+            ):
+                await self._sleep(wait)
+            try:
+                return await super().api_call(api_method, **kwargs)
+            except SlackApiError as exc:
+                retry_after = retry_after_of(exc)
+                if retry_after is not None:
+                    await self._budget.ablock(api_method, self._clock() + retry_after, retry_after)
+                    if attempts.rate_limit_retry(exc):
+                        continue
+                    raise
+                if not is_server_error(exc):
+                    raise
+                fault: BaseException = exc
+            except TRANSPORT_ERRORS as exc:
+                fault = exc
+            delay = attempts.backoff_after(fault, self._clock())
+            may_repeat = api_method not in NOT_REPEATABLE_METHODS or never_reached_slack(fault)
+            if not may_repeat:
+                check = self._check_for(api_method, kwargs)
+                if check is None:
+                    raise attempts.outcome_unknown(fault) from fault
+                # Slack may still be applying the call: the backoff comes before the check.
+                await self._sleep(delay if delay is not None else self.policy.backoff)
+                try:
+                    found = await check(attempts.began)
+                except Exception as exc:
+                    logger.warning(
+                        "slack.check_failed", extra={"method": api_method, "error": _fault_name(exc)}
+                    )
+                    raise attempts.outcome_unknown(fault) from fault
+                if found is not None:
+                    logger.info("slack.applied_call_found", extra={"method": api_method})
+                    return self._found_response(api_method, kwargs, found)
+                if delay is None:
+                    raise attempts.outcome_unknown(fault) from fault
+                continue
+            if delay is None:
+                raise attempts.final_error(fault) from fault
+            await self._sleep(delay)
+
+    def _check_for(
+        self, api_method: str, kwargs: Mapping[str, Any]
+    ) -> Callable[[float], Awaitable[dict[str, Any] | None]] | None:
+        """How to find out whether Slack applied a call that is not repeatable, or None: no way."""
+        arguments = kwargs.get("json") or kwargs.get("data") or kwargs.get("params") or {}
+        channel, thread_ts = arguments.get("channel"), arguments.get("thread_ts")
+        if not (isinstance(channel, str) and isinstance(thread_ts, str) and thread_ts):
+            return None
+        metadata = arguments.get("metadata")
+        if api_method == "chat.postMessage" and isinstance(metadata, Mapping):
+
+            async def find_the_post(began: float) -> dict[str, Any] | None:
+                return await find_post(self, channel, thread_ts, metadata)
+
+            return find_the_post
+        if api_method == "chat.startStream":
+
+            async def find_the_stream(began: float) -> dict[str, Any] | None:
+                return await find_started_stream(
+                    self, channel, thread_ts, bot_user_id=await self._own_user_id(), since=began
+                )
+
+            return find_the_stream
+        return None
+
+    async def _own_user_id(self) -> str:
+        if self._bot_user_id is None:
+            self._bot_user_id = str((await self.auth_test())["user_id"])
+        return self._bot_user_id
+
+    def _found_response(
+        self, api_method: str, kwargs: Mapping[str, Any], message: dict[str, Any]
+    ) -> AsyncSlackResponse:
+        """The answer Slack would have given to the call whose answer was lost."""
+        arguments = kwargs.get("json") or kwargs.get("data") or {}
+        return AsyncSlackResponse(
+            client=self,
+            http_verb="POST",
+            api_url=self.base_url + api_method,
+            req_args={},
+            data={"ok": True, "channel": arguments.get("channel"), "ts": message["ts"], "message": message},
+            headers={},
+            status_code=200,
+        )
+
+
+class KourierWebClient(WebClient):
+    """A WebClient with the product's budgets and retries (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        workspace: str,
+        policy: RetryPolicy = RETRY_POLICY,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], Any] = time.sleep,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(retry_handlers=[], **kwargs)
+        self.workspace = workspace
+        self.policy = policy
+        self._budget = _Budget(workspace)
+        self._clock = clock
+        self._sleep = sleep
+
+    def api_call(self, api_method: str, **kwargs: Any) -> SlackResponse:  # type: ignore[override]
+        attempts = _Attempts(
+            api_method, self.base_url + api_method, self.workspace, self.policy, self._clock()
+        )
+        while True:
+            while wait := attempts.wait_for_block(self._budget.blocked_until(api_method), self._clock()):
+                self._sleep(wait)
+            try:
+                return super().api_call(api_method, **kwargs)
+            except SlackApiError as exc:
+                retry_after = retry_after_of(exc)
+                if retry_after is not None:
+                    self._budget.block(api_method, self._clock() + retry_after, retry_after)
+                    if attempts.rate_limit_retry(exc):
+                        continue
+                    raise
+                if not is_server_error(exc):
+                    raise
+                fault: BaseException = exc
+            except TRANSPORT_ERRORS as exc:
+                fault = exc
+            delay = attempts.backoff_after(fault, self._clock())
+            if api_method in NOT_REPEATABLE_METHODS and not never_reached_slack(fault):
+                raise attempts.outcome_unknown(fault) from fault
+            if delay is None:
+                raise attempts.final_error(fault) from fault
+            self._sleep(delay)
+
+
+def web_client(
+    token: str,
+    *,
+    workspace: str | None = None,
+    timeout: float = SLACK_TIMEOUT_SECONDS,
+    policy: RetryPolicy = RETRY_POLICY,
+) -> KourierWebClient:
+    return KourierWebClient(
         token=token,
         base_url=settings.SLACK_API_URL,
-        timeout=SLACK_TIMEOUT_SECONDS,
-        retry_handlers=[
-            AsyncRepeatableConnectionErrorRetryHandler(),
-            AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES),
-        ],
+        timeout=timeout,
+        workspace=workspace_key(token, workspace),
+        policy=policy,
+    )
+
+
+def async_web_client(
+    token: str,
+    *,
+    workspace: str | None = None,
+    timeout: float = SLACK_TIMEOUT_SECONDS,
+    policy: RetryPolicy = RETRY_POLICY,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+) -> KourierAsyncWebClient:
+    """``workspace``: the key the budgets are kept under (the Connection's team); else the token's."""
+    return KourierAsyncWebClient(
+        token=token,
+        base_url=settings.SLACK_API_URL,
+        timeout=timeout,
+        workspace=workspace_key(token, workspace),
+        policy=policy,
+        clock=clock,
+        sleep=sleep,
     )

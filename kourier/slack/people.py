@@ -1,5 +1,6 @@
 """Who wrote a message: names from users.info, cached briefly in Redis for every worker."""
 
+import asyncio
 import logging
 
 from django.core.cache import cache
@@ -9,7 +10,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 logger = logging.getLogger(__name__)
 
 NAME_CACHE_SECONDS = 300
-# A lookup that fails must never hold the turn up for long.
+# A lookup that fails must never hold the turn up for long: this bounds its sends and retries together.
 LOOKUP_TIMEOUT_SECONDS = 3
 
 
@@ -33,7 +34,7 @@ async def person_name(client: AsyncWebClient, team_id: str, user_id: str) -> str
     if cached is not None:
         return cached or None
     try:
-        response = await client.users_info(user=user_id, timeout=LOOKUP_TIMEOUT_SECONDS)
+        response = await asyncio.wait_for(client.users_info(user=user_id), LOOKUP_TIMEOUT_SECONDS)
         name = _display_name(response["user"])
     except (SlackApiError, TimeoutError, OSError) as exc:
         logger.info("slack.name_lookup_failed", extra={"user_id": user_id, "error": type(exc).__name__})

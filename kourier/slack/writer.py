@@ -45,16 +45,38 @@ Fallbacks, decided per reply and remembered:
 
 Slack's assistant status (``AssistantStatus``) is set by the reply when it begins and after each
 write but the last, and cleared when it ends.
+
+Posts are written once (design invariant 3). Every post carries its key in its message metadata: the
+reply its reply key (``{"event_type": "kourier_reply", "event_payload": {"reply": <key>}}``), each
+part of a long answer ``{"reply": <key>, "part": "<n>"}``, a notice
+``{"event_type": "kourier_notice", "event_payload": {"notice": <key>}}``. With an ``Outbox`` (the
+caller's record of intended posts), each post is recorded as intended before it is sent and confirmed
+with its ts after:
+
+- confirmed already (an earlier process posted it): it is not posted again; the reply takes the
+  message over as it takes over ``existing_ts``;
+- intended but not confirmed (an earlier process died around the call): the thread is searched for
+  the post's metadata (for the reply's stream, which has no metadata until it stops, for a message of
+  this bot begun since the intent: threads.py); found, it is confirmed and used; else it is sent.
+
+A call whose answer is lost is checked by the client before it is repeated (clients.py). An append
+whose answer is lost cannot be checked (a repeat would show its text twice): the reply gives the
+stream up (``chat.stopStream``) and goes on in the same message with ``chat.update`` of the whole
+view, which can be repeated. A first post or stream start whose check failed as well
+(``SlackOutcomeUnknown``) fails that write; the next write starts the reply again, since an answer
+shown twice is better than none: this needs Slack to fail the call and then the thread's read.
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -62,7 +84,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 from kourier.progress import NO_OUTPUT, Card, CardStatus, Progress, View, Write, WriteKind, hidden_line
 
 from .blocks import line_block, markdown_chunk, task_card_block, task_update_chunk
+from .clients import SlackOutcomeUnknown
 from .status import AssistantStatus
+from .threads import find_post, find_started_stream
 
 logger = logging.getLogger(__name__)
 
@@ -76,6 +100,7 @@ MESSAGE_CARD_LIMIT = 45
 # About 50 task cards fit in one streamed message (3P, UNVERIFIED); new cards past this are left out.
 STREAM_CARD_LIMIT = 45
 REPLY_METADATA_EVENT = "kourier_reply"
+NOTICE_METADATA_EVENT = "kourier_notice"
 
 # Errors that mean chat streaming cannot be used for this reply: fall back to post + update.
 STREAM_REFUSED_ERRORS = frozenset(
@@ -98,6 +123,95 @@ STREAM_ENDED_ERRORS = frozenset(
 )
 # Errors that refuse the cards of a write: task_update chunks of a stream, task_card blocks of a message.
 CARDS_REFUSED_ERRORS = frozenset({"invalid_chunks", "invalid_blocks"})
+
+
+class PostKind(enum.StrEnum):
+    REPLY = "reply"
+    NOTICE = "notice"
+    PART = "part"  # a part of a long answer, after the reply's message
+
+
+class IntentState(enum.Enum):
+    NEW = "new"  # recorded now: nobody has sent it
+    PENDING = "pending"  # recorded earlier and never confirmed: it may have reached Slack
+    CONFIRMED = "confirmed"
+
+
+@dataclass(frozen=True)
+class Intent:
+    state: IntentState
+    ts: str | None = None  # a confirmed post's
+    since: float | None = None  # when a pending intent was recorded (epoch seconds)
+
+
+class Outbox(Protocol):
+    """The caller's record of the posts it intends (sessions.outbox.TurnOutbox for a turn)."""
+
+    async def intend(self, key: str, kind: PostKind) -> Intent:
+        """Records the post as intended unless it is recorded already; says what was recorded."""
+        ...
+
+    async def confirm(self, key: str, ts: str) -> None: ...
+
+
+def notice_metadata(key: str) -> dict[str, Any]:
+    return {"event_type": NOTICE_METADATA_EVENT, "event_payload": {"notice": key}}
+
+
+def part_key(reply_key: str, part: int) -> str:
+    return f"{reply_key}:part-{part}"
+
+
+def notice_key(reply_key: str, name: str = "notice") -> str:
+    """The key of a notice a turn posts after its reply (one per name and turn)."""
+    return f"{reply_key}:{name}"
+
+
+async def _settled_intent(
+    client: AsyncWebClient,
+    outbox: Outbox | None,
+    key: str,
+    kind: PostKind,
+    channel_id: str,
+    thread_ts: str,
+    metadata: dict[str, Any],
+) -> str | None:
+    """Records the post as intended; the ts of the post when an earlier attempt is known to have made it."""
+    if outbox is None:
+        return None
+    intent = await outbox.intend(key, kind)
+    if intent.state is IntentState.CONFIRMED:
+        return intent.ts
+    if intent.state is IntentState.PENDING:
+        found = await find_post(client, channel_id, thread_ts, metadata)
+        if found is not None:
+            logger.info("slack.intended_post_found", extra={"kind": str(kind), "channel": channel_id})
+            await outbox.confirm(key, found["ts"])
+            return found["ts"]
+    return None
+
+
+async def post_once(
+    client: AsyncWebClient,
+    channel_id: str,
+    thread_ts: str,
+    *,
+    key: str,
+    kind: PostKind,
+    metadata: dict[str, Any],
+    outbox: Outbox | None = None,
+    **content: Any,
+) -> str:
+    """Posts in the thread unless this post (``key``) was made already; the post's ts either way."""
+    ts = await _settled_intent(client, outbox, key, kind, channel_id, thread_ts, metadata)
+    if ts is not None:
+        return ts
+    response = await client.chat_postMessage(
+        channel=channel_id, thread_ts=thread_ts, metadata=metadata, **content
+    )
+    if outbox is not None:
+        await outbox.confirm(key, response["ts"])
+    return response["ts"]
 
 
 @dataclass(frozen=True)
@@ -160,6 +274,8 @@ class SlackReply:
     posted and updated. ``progress`` is told when Slack refuses cards; ``status`` is the thread's
     assistant status (alert threads in the activity modes). ``existing_ts``: a reply an earlier runner
     began, taken over (it is ended if it still streams, then rewritten with ``chat.update``).
+    ``outbox``: where the reply's posts are recorded as intended and confirmed (module docstring);
+    ``on_posted`` is told the reply's ts once its message exists.
     """
 
     def __init__(
@@ -175,8 +291,11 @@ class SlackReply:
         clock: Callable[[], float] = time.monotonic,
         existing_ts: str | None = None,
         on_posted: Callable[[str], Awaitable[None]] | None = None,
+        outbox: Outbox | None = None,
     ) -> None:
         self._client = client
+        self._outbox = outbox
+        self._intent_recorded = False
         self._target = target
         self._live = live
         self._may_stream = live and stream
@@ -210,6 +329,12 @@ class SlackReply:
     @property
     def metadata(self) -> dict[str, Any]:
         return {"event_type": REPLY_METADATA_EVENT, "event_payload": {"reply": self._target.reply_key}}
+
+    def _part_metadata(self, part: int) -> dict[str, Any]:
+        return {
+            "event_type": REPLY_METADATA_EVENT,
+            "event_payload": {"reply": self._target.reply_key, "part": str(part)},
+        }
 
     @property
     def wrote(self) -> bool:
@@ -334,17 +459,51 @@ class SlackReply:
         if final:
             head, *rest = split_for_messages(write.view.text)
             write = replace(write, view=replace(write.view, text=head))
+        if self.ts is None:
+            await self._record_intent()
         streams = self._use_stream and (self._streaming or (self.ts is None and not final))
         if not streams or not await self._render_stream(write, final):
             await self._render_message(write)
-        for part in rest:
-            await self._call(
-                "chat_postMessage",
-                channel=self._target.channel_id,
-                thread_ts=self._target.thread_ts,
+        for number, part in enumerate(rest, start=2):
+            self._last_write_at = self._clock()
+            await post_once(
+                self._client,
+                self._target.channel_id,
+                self._target.thread_ts,
+                key=part_key(self._target.reply_key, number),
+                kind=PostKind.PART,
+                metadata=self._part_metadata(number),
+                outbox=self._outbox,
                 markdown_text=part,
-                metadata=self.metadata,
             )
+            self._writes_made += 1
+
+    async def _record_intent(self) -> None:
+        """Records the reply's message as intended before its first post or stream; a message an
+        earlier attempt made (confirmed, or found in the thread) is taken over instead."""
+        if self._outbox is None or self._intent_recorded:
+            return
+        self._intent_recorded = True
+        reply_key = self._target.reply_key
+        intent = await self._outbox.intend(reply_key, PostKind.REPLY)
+        ts = intent.ts if intent.state is IntentState.CONFIRMED else None
+        if intent.state is IntentState.PENDING:
+            channel, thread = self._target.channel_id, self._target.thread_ts
+            found = await find_post(self._client, channel, thread, self.metadata)
+            if found is None and self._may_stream and intent.since is not None:
+                bot_user_id = str((await self._client.auth_test())["user_id"])
+                found = await find_started_stream(
+                    self._client, channel, thread, bot_user_id=bot_user_id, since=intent.since
+                )
+            ts = found["ts"] if found is not None else None
+        if ts is None:
+            return
+        logger.info(
+            "slack.reply_taken_over", extra={"state": intent.state.value, "channel": self._target.channel_id}
+        )
+        # Like a reply an earlier runner began: ended if it still streams, then rewritten.
+        self.ts, self._use_stream, self._adopted = ts, False, True
+        await self._posted()
 
     def _refuse_cards(self, write: Write, error: str | None) -> Write:
         """Cards are off for this reply from now on: the same write again, showing the line instead."""
@@ -408,6 +567,11 @@ class SlackReply:
                 self._stream_text += delta
                 self._remember(cards)
             return True
+        except SlackOutcomeUnknown:
+            if not self._streaming:
+                raise
+            await self._give_up_stream()
+            return False
         except SlackApiError as exc:
             error = exc.response.get("error", "")
             if error in CARDS_REFUSED_ERRORS and cards:
@@ -519,8 +683,30 @@ class SlackReply:
             if exc.response.get("error") not in STREAM_ENDED_ERRORS:
                 raise
 
+    async def _give_up_stream(self) -> None:
+        """An append whose answer was lost may show or not: stop the stream, so that the message can
+        be rewritten whole with ``chat.update`` (which shows the same however often it is sent)."""
+        logger.info("slack.stream_given_up", extra={"channel": self._target.channel_id})
+        try:
+            await self._call(
+                "chat_stopStream",
+                channel=self._target.channel_id,
+                ts=self.ts,
+                chunks=[],
+                metadata=self.metadata,
+            )
+        except SlackApiError as exc:
+            if exc.response.get("error") not in STREAM_ENDED_ERRORS:
+                raise
+        self._streaming, self._use_stream = False, False
+        self._written = None
+
     async def _posted(self) -> None:
-        if self._on_posted is not None and self.ts is not None:
+        if self.ts is None:
+            return
+        if self._outbox is not None:
+            await self._outbox.confirm(self._target.reply_key, self.ts)
+        if self._on_posted is not None:
             await self._on_posted(self.ts)
 
     async def _call(self, method: str, **kwargs: Any):
@@ -536,10 +722,32 @@ def _error_name(exc: Exception) -> str:
     return type(exc).__name__
 
 
-async def post_notice(client: AsyncWebClient, channel_id: str, thread_ts: str, text: str) -> str:
-    """Posts a short fixed notice in a thread (a failure, an expiry)."""
-    response = await client.chat_postMessage(channel=channel_id, thread_ts=thread_ts, text=text)
-    return response["ts"]
+async def post_notice(
+    client: AsyncWebClient,
+    channel_id: str,
+    thread_ts: str,
+    text: str,
+    *,
+    key: str | None = None,
+    outbox: Outbox | None = None,
+) -> str:
+    """Posts a short fixed notice in a thread (a failure, an expiry), once.
+
+    ``key`` names the notice (``notice_key``: one per turn and notice); with ``outbox`` a notice
+    confirmed earlier is not posted again. Without a key, only a post whose answer was lost is
+    found instead of repeated.
+    """
+    key = key or f"notice-{uuid.uuid4().hex}"
+    return await post_once(
+        client,
+        channel_id,
+        thread_ts,
+        key=key,
+        kind=PostKind.NOTICE,
+        metadata=notice_metadata(key),
+        outbox=outbox,
+        text=text,
+    )
 
 
 async def add_reaction(client: AsyncWebClient, channel_id: str, ts: str, name: str) -> None:

@@ -1,16 +1,26 @@
 """The reply writer against the Slack fake, through the real AsyncWebClient over HTTP."""
 
 import asyncio
+import time
 
 import pytest
+from django.test import override_settings
 from slack_sdk.web.async_client import AsyncWebClient
 
+from kourier.slack.clients import RetryPolicy, async_web_client
 from kourier.slack.writer import (
     MESSAGE_TEXT_LIMIT,
     NO_OUTPUT_TEXT,
+    Intent,
+    IntentState,
+    PostKind,
     ReplyTarget,
     SlackReply,
     add_reaction,
+    notice_key,
+    notice_metadata,
+    part_key,
+    post_notice,
     remove_reaction,
     split_for_messages,
 )
@@ -200,3 +210,258 @@ def test_reacting_twice_and_removing_twice_are_harmless(slack_fake, thread_ts):
     assert [call.error for call in slack_fake.calls("reactions.add")] == [None, "already_reacted"]
     assert [call.error for call in slack_fake.calls("reactions.remove")] == [None, "no_reaction"]
     assert slack_fake.message(defaults.CHANNEL_ID, thread_ts).reactions == {}
+
+
+# -- posts made once: keys in metadata, the outbox, lost answers -------------------------------------
+
+
+class MemoryOutbox:
+    """The writer's Outbox kept in a dict that outlives writers, as the database outlives a process."""
+
+    def __init__(self) -> None:
+        self.records: dict[str, dict] = {}
+
+    async def intend(self, key: str, kind: PostKind) -> Intent:
+        record = self.records.get(key)
+        if record is None:
+            self.records[key] = {"kind": kind, "ts": None, "since": time.time()}
+            return Intent(IntentState.NEW)
+        if record["ts"] is not None:
+            return Intent(IntentState.CONFIRMED, ts=record["ts"])
+        return Intent(IntentState.PENDING, since=record["since"])
+
+    async def confirm(self, key: str, ts: str) -> None:
+        self.records[key]["ts"] = ts
+
+    def confirmed(self) -> dict[str, str]:
+        return {key: record["ts"] for key, record in self.records.items() if record["ts"]}
+
+
+QUICK = RetryPolicy(backoff=0.01, max_backoff=0.02)
+
+
+def product_client(fake):
+    with override_settings(SLACK_API_URL=fake.url):
+        return async_web_client(fake.bot_token, timeout=1, policy=QUICK)
+
+
+def product_reply(fake, thread_ts, outbox=None, *, stream=True, live=True) -> SlackReply:
+    return SlackReply(
+        product_client(fake), target(thread_ts), live=live, stream=stream, min_interval=0.0, outbox=outbox
+    )
+
+
+NOTICE_KEY = notice_key(REPLY_KEY)
+
+
+def earlier_post(fake, thread_ts: str, text: str, metadata: dict) -> str:
+    """A post an earlier process made before it died."""
+    client = AsyncWebClient(token=fake.bot_token, base_url=fake.url, timeout=5)
+    response = asyncio.run(
+        client.chat_postMessage(
+            channel=defaults.CHANNEL_ID, thread_ts=thread_ts, text=text, metadata=metadata
+        )
+    )
+    return response["ts"]
+
+
+def test_a_notice_carries_its_key_and_is_confirmed(slack_fake, thread_ts):
+    outbox = MemoryOutbox()
+    ts = asyncio.run(
+        post_notice(
+            product_client(slack_fake),
+            defaults.CHANNEL_ID,
+            thread_ts,
+            "It failed.",
+            key=NOTICE_KEY,
+            outbox=outbox,
+        )
+    )
+    [notice] = reply_in(slack_fake, thread_ts)
+    assert notice.ts == ts
+    assert notice.metadata == notice_metadata(NOTICE_KEY)
+    assert outbox.confirmed() == {NOTICE_KEY: ts}
+
+
+def test_a_confirmed_notice_is_not_posted_again_after_a_restart(slack_fake, thread_ts):
+    outbox = MemoryOutbox()
+    first = asyncio.run(
+        post_notice(
+            product_client(slack_fake),
+            defaults.CHANNEL_ID,
+            thread_ts,
+            "It failed.",
+            key=NOTICE_KEY,
+            outbox=outbox,
+        )
+    )
+    again = asyncio.run(
+        post_notice(
+            product_client(slack_fake),
+            defaults.CHANNEL_ID,
+            thread_ts,
+            "It failed.",
+            key=NOTICE_KEY,
+            outbox=outbox,
+        )
+    )
+    assert again == first
+    assert len(reply_in(slack_fake, thread_ts)) == 1
+    assert slack_fake.count("chat.postMessage") == 1
+    assert slack_fake.count("conversations.replies") == 0
+
+
+def test_an_intended_notice_that_reached_slack_is_found_after_a_restart(slack_fake, thread_ts):
+    outbox = MemoryOutbox()
+    # An earlier process recorded the intent and posted, then died before it confirmed.
+    asyncio.run(outbox.intend(NOTICE_KEY, PostKind.NOTICE))
+    posted = earlier_post(slack_fake, thread_ts, "It failed.", notice_metadata(NOTICE_KEY))
+    ts = asyncio.run(
+        post_notice(
+            product_client(slack_fake),
+            defaults.CHANNEL_ID,
+            thread_ts,
+            "It failed.",
+            key=NOTICE_KEY,
+            outbox=outbox,
+        )
+    )
+    assert ts == posted
+    assert len(reply_in(slack_fake, thread_ts)) == 1
+    assert outbox.confirmed() == {NOTICE_KEY: posted}
+
+
+def test_an_intended_notice_that_never_reached_slack_is_posted_after_a_restart(slack_fake, thread_ts):
+    outbox = MemoryOutbox()
+    asyncio.run(outbox.intend(NOTICE_KEY, PostKind.NOTICE))
+    ts = asyncio.run(
+        post_notice(
+            product_client(slack_fake),
+            defaults.CHANNEL_ID,
+            thread_ts,
+            "It failed.",
+            key=NOTICE_KEY,
+            outbox=outbox,
+        )
+    )
+    [notice] = reply_in(slack_fake, thread_ts)
+    assert notice.ts == ts
+    assert slack_fake.count("conversations.replies") == 1
+    assert outbox.confirmed() == {NOTICE_KEY: ts}
+
+
+def test_a_reply_post_that_timed_out_after_slack_made_it_is_not_posted_twice(slack_fake, thread_ts):
+    slack_fake.fail("chat.postMessage", "timeout_after_apply")
+    outbox = MemoryOutbox()
+    posted: list[str] = []
+
+    async def on_posted(ts: str) -> None:
+        posted.append(ts)
+
+    async def scenario():
+        reply = SlackReply(
+            product_client(slack_fake),
+            target(thread_ts),
+            live=False,
+            stream=False,
+            outbox=outbox,
+            on_posted=on_posted,
+        )
+        await reply.finish("the whole answer")
+
+    asyncio.run(scenario())
+    [message] = reply_in(slack_fake, thread_ts)
+    assert message.text == "the whole answer"
+    assert slack_fake.count("chat.postMessage") == 1
+    assert posted == [message.ts]
+    assert outbox.confirmed() == {REPLY_KEY: message.ts}
+
+
+def test_a_stream_start_that_timed_out_after_slack_made_it_is_streamed_on(slack_fake, thread_ts):
+    slack_fake.fail("chat.startStream", "timeout_after_apply")
+
+    async def scenario():
+        reply = product_reply(slack_fake, thread_ts)
+        await reply.show("Hello")
+        await settle(reply)
+        await reply.show("Hello, world")
+        await settle(reply)
+        await reply.finish("Hello, world. Done.")
+
+    asyncio.run(scenario())
+    [message] = reply_in(slack_fake, thread_ts)
+    assert message.text == "Hello, world. Done."
+    assert slack_fake.count("chat.startStream") == 1
+
+
+def test_an_append_whose_answer_was_lost_gives_the_stream_up_without_showing_text_twice(
+    slack_fake, thread_ts
+):
+    slack_fake.fail("chat.appendStream", "timeout_after_apply")
+
+    async def scenario():
+        reply = product_reply(slack_fake, thread_ts)
+        await reply.show("Hello")
+        await settle(reply)
+        await reply.show("Hello, world")
+        await settle(reply)
+        await reply.show("Hello, world, again")
+        await settle(reply)
+        await reply.finish("Hello, world, again. Done.")
+
+    asyncio.run(scenario())
+    [message] = reply_in(slack_fake, thread_ts)
+    assert message.text == "Hello, world, again. Done."
+    assert not message.streaming
+    assert slack_fake.count("chat.appendStream") == 1
+    assert message.metadata == {"event_type": "kourier_reply", "event_payload": {"reply": REPLY_KEY}}
+
+
+def test_a_reply_an_earlier_process_posted_but_never_confirmed_is_taken_over(slack_fake, thread_ts):
+    outbox = MemoryOutbox()
+    asyncio.run(outbox.intend(REPLY_KEY, PostKind.REPLY))
+    earlier = earlier_post(
+        slack_fake, thread_ts, "half", {"event_type": "kourier_reply", "event_payload": {"reply": REPLY_KEY}}
+    )
+    asyncio.run(product_reply(slack_fake, thread_ts, outbox, stream=False).finish("the whole answer"))
+    [message] = reply_in(slack_fake, thread_ts)
+    assert (message.ts, message.text) == (earlier, "the whole answer")
+    assert slack_fake.count("chat.postMessage") == 1  # the earlier process's
+
+
+def test_a_stream_an_earlier_process_began_but_never_confirmed_is_taken_over(slack_fake, thread_ts):
+    outbox = MemoryOutbox()
+    asyncio.run(outbox.intend(REPLY_KEY, PostKind.REPLY))
+
+    async def earlier_process():
+        started = await product_client(slack_fake).chat_startStream(
+            channel=defaults.CHANNEL_ID,
+            thread_ts=thread_ts,
+            recipient_user_id=defaults.ADA,
+            recipient_team_id=defaults.TEAM_ID,
+            chunks=[{"type": "markdown_text", "text": "half"}],
+        )
+        return started["ts"]
+
+    earlier = asyncio.run(earlier_process())
+    asyncio.run(product_reply(slack_fake, thread_ts, outbox).finish("the whole answer"))
+    [message] = reply_in(slack_fake, thread_ts)
+    assert (message.ts, message.text, message.streaming) == (earlier, "the whole answer", False)
+    assert slack_fake.count("chat.startStream") == 1
+    assert outbox.confirmed() == {REPLY_KEY: earlier}
+
+
+def test_the_parts_of_a_long_answer_are_posted_once_each(slack_fake, thread_ts):
+    answer = ("word " * 3000).strip()
+    outbox = MemoryOutbox()
+    asyncio.run(product_reply(slack_fake, thread_ts, outbox, live=False).finish(answer))
+    # A restarted process writes the answer again: the reply is updated, the part is not posted again.
+    asyncio.run(product_reply(slack_fake, thread_ts, outbox, live=False).finish(answer))
+    messages = reply_in(slack_fake, thread_ts)
+    assert len(messages) == 2
+    assert messages[1].metadata == {
+        "event_type": "kourier_reply",
+        "event_payload": {"reply": REPLY_KEY, "part": "2"},
+    }
+    assert set(outbox.confirmed()) == {REPLY_KEY, part_key(REPLY_KEY, 2)}
+    assert slack_fake.count("chat.postMessage") == 2
