@@ -25,9 +25,17 @@ from kourier.progress import Outcome, Progress, ThreadKind
 from kourier.slack.clients import async_web_client
 from kourier.slack.people import person_name
 from kourier.slack.status import AssistantStatus
-from kourier.slack.writer import ReplyTarget, SlackReply, add_reaction, post_notice, remove_reaction
+from kourier.slack.writer import (
+    ReplyTarget,
+    SlackReply,
+    add_reaction,
+    notice_key,
+    post_notice,
+    remove_reaction,
+)
 
 from . import notices, services
+from .outbox import TurnOutbox
 from .prompts import Author, Note, build_turn_text, strip_bot_mention
 
 logger = logging.getLogger(__name__)
@@ -213,6 +221,7 @@ def _display(work: services.TurnWork, slack, turn_id: int) -> TurnDisplay:
         status=status,
         existing_ts=work.reply_ts or None,
         on_posted=lambda ts: _db(services.record_reply)(turn_id, ts),
+        outbox=TurnOutbox(turn_id),
     )
     return TurnDisplay(reply, progress)
 
@@ -240,7 +249,14 @@ async def run_turn(turn_id: int) -> None:
         display.close()
     if outcome.notice:
         try:
-            await post_notice(slack, work.channel_id, work.thread_ts, outcome.notice)
+            await post_notice(
+                slack,
+                work.channel_id,
+                work.thread_ts,
+                outcome.notice,
+                key=notice_key(work.message_id),
+                outbox=TurnOutbox(turn_id),
+            )
         except SlackApiError as exc:
             logger.error("turn.notice_failed", extra={"turn_id": turn_id, "error": exc.response.get("error")})
     if outcome.forget_context:

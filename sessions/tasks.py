@@ -13,10 +13,11 @@ from django.utils import timezone
 
 from audit.services import record
 from kourier.slack.clients import async_web_client
-from kourier.slack.writer import post_notice
+from kourier.slack.writer import notice_key, post_notice
 
 from . import notices, services
 from .models import Session, Turn
+from .outbox import TurnOutbox
 from .turn_loop import LoopFull, hand_over_running_sessions, turn_loop
 
 logger = logging.getLogger(__name__)
@@ -52,7 +53,14 @@ def tell_expired(turn_id: int) -> None:
     if turn is None:
         return
     client = async_web_client(turn.connection.bot_token())
-    async_to_sync(post_notice)(client, turn.channel_id, turn.session.thread_ts, notices.EXPIRED)
+    async_to_sync(post_notice)(
+        client,
+        turn.channel_id,
+        turn.session.thread_ts,
+        notices.EXPIRED,
+        key=notice_key(turn.message_id, "expired"),
+        outbox=TurnOutbox(turn_id),
+    )
     Turn.objects.filter(pk=turn_id).update(outcome="expired", ended_at=timezone.now())
 
 
