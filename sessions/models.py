@@ -66,6 +66,12 @@ class Turn(models.Model):
     task_id = models.CharField(max_length=200, blank=True)
     acknowledged = models.BooleanField(default=False, help_text="The acknowledgment reaction was added.")
     reply_ts = models.CharField(max_length=32, blank=True)
+    stream_cards = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="The cards the reply's stream shows under way ([{id, title}]), for a runner that takes "
+        "the reply over and has to stop the stream without the turn's events.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)

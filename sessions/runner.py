@@ -21,8 +21,8 @@ from kourier.a2a.dialects import Dialect, dialect_for
 from kourier.a2a.events import AgentEvent, TaskEnded, TaskStarted, TextDelta
 from kourier.a2a.factory import make_client
 from kourier.a2a.wire import Message, Role, TaskState, TextPart
-from kourier.progress import Outcome, Progress, ThreadKind
-from kourier.slack.clients import async_web_client
+from kourier.progress import Card, CardStatus, Outcome, Progress, ThreadKind
+from kourier.slack.clients import async_web_client, connection_workspace
 from kourier.slack.people import person_name
 from kourier.slack.status import AssistantStatus
 from kourier.slack.writer import (
@@ -74,7 +74,7 @@ async def run_session(session_id: int) -> None:
 async def acknowledge_waiting_turns(session_id: int) -> None:
     """Adds the acknowledgment reaction to every turn of the session that waits or runs without one."""
     for ack in await _db(services.claim_acknowledgments)(session_id):
-        slack = async_web_client(ack.bot_token)
+        slack = async_web_client(ack.bot_token, workspace=connection_workspace(ack.connection_id))
         try:
             await add_reaction(slack, ack.channel_id, ack.message_ts, ack.emoji)
             # The turn may have ended while the reaction was on its way; its runner then found nothing
@@ -222,6 +222,10 @@ def _display(work: services.TurnWork, slack, turn_id: int) -> TurnDisplay:
         existing_ts=work.reply_ts or None,
         on_posted=lambda ts: _db(services.record_reply)(turn_id, ts),
         outbox=TurnOutbox(turn_id),
+        adopted_cards=[Card(card_id, title, CardStatus.IN_PROGRESS) for card_id, title in work.stream_cards],
+        on_stream_cards=lambda cards: _db(services.record_stream_cards)(
+            turn_id, [{"id": card.id, "title": card.title} for card in cards]
+        ),
     )
     return TurnDisplay(reply, progress)
 
@@ -230,7 +234,7 @@ async def run_turn(turn_id: int) -> None:
     work = await _db(services.start_turn)(turn_id)
     if work is None:
         return
-    slack = async_web_client(work.bot_token)
+    slack = async_web_client(work.bot_token, workspace=connection_workspace(work.connection_id))
     display = _display(work, slack, turn_id)
     logger.info(
         "turn.started", extra={"turn_id": turn_id, "binding": work.binding_name, "resumed": work.resumed}

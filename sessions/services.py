@@ -12,7 +12,7 @@ from django.utils import timezone
 from bindings.models import Binding, Connection
 from bindings.services import binding_for_channel
 from kourier.queue import enqueue_after_commit
-from kourier.slack.clients import web_client
+from kourier.slack.clients import connection_workspace, web_client
 
 from .models import Session, ThreadNote, Turn
 from .routing import ChatMessage, Route, ThreadState, route
@@ -116,7 +116,9 @@ def start_alert_thread(
         raise ValueError(f"channel {channel_id} is not bound to binding {binding.name}")
     connection = binding.connection
     if root_ts is None:
-        response = web_client(connection.bot_token()).chat_postMessage(
+        response = web_client(
+            connection.bot_token(), workspace=connection_workspace(connection.pk)
+        ).chat_postMessage(
             channel=channel_id,
             text=text,
             metadata={"event_type": ALERT_METADATA_EVENT, "event_payload": {"binding": binding.name}},
@@ -280,6 +282,7 @@ class TurnWork:
     context_id: str
     resumed: bool  # an earlier runner started this turn and did not finish it
     reply_ts: str
+    stream_cards: tuple[tuple[str, str], ...]  # (id, title) of the cards an earlier runner's stream left open
     bot_token: str
     bot_user_id: str
     agent: AgentSettings
@@ -331,6 +334,7 @@ def start_turn(turn_id: int, *, now: datetime | None = None) -> TurnWork | None:
             context_id=session.context_id,
             resumed=resumed,
             reply_ts=turn.reply_ts,
+            stream_cards=tuple((card["id"], card["title"]) for card in turn.stream_cards),
             bot_token=connection.bot_token(),
             bot_user_id=connection.bot_user_id,
             agent=AgentSettings(
@@ -355,6 +359,10 @@ def record_task(turn_id: int, session_id: int, *, task_id: str, context_id: str)
             Session.objects.filter(pk=session_id, context_id="").update(context_id=context_id)
 
 
+def record_stream_cards(turn_id: int, cards: list[dict[str, str]]) -> None:
+    Turn.objects.filter(pk=turn_id).update(stream_cards=cards)
+
+
 def record_reply(turn_id: int, reply_ts: str) -> None:
     Turn.objects.filter(pk=turn_id, reply_ts="").update(reply_ts=reply_ts)
 
@@ -376,6 +384,7 @@ def forget_context(session_id: int) -> None:
 @dataclass(frozen=True)
 class Acknowledgment:
     turn_id: int
+    connection_id: int
     channel_id: str
     message_ts: str
     emoji: str
@@ -407,6 +416,7 @@ def claim_acknowledgments(session_id: int) -> list[Acknowledgment]:
             claimed.append(
                 Acknowledgment(
                     turn_id=turn.pk,
+                    connection_id=turn.connection_id,
                     channel_id=turn.channel_id,
                     message_ts=turn.message_ts,
                     emoji=binding.acknowledgment_emoji,

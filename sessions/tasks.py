@@ -12,7 +12,7 @@ from celery.signals import worker_shutting_down
 from django.utils import timezone
 
 from audit.services import record
-from kourier.slack.clients import async_web_client
+from kourier.slack.clients import async_web_client, connection_workspace
 from kourier.slack.writer import notice_key, post_notice
 
 from . import notices, services
@@ -52,7 +52,7 @@ def tell_expired(turn_id: int) -> None:
     turn = Turn.objects.select_related("session", "connection").filter(pk=turn_id, outcome="").first()
     if turn is None:
         return
-    client = async_web_client(turn.connection.bot_token())
+    client = async_web_client(turn.connection.bot_token(), workspace=connection_workspace(turn.connection_id))
     async_to_sync(post_notice)(
         client,
         turn.channel_id,

@@ -16,7 +16,7 @@ from bindings.services import note_slack_identity
 from sessions.routing import ChatMessage
 from sessions.services import route_message
 
-from .clients import async_web_client
+from .clients import async_web_client, connection_workspace
 from .incoming import IgnoredEvent, read_message_event
 
 logger = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ def bolt_app_for(connection: Connection) -> AsyncApp:
 def _build_app(connection: Connection) -> AsyncApp:
     app = AsyncApp(
         name=f"kourier-{connection.name}",
-        client=async_web_client(connection.bot_token()),
+        client=async_web_client(connection.bot_token(), workspace=connection_workspace(connection.pk)),
         signing_secret=connection.signing_secret(),
         process_before_response=True,
         logger=logging.getLogger("kourier.slack.bolt"),

@@ -116,6 +116,12 @@ class SlackOutcomeUnknown(SlackApiError):
     """A call that is not repeatable may or may not have been applied by Slack; it was not sent again."""
 
 
+def connection_workspace(connection_id: int) -> str:
+    """The budget key of a Connection: Slack's limits are per app and workspace, which a Connection
+    is (and it outlives a rotated token)."""
+    return f"connection-{connection_id}"
+
+
 def workspace_key(token: str, workspace: str | None) -> str:
     if workspace:
         return workspace

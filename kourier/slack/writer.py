@@ -81,7 +81,18 @@ from typing import Any, Protocol
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from kourier.progress import NO_OUTPUT, Card, CardStatus, Progress, View, Write, WriteKind, hidden_line
+from kourier.progress import (
+    NO_OUTPUT,
+    Card,
+    CardStatus,
+    Outcome,
+    Progress,
+    View,
+    Write,
+    WriteKind,
+    ended_card,
+    hidden_line,
+)
 
 from .blocks import line_block, markdown_chunk, task_card_block, task_update_chunk
 from .clients import SlackOutcomeUnknown
@@ -275,7 +286,9 @@ class SlackReply:
     assistant status (alert threads in the activity modes). ``existing_ts``: a reply an earlier runner
     began, taken over (it is ended if it still streams, then rewritten with ``chat.update``).
     ``outbox``: where the reply's posts are recorded as intended and confirmed (module docstring);
-    ``on_posted`` is told the reply's ts once its message exists.
+    ``on_posted`` is told the reply's ts once its message exists. ``on_stream_cards`` is told the
+    cards the stream shows under way whenever they change, so that a runner taking the reply over
+    (``adopted_cards``) can end them if it has to stop the stream without the turn's events.
     """
 
     def __init__(
@@ -292,8 +305,13 @@ class SlackReply:
         existing_ts: str | None = None,
         on_posted: Callable[[str], Awaitable[None]] | None = None,
         outbox: Outbox | None = None,
+        adopted_cards: Sequence[Card] = (),
+        on_stream_cards: Callable[[list[Card]], Awaitable[None]] | None = None,
     ) -> None:
         self._client = client
+        self._adopted_cards = tuple(adopted_cards)
+        self._on_stream_cards = on_stream_cards
+        self._open_cards_told: list[Card] = []
         self._outbox = outbox
         self._intent_recorded = False
         self._target = target
@@ -384,7 +402,7 @@ class SlackReply:
             self._queue.clear()
             async with self._lock:
                 if notice_follows and not self.wrote:
-                    await self._stop_adopted_stream()
+                    await self._stop_adopted_stream(ending=Outcome.FAILED)
                 elif writes:
                     await self._render(writes[-1], final=True)
         finally:
@@ -527,6 +545,7 @@ class SlackReply:
                     chunks.append(markdown_chunk(text))
                 if not chunks:
                     return True  # nothing a stream can show yet (a plain-text stream shows no line)
+                await self._tell_open_cards(cards)
                 response = await self._call(
                     "chat_startStream",
                     channel=self._target.channel_id,
@@ -556,11 +575,13 @@ class SlackReply:
                 )
                 self._streaming, self._stream_text = False, self._stream_text + delta
                 self._remember(cards)
+                await self._tell_open_cards()
                 if self._stream_text != text or not self._stream_shows(view):
                     # The stream could not show it all (the text was rewritten): rewrite the message.
                     await self._render_message(write)
                 return True
             if chunks:
+                await self._tell_open_cards(cards)
                 await self._call(
                     "chat_appendStream", channel=self._target.channel_id, ts=self.ts, chunks=chunks
                 )
@@ -620,6 +641,18 @@ class SlackReply:
         for card in cards:
             self._stream_cards[card.id] = card
 
+    async def _tell_open_cards(self, sending: Sequence[Card] = ()) -> None:
+        """Tells ``on_stream_cards`` the cards the stream shows under way once ``sending`` is shown,
+        when they changed. Told before a write that opens cards (a runner killed during it leaves
+        them known) and after the one that closes them."""
+        if self._on_stream_cards is None:
+            return
+        shown = {**self._stream_cards, **{card.id: card for card in sending}}
+        open_cards = [card for card in shown.values() if card.status is CardStatus.IN_PROGRESS]
+        if open_cards != self._open_cards_told:
+            self._open_cards_told = open_cards
+            await self._on_stream_cards(open_cards)
+
     async def _render_message(self, write: Write) -> None:
         """Shows the write as a message: posted the first time, then updated."""
         view = write.view
@@ -670,15 +703,19 @@ class SlackReply:
         self._blocks_made += 1
         return f"k{self._blocks_made}"
 
-    async def _stop_adopted_stream(self) -> None:
-        """A reply taken over may still stream: end it (keeping its text) before it is rewritten."""
+    async def _stop_adopted_stream(self, *, ending: Outcome | None = None) -> None:
+        """A reply taken over may still stream: end it (keeping its text) before it is rewritten, or,
+        ``ending`` the turn without rewriting it, with the cards it shows under way ended that way."""
         if not self._adopted:
             return
         self._adopted = False
         if not self._may_stream:
             return  # an alert thread's reply never streams
+        chunks = []
+        if ending is not None and self._cards_ok:
+            chunks = [task_update_chunk(ended_card(card, ending)) for card in self._adopted_cards]
         try:
-            await self._call("chat_stopStream", channel=self._target.channel_id, ts=self.ts, chunks=[])
+            await self._call("chat_stopStream", channel=self._target.channel_id, ts=self.ts, chunks=chunks)
         except SlackApiError as exc:
             if exc.response.get("error") not in STREAM_ENDED_ERRORS:
                 raise

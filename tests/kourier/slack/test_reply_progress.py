@@ -21,6 +21,8 @@ from kourier.progress import (
     STOPPED,
     WORKING,
     WROTE_THE_ANSWER,
+    Card,
+    CardStatus,
     Mode,
     Outcome,
     Progress,
@@ -86,10 +88,14 @@ class Reply:
     existing_ts: str | None = None
     connection_key: str = "connection-1"
     clock: FakeClock = field(default_factory=FakeClock)
+    root: str | None = None  # a thread of its own unless given
+    adopted_cards: tuple[Card, ...] = ()
+    open_cards_told: list[tuple[list[str], int]] = field(default_factory=list)  # (card ids, writes before)
 
     def __post_init__(self) -> None:
         chat = self.thread is CHAT
-        self.root = self.fake.user_says(defaults.ADA, defaults.CHANNEL_ID, f"{self.fake.bot_mention} hi")
+        if self.root is None:
+            self.root = self.fake.user_says(defaults.ADA, defaults.CHANNEL_ID, f"{self.fake.bot_mention} hi")
         self.progress = Progress(self.mode, self.thread, clock=self.clock)
         client = AsyncWebClient(token=self.fake.bot_token, base_url=self.fake.url, timeout=5)
         self.assistant_status = (
@@ -112,7 +118,12 @@ class Reply:
             status=self.assistant_status,
             min_interval=self.min_interval,
             existing_ts=self.existing_ts,
+            adopted_cards=self.adopted_cards,
+            on_stream_cards=self._told,
         )
+
+    async def _told(self, cards: list[Card]) -> None:
+        self.open_cards_told.append(([card.id for card in cards], writes(self.fake)))
 
     async def begin(self) -> None:
         await self.reply.begin()
@@ -600,3 +611,46 @@ def test_a_taken_over_stream_that_ends_in_a_failure_is_stopped_and_keeps_its_tex
     message = earlier.message
     assert (message.text, message.streaming) == ("What the earlier runner wrote.", False)
     assert slack_fake.count("chat.update") == 0
+
+
+# --- a reply taken over by a restarted process ------------------------------------------------------
+
+
+def test_the_cards_a_stream_opens_are_told_before_the_write_that_shows_them(slack_fake):
+    r = Reply(slack_fake, STEPS, CHAT)
+
+    async def scenario():
+        await r.feed(text("Looking. "))
+        await r.feed(call("c1"))
+        await r.feed(ok("c1"))
+        await r.end()
+
+    run(scenario)
+    # Told with one write made (the stream's start): before the append that shows the card; then, once
+    # the result's append is made, nothing is open.
+    assert r.open_cards_told == [(["call-c1"], 1), ([], 2)]
+
+
+def test_a_stream_taken_over_and_ended_by_a_failure_ends_the_cards_it_left_open(slack_fake):
+    earlier = Reply(slack_fake, STEPS, CHAT)
+
+    async def earlier_process():
+        await earlier.feed(text("Looking. "), call("c1"))  # and then it dies
+
+    run(earlier_process)
+    [(left_open, _)] = [told for told in earlier.open_cards_told if told[0]]
+    later = Reply(
+        slack_fake,
+        STEPS,
+        CHAT,
+        root=earlier.root,
+        existing_ts=earlier.message.ts,
+        adopted_cards=tuple(Card(card_id, "search(q=x)", CardStatus.IN_PROGRESS) for card_id in left_open),
+    )
+    run(lambda: later.end(Outcome.FAILED, notice_follows=True))
+    message = later.message
+    assert not message.streaming
+    assert message.text == "Looking. "
+    assert [(c.id, c.status, c.output, c.left_in_progress) for c in message.cards] == [
+        ("call-c1", "complete", NO_RESULT, False)
+    ]
