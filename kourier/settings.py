@@ -19,6 +19,7 @@ env = environ.Env(
     A2A_READ_TIMEOUT=(float, 300.0),
     A2A_REQUEST_TIMEOUT=(float, 3600.0),
     SESSION_LEASE_SECONDS=(int, 60),
+    BINDINGS_CACHE_SECONDS=(float, 5.0),
     RECOVERY_INTERVAL_SECONDS=(float, 30.0),
     EMBEDDED_REDIS_PORT=(int, 6399),
 )
@@ -60,6 +61,9 @@ A2A_READ_TIMEOUT = env("A2A_READ_TIMEOUT")
 A2A_REQUEST_TIMEOUT = env("A2A_REQUEST_TIMEOUT")
 # A runner holds its session this long between renewals; a dead runner's session is taken over after it.
 SESSION_LEASE_SECONDS = env("SESSION_LEASE_SECONDS")
+# Slack ingress reads Connections and Bindings from a per-process snapshot this old at most
+# (bindings/directory.py): an admin edit reaches every web process within this many seconds.
+BINDINGS_CACHE_SECONDS = env("BINDINGS_CACHE_SECONDS")
 
 INSTALLED_APPS = [
     "daphne",

@@ -55,7 +55,8 @@ def web_client(token: str) -> WebClient:
     )
 
 
-def async_web_client(token: str) -> AsyncWebClient:
+def async_web_client(token: str | None) -> AsyncWebClient:
+    """A client on SLACK_API_URL; with no token, each call's token is set by its caller (Bolt does)."""
     return AsyncWebClient(
         token=token,
         base_url=settings.SLACK_API_URL,
