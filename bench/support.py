@@ -184,21 +184,17 @@ class Processes:
     def start_daphne(self, name: str, application: str, env: dict[str, str], copies: int = 1) -> str:
         """Starts Daphne on a free port and waits until it answers; returns its base URL.
 
-        With copies > 1, that many Daphne processes accept on one listening socket (daphne --fd),
-        which is how one host runs several web processes without a proxy in front.
+        The copies accept on one listening socket, as ``manage.py serve --web-processes`` runs them
+        (kourier/web_processes.py): the way one host runs several web processes without a proxy.
         """
-        if copies == 1:
-            port = free_port()
-            self.start(name, [PYTHON, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), application], env)
-        else:
-            listener = socket.socket()
-            listener.bind(("127.0.0.1", 0))
-            listener.listen(1024)
+        from kourier.web_processes import daphne_commands, listen
+
+        with listen("127.0.0.1", 0) as listener:  # the Daphnes hold it once started
             port = listener.getsockname()[1]
-            for copy in range(copies):
-                command = [PYTHON, "-m", "daphne", "--fd", str(listener.fileno()), application]
-                self.start(f"{name}-{copy}", command, env, pass_fds=[listener.fileno()])
-            listener.close()  # the Daphnes hold it now
+            commands = daphne_commands(PYTHON, listener, copies, application)
+            for copy, command in enumerate(commands):
+                copy_name = name if copies == 1 else f"{name}-{copy}"
+                self.start(copy_name, command, env, pass_fds=[listener.fileno()])
         base_url = f"http://127.0.0.1:{port}"
         for started in [n for n in self.running if n == name or n.startswith(f"{name}-")]:
             self.wait_until_answering(started, base_url + "/healthz")

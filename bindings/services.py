@@ -340,9 +340,21 @@ def export_manifests() -> str:
     return manifest.dump_manifests(specs) if specs else ""
 
 
+# What this process last wrote for each Connection: ingress calls note_slack_identity for every event,
+# and the identity changes only when a Connection's token does.
+_identities_noted: dict[int, tuple[str, str]] = {}
+
+
 def note_slack_identity(connection_id: int, *, team_id: str, bot_user_id: str) -> None:
     """Keeps the workspace and bot user that Slack's auth.test named for a Connection's token."""
-    if team_id and bot_user_id:
-        Connection.objects.filter(pk=connection_id).exclude(team_id=team_id, bot_user_id=bot_user_id).update(
-            team_id=team_id, bot_user_id=bot_user_id
-        )
+    if not (team_id and bot_user_id) or _identities_noted.get(connection_id) == (team_id, bot_user_id):
+        return
+    Connection.objects.filter(pk=connection_id).exclude(team_id=team_id, bot_user_id=bot_user_id).update(
+        team_id=team_id, bot_user_id=bot_user_id
+    )
+    _identities_noted[connection_id] = (team_id, bot_user_id)
+
+
+def forget_noted_identities() -> None:
+    """Makes the next note_slack_identity of each Connection write (for tests; a restart does the same)."""
+    _identities_noted.clear()

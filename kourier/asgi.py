@@ -1,4 +1,5 @@
 import os
+import sys
 
 from django.core.asgi import get_asgi_application
 
@@ -7,4 +8,15 @@ django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter  # noqa: E402  (needs Django set up first)
 
-application = ProtocolTypeRouter({"http": django_asgi_app})
+from kourier.slack.ingress import serve_slack_events_ahead_of  # noqa: E402
+
+# Seconds a busy thread keeps the GIL while another waits for it (Python's default: 0.005). The
+# event loop is busy under load, and the thread doing ingress's database work needs the GIL back
+# after every query and publish: with the default it waited up to 5 ms each time, and at 200
+# events/s the web process fell behind for good (docs/performance.md, section a).
+WEB_SWITCH_INTERVAL_SECONDS = 0.0005
+sys.setswitchinterval(WEB_SWITCH_INTERVAL_SECONDS)
+
+# Slack's events skip Django's middleware and request thread (kourier/slack/ingress.py); the health
+# checks and the admin go to Django.
+application = ProtocolTypeRouter({"http": serve_slack_events_ahead_of(django_asgi_app)})

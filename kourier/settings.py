@@ -19,6 +19,7 @@ env = environ.Env(
     A2A_READ_TIMEOUT=(float, 300.0),
     A2A_REQUEST_TIMEOUT=(float, 3600.0),
     SESSION_LEASE_SECONDS=(int, 60),
+    BINDINGS_CACHE_SECONDS=(float, 5.0),
     RECOVERY_INTERVAL_SECONDS=(float, 30.0),
     WORKER_MAX_SESSIONS=(int, 1000),
     WORKER_DATABASE_THREADS=(int, 8),
@@ -68,6 +69,9 @@ SESSION_LEASE_SECONDS = env("SESSION_LEASE_SECONDS")
 WORKER_MAX_SESSIONS = env("WORKER_MAX_SESSIONS")
 WORKER_DATABASE_THREADS = env("WORKER_DATABASE_THREADS")
 WORKER_SHUTDOWN_SECONDS = env("WORKER_SHUTDOWN_SECONDS")
+# Slack ingress reads Connections and Bindings from a per-process snapshot this old at most
+# (bindings/directory.py): an admin edit reaches every web process within this many seconds.
+BINDINGS_CACHE_SECONDS = env("BINDINGS_CACHE_SECONDS")
 
 INSTALLED_APPS = [
     "daphne",

@@ -2,12 +2,10 @@ from django.contrib import admin
 from django.urls import path
 
 from kourier import health
-from kourier.slack import views as slack_views
 
+# POST /slack/events is served ahead of Django, in kourier/asgi.py.
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
-    path("slack/events", slack_views.slack_events, name="slack-events"),
-    path("slack/events/<slug:connection_name>", slack_views.slack_events, name="slack-events-connection"),
     path("admin/", admin.site.urls),
 ]

@@ -6,11 +6,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Q, Subquery
 from django.utils import timezone
 
+from bindings import directory
 from bindings.models import Binding, Connection
-from bindings.services import binding_for_channel
+from kourier.db import insert_unless_taken
 from kourier.queue import enqueue_after_commit
 from kourier.slack.clients import connection_workspace, web_client
 
@@ -39,22 +40,31 @@ def route_message(
 ) -> RouteResult:
     """Takes one Slack message: a turn, a context note, an expiry notice, or nothing.
 
-    Safe to call for every delivery of the same message: the turn key is a unique constraint.
+    Safe to call for every delivery of the same message: the turn key is a unique constraint. The
+    Binding is the channel's as this process last read it (bindings/directory.py).
     """
-    binding = binding_for_channel(connection, message.channel_id)
+    binding = directory.current().binding_for_channel(connection.pk, message.channel_id)
     if binding is None:
         return RouteResult(route=None)
     now = now or timezone.now()
-    with transaction.atomic():
-        session = Session.objects.filter(
+    # One read, before the write transaction, tells the thread's state and whether this message has
+    # its turn already: a redelivery (Slack sends two events per mention) takes no write lock. A
+    # delivery racing this one is settled by the unique constraints the inserts below yield to.
+    found = (
+        Session.objects.filter(
             connection=connection, channel_id=message.channel_id, thread_ts=message.root_ts
-        ).first()
-        thread = ThreadState(
-            has_session=session is not None, expired=bool(session and session.expires_at <= now)
         )
-        decision = route(message, thread, thread_replies=binding.thread_replies)
-        if decision is Route.IGNORE:
-            return RouteResult(route=decision)
+        .annotate(message_turn_id=Subquery(_turn_of(connection.pk, message).values("pk")[:1]))
+        .first()
+    )
+    session: Session | None = found
+    thread = ThreadState(has_session=session is not None, expired=bool(session and session.expires_at <= now))
+    decision = route(message, thread, thread_replies=binding.thread_replies)
+    if decision is Route.IGNORE:
+        return RouteResult(route=decision)
+    if decision is not Route.NOTE and found is not None and found.message_turn_id is not None:
+        return RouteResult(route=decision, created=False, turn_id=found.message_turn_id)
+    with transaction.atomic():
         if decision is Route.NOTE:
             assert session is not None
             created = _take_note(session, message)
@@ -160,47 +170,66 @@ def start_alert_thread(
     return turn
 
 
+# The unique constraints that make a second delivery of a message collapse onto the first.
+_SESSION_KEY = ("connection", "channel_id", "thread_ts")
+_MESSAGE_KEY = ("connection", "channel_id", "message_ts")
+
+
+def _turn_of(connection_id: int, message: ChatMessage):
+    return Turn.objects.filter(
+        connection_id=connection_id, channel_id=message.channel_id, message_ts=message.ts
+    )
+
+
 def _start_session(connection: Connection, binding: Binding, message: ChatMessage, now: datetime) -> Session:
-    session, _ = Session.objects.get_or_create(
+    session = Session(
         connection=connection,
         channel_id=message.channel_id,
         thread_ts=message.root_ts,
-        defaults={
-            "binding": binding,
-            "kind": Session.Kind.CHAT,
-            "last_activity_at": now,
-            "expires_at": now + binding.thread_ttl,
-        },
+        binding=binding,
+        kind=Session.Kind.CHAT,
+        last_activity_at=now,
+        expires_at=now + binding.thread_ttl,
     )
-    return session
+    if insert_unless_taken(session, _SESSION_KEY):
+        return session
+    # Another delivery started the thread's session since this one looked.
+    return Session.objects.get(
+        connection=connection, channel_id=message.channel_id, thread_ts=message.root_ts
+    )
 
 
 def _take_turn(session: Session, message: ChatMessage, *, expired: bool) -> tuple[Turn, bool]:
-    return Turn.objects.get_or_create(
+    turn = Turn(
         connection_id=session.connection_id,
         channel_id=message.channel_id,
         message_ts=message.ts,
-        defaults={
-            "session": session,
-            "user_id": message.user_id,
-            "text": message.text,
-            "state": Turn.State.EXPIRED if expired else Turn.State.QUEUED,
-            "message_id": message_id_for(session.connection_id, message.channel_id, message.ts),
-        },
+        session=session,
+        user_id=message.user_id,
+        text=message.text,
+        state=Turn.State.EXPIRED if expired else Turn.State.QUEUED,
+        message_id=message_id_for(session.connection_id, message.channel_id, message.ts),
     )
+    if insert_unless_taken(turn, _MESSAGE_KEY):
+        return turn, True
+    return _turn_of(session.connection_id, message).get(), False
 
 
 def _take_note(session: Session, message: ChatMessage) -> bool:
-    _, created = ThreadNote.objects.get_or_create(
+    note = ThreadNote(
         connection_id=session.connection_id,
         channel_id=message.channel_id,
         message_ts=message.ts,
-        defaults={"session": session, "user_id": message.user_id, "text": message.text},
+        session=session,
+        user_id=message.user_id,
+        text=message.text,
     )
-    return created
+    return insert_unless_taken(note, _MESSAGE_KEY)
 
 
 def _touch(session: Session, binding: Binding, now: datetime) -> None:
+    if session.last_activity_at >= now:  # a session this delivery started: nothing to move
+        return
     # Activity only moves forward, whichever of two concurrent deliveries commits last.
     Session.objects.filter(pk=session.pk).filter(Q(last_activity_at__lt=now)).update(
         last_activity_at=now, expires_at=now + binding.thread_ttl

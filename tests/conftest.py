@@ -1,8 +1,22 @@
 """Shared fixtures. Each fake and support piece lives in its own module and is loaded as a plugin."""
 
+import pytest
+
 pytest_plugins = [
     "tests.support.private_redis",
     "tests.support.stack",
     "tests.fakes.slack.fixtures",
     "tests.fakes.a2a_agent.fixtures",
 ]
+
+
+@pytest.fixture(autouse=True)
+def _forget_per_process_caches():
+    """Each test starts with nothing remembered from rows an earlier test wrote and rolled back."""
+    from bindings import directory
+    from bindings.services import forget_noted_identities
+    from kourier.slack.app import forget_apps
+
+    directory.forget()
+    forget_noted_identities()
+    forget_apps()

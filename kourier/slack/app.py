@@ -5,12 +5,18 @@ work, and Bolt acks once the listener returns (process_before_response), so an a
 always stored.
 """
 
+import asyncio
 import logging
 import re
+from collections.abc import Awaitable, Callable
 
 from asgiref.sync import sync_to_async
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.authorization import AuthorizeResult
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
+from bindings import directory
 from bindings.models import Connection
 from bindings.services import note_slack_identity
 from sessions.routing import ChatMessage
@@ -34,10 +40,41 @@ def bolt_app_for(connection: Connection) -> AsyncApp:
     return app
 
 
+def authorize_once(client: AsyncWebClient) -> Callable[..., Awaitable[AuthorizeResult]]:
+    """Bolt's authorize for one bot token: its auth.test is called once per process.
+
+    Bolt's own single-token authorization calls auth.test for every request that arrives before the
+    first call answers: a burst of events at start-up made a burst of calls.
+    """
+    identity: AsyncSlackResponse | None = None
+    first_call = asyncio.Lock()
+
+    async def authorize(user_id: str | None) -> AuthorizeResult:
+        nonlocal identity
+        if identity is None:
+            async with first_call:
+                if identity is None:
+                    identity = await client.auth_test()
+        return AuthorizeResult(
+            enterprise_id=identity.get("enterprise_id"),
+            team_id=identity.get("team_id"),
+            bot_id=identity.get("bot_id"),
+            bot_user_id=identity.get("user_id"),
+            bot_token=client.token,
+            bot_scopes=identity.headers.get("x-oauth-scopes"),
+            user_id=user_id,
+        )
+
+    return authorize
+
+
 def _build_app(connection: Connection) -> AsyncApp:
+    workspace = connection_workspace(connection.pk)
     app = AsyncApp(
         name=f"kourier-{connection.name}",
-        client=async_web_client(connection.bot_token(), workspace=connection_workspace(connection.pk)),
+        # No token here: authorize gives each request its token, with the identity auth.test named.
+        client=async_web_client(None, workspace=workspace),
+        authorize=authorize_once(async_web_client(connection.bot_token(), workspace=workspace)),
         signing_secret=connection.signing_secret(),
         process_before_response=True,
         logger=logging.getLogger("kourier.slack.bolt"),
@@ -51,7 +88,9 @@ def _build_app(connection: Connection) -> AsyncApp:
         if isinstance(read, IgnoredEvent):
             logger.debug("slack.event_ignored", extra={"reason": read.reason, "connection_id": connection_id})
             return
-        await sync_to_async(_route, thread_sensitive=False)(
+        # One thread per process does ingress's database work, in arrival order: threads of a pool
+        # would contend for the database's write lock (SQLite's busy wait sleeps) and for the GIL.
+        await sync_to_async(_route, thread_sensitive=True)(
             connection_id, read, team_id=context.team_id or "", bot_user_id=context.bot_user_id or ""
         )
 
@@ -68,4 +107,13 @@ def _build_app(connection: Connection) -> AsyncApp:
 
 def _route(connection_id: int, message: ChatMessage, *, team_id: str, bot_user_id: str) -> None:
     note_slack_identity(connection_id, team_id=team_id, bot_user_id=bot_user_id)
-    route_message(Connection.objects.get(pk=connection_id), message)
+    connection = directory.current().by_id.get(connection_id)
+    if connection is None:
+        logger.info("slack.connection_gone", extra={"connection_id": connection_id})
+        return
+    route_message(connection, message)
+
+
+def forget_apps() -> None:
+    """Drops every Bolt app (for tests; a restart does the same)."""
+    _apps.clear()

@@ -122,10 +122,10 @@ def connection_workspace(connection_id: int) -> str:
     return f"connection-{connection_id}"
 
 
-def workspace_key(token: str, workspace: str | None) -> str:
+def workspace_key(token: str | None, workspace: str | None) -> str:
     if workspace:
         return workspace
-    return "token-" + hashlib.sha256(token.encode()).hexdigest()[:16]
+    return "token-" + hashlib.sha256((token or "").encode()).hexdigest()[:16]
 
 
 def _method_of(exc_or_url: str) -> str:
@@ -524,7 +524,7 @@ def web_client(
 
 
 def async_web_client(
-    token: str,
+    token: str | None,
     *,
     workspace: str | None = None,
     timeout: float = SLACK_TIMEOUT_SECONDS,
@@ -532,7 +532,8 @@ def async_web_client(
     clock: Callable[[], float] = time.time,
     sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
 ) -> KourierAsyncWebClient:
-    """``workspace``: the key the budgets are kept under (the Connection's team); else the token's."""
+    """``workspace``: the key the budgets are kept under (the Connection's); else the token's. With no
+    token, each call's token is set by its caller (Bolt does)."""
     return KourierAsyncWebClient(
         token=token,
         base_url=settings.SLACK_API_URL,

@@ -6,6 +6,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -35,6 +36,19 @@ def port_is_open(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
+def children_of(pid: int) -> list[str]:
+    """The command lines of a process's children (from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            if parent == pid:
+                found.append((stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except (OSError, IndexError, ValueError):
+            continue  # the process ended while it was being read
+    return found
+
+
 def test_serve_runs_web_worker_beat_and_a_private_redis_and_stops_them_all(tmp_path):
     web_port, redis_port = free_port(), free_port()
     env = {key: value for key, value in os.environ.items() if key not in {"REDIS_URL", "DATABASE_URL"}}
@@ -46,7 +60,7 @@ def test_serve_runs_web_worker_beat_and_a_private_redis_and_stops_them_all(tmp_p
     }
     log = open(tmp_path / "serve.log", "wb")  # noqa: SIM115  (closed below)
     process = subprocess.Popen(
-        [sys.executable, "manage.py", "serve", "--port", str(web_port)],
+        [sys.executable, "manage.py", "serve", "--port", str(web_port), "--web-processes", "2"],
         cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
     try:
@@ -59,6 +73,8 @@ def test_serve_runs_web_worker_beat_and_a_private_redis_and_stops_them_all(tmp_p
         assert stylesheet.status_code == 200
         assert port_is_open(redis_port)
         assert (tmp_path / "kourier.sqlite3").exists()
+        # Two Daphnes accept on the one port: both were handed the socket serve bound.
+        assert len([command for command in children_of(process.pid) if " daphne " in command]) == 2
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=60)

@@ -1,6 +1,9 @@
+import threading
 from datetime import timedelta
 
 import pytest
+from django import db
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from sessions import services, tasks
@@ -46,6 +49,50 @@ def test_the_same_message_delivered_again_is_one_turn(binding, django_capture_on
     assert again.created is False
     assert Turn.objects.count() == 1
     assert callbacks == []
+
+
+def test_a_redelivery_names_the_turn_the_first_delivery_made_and_writes_nothing(binding):
+    first = services.route_message(binding.connection, said())
+    with CaptureQueriesContext(db.connection) as queries:
+        again = services.route_message(binding.connection, said())
+    assert (again.route, again.created, again.turn_id) == (Route.TURN, False, first.turn_id)
+    statements = [query["sql"].lstrip().split()[0].upper() for query in queries.captured_queries]
+    assert statements.count("SELECT") == 1
+    assert not {"INSERT", "UPDATE", "DELETE"} & set(statements)
+
+
+def test_a_note_delivered_again_is_one_note():
+    binding = BindingFactory(channels=[CHANNEL], thread_replies="mention")
+    services.route_message(binding.connection, said())
+    reply = said("fyi", ts="1700000002.000000", thread_ts="1700000001.000100", mentions_bot=False)
+    assert services.route_message(binding.connection, reply).created is True
+    assert services.route_message(binding.connection, reply).created is False
+    assert ThreadNote.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_deliveries_of_one_message_at_the_same_time_make_one_session_and_one_turn(binding):
+    """Both find no session and race to insert it and the turn; the unique constraints decide."""
+    deliveries = 4
+    start = threading.Barrier(deliveries)
+    results: list[services.RouteResult] = []
+
+    def deliver() -> None:
+        try:
+            start.wait()
+            results.append(services.route_message(binding.connection, said()))
+        finally:
+            db.connection.close()
+
+    threads = [threading.Thread(target=deliver) for _ in range(deliveries)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    turn = Turn.objects.get()
+    assert Session.objects.count() == 1
+    assert sorted(result.created for result in results) == [False] * (deliveries - 1) + [True]
+    assert {result.turn_id for result in results} == {turn.id}
 
 
 def test_the_turn_message_id_is_derived_from_the_slack_message(binding):

@@ -1,4 +1,4 @@
-"""Runs the whole service on one machine: Daphne, a Celery worker and Celery beat.
+"""Runs the whole service on one machine: Daphne (one process per core), a Celery worker and Celery beat.
 
 With no REDIS_URL it first starts the private Redis-compatible server of the embedded default.
 Each process is a child; a signal to this command stops them all, gracefully.
@@ -15,6 +15,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 from kourier.embedded_redis import start_private_redis
+from kourier.web_processes import daphne_commands, default_web_processes, listen
 
 GRACEFUL_STOP_SECONDS = 30
 
@@ -28,8 +29,14 @@ class Command(BaseCommand):
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument("--concurrency", type=int, default=4, help="Celery worker threads.")
+        parser.add_argument(
+            "--web-processes",
+            type=int,
+            default=default_web_processes(),
+            help="Daphne processes accepting on the one port (default: one per core).",
+        )
 
-    def handle(self, *args, host: str, port: int, concurrency: int, **options):
+    def handle(self, *args, host: str, port: int, concurrency: int, web_processes: int, **options):
         redis_server = None
         if settings.REDIS_IS_EMBEDDED:
             redis_server = start_private_redis(settings.EMBEDDED_REDIS_PORT, settings.VAR_DIR / "redis")
@@ -37,24 +44,30 @@ class Command(BaseCommand):
         try:
             call_command("migrate", interactive=False, verbosity=0)
             self.stdout.write("Database migrated.")
-            children = self._start_children(host, port, concurrency)
+            children = self._start_children(host, port, concurrency, web_processes)
             self._announce(host, port)
             self._wait(children)
         finally:
             if redis_server is not None:
                 redis_server.stop()
 
-    def _start_children(self, host: str, port: int, concurrency: int) -> list[subprocess.Popen]:
+    def _start_children(
+        self, host: str, port: int, concurrency: int, web_processes: int
+    ) -> list[subprocess.Popen]:
         env = {**os.environ, "REDIS_URL": settings.REDIS_URL}
         python = sys.executable
+        with listen(host, port) as listener:  # the Daphnes hold it once started
+            children = [
+                subprocess.Popen(command, env=env, pass_fds=[listener.fileno()])
+                for command in daphne_commands(python, listener, web_processes)
+            ]
         commands = [
-            [python, "-m", "daphne", "-b", host, "-p", str(port), "kourier.asgi:application"],
             [python, "-m", "celery", "-A", "kourier", "worker", "--pool", "threads",
              "--concurrency", str(concurrency), "--loglevel", settings.LOG_LEVEL],
             [python, "-m", "celery", "-A", "kourier", "beat", "--loglevel", settings.LOG_LEVEL,
              "--schedule", str(settings.VAR_DIR / "celerybeat-schedule")],
         ]  # fmt: skip
-        return [subprocess.Popen(command, env=env) for command in commands]
+        return children + [subprocess.Popen(command, env=env) for command in commands]
 
     def _announce(self, host: str, port: int) -> None:
         base = f"http://{host}:{port}"

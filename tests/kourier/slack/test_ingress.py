@@ -1,0 +1,122 @@
+"""POST /slack/events served ahead of Django: which requests it refuses, and what else it passes on.
+
+Requests that reach Bolt's listeners (and Slack's auth.test) are in tests/e2e/test_ingress.py.
+"""
+
+import json
+import time
+
+import pytest
+
+from bindings import directory
+from kourier.slack.ingress import serve_slack_events_ahead_of
+from sessions.models import Turn
+from tests.factories import ConnectionFactory
+from tests.fakes.slack.events import signed_headers
+
+pytestmark = [pytest.mark.anyio, pytest.mark.django_db]
+
+SECRET = "ingress-test-signing-secret"
+URL_VERIFICATION = json.dumps({"type": "url_verification", "challenge": "c-123"}).encode()
+MENTION = json.dumps({"type": "event_callback", "team_id": "T1", "event_id": "Ev1", "event": {
+    "type": "app_mention", "user": "U0ADA", "text": "<@U0BOT> hi", "ts": "1700000000.000100",
+    "channel": "C1"}}).encode()  # fmt: skip
+
+
+@pytest.fixture
+def acme(monkeypatch):
+    monkeypatch.setenv("INGRESS_BOT_TOKEN", "xoxb-ingress")
+    monkeypatch.setenv("INGRESS_SIGNING_SECRET", SECRET)
+    connection = ConnectionFactory(
+        name="acme", bot_token_env="INGRESS_BOT_TOKEN", signing_secret_env="INGRESS_SIGNING_SECRET"
+    )
+    directory.current()  # read here, in the test's transaction; the handler then needs no thread
+    return connection
+
+
+class Django:
+    """Stands for the Django app: records the paths handed to it."""
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+
+    async def __call__(self, scope, receive, send) -> None:
+        self.paths.append(scope["path"])
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+
+async def request(path: str, body: bytes = b"", *, method: str = "POST", headers=None, django=None):
+    scope = {
+        "type": "http",
+        "method": method,
+        "path": path,
+        "query_string": b"",
+        "headers": [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()],
+    }
+    chunks = [{"type": "http.request", "body": body, "more_body": False}]
+    sent: list[dict] = []
+
+    async def receive():
+        return chunks.pop(0)
+
+    async def send(message):
+        sent.append(message)
+
+    await serve_slack_events_ahead_of(django or Django())(scope, receive, send)
+    start, *bodies = sent
+    response_headers = {k.decode(): v.decode() for k, v in start["headers"]}
+    return start["status"], response_headers, b"".join(m.get("body", b"") for m in bodies)
+
+
+def signed(body: bytes, mode="valid", secret: str = SECRET) -> dict[str, str]:
+    return signed_headers(secret, body, now=time.time(), mode=mode)
+
+
+async def test_every_other_path_goes_to_django():
+    django = Django()
+    for path in ["/healthz", "/admin/", "/slack/events/", "/slack/eventsx", "/slack/events/a/b"]:
+        status, _, _ = await request(path, django=django)
+        assert status == 204
+    assert django.paths == ["/healthz", "/admin/", "/slack/events/", "/slack/eventsx", "/slack/events/a/b"]
+
+
+@pytest.mark.parametrize("path", ["/slack/events", "/slack/events/acme"])
+async def test_only_post_is_allowed(acme, path):
+    status, headers, _ = await request(path, method="GET")
+    assert (status, headers["allow"]) == (405, "POST")
+
+
+@pytest.mark.parametrize("mode", ["forged", "missing", "stale"])
+@pytest.mark.parametrize("path", ["/slack/events", "/slack/events/acme"])
+async def test_a_request_slack_did_not_sign_is_refused_and_nothing_is_stored(acme, path, mode):
+    status, _, _ = await request(path, MENTION, headers=signed(MENTION, mode))
+    assert status == 401
+    assert not await Turn.objects.aexists()
+
+
+async def test_an_unknown_connection_gets_the_answer_a_forged_signature_gets(acme):
+    unknown = await request("/slack/events/nobody", URL_VERIFICATION, headers=signed(URL_VERIFICATION))
+    forged = await request("/slack/events", URL_VERIFICATION, headers=signed(URL_VERIFICATION, "forged"))
+    assert unknown == forged
+    assert (unknown[0], json.loads(unknown[2])) == (401, {"error": "invalid request"})
+
+
+async def test_a_connection_whose_secret_is_not_set_is_a_server_problem(acme, monkeypatch):
+    monkeypatch.delenv("INGRESS_SIGNING_SECRET")
+    status, _, body = await request("/slack/events/acme", URL_VERIFICATION, headers=signed(URL_VERIFICATION))
+    assert (status, json.loads(body)) == (503, {"error": "connection is not configured"})
+
+
+@pytest.mark.parametrize("path", ["/slack/events", "/slack/events/acme"])
+async def test_url_verification_is_answered_by_the_connection_that_signed_it(acme, path):
+    status, _, body = await request(path, URL_VERIFICATION, headers=signed(URL_VERIFICATION))
+    assert status == 200
+    assert "c-123" in body.decode()
+
+
+async def test_a_body_larger_than_django_takes_is_refused(acme, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 100
+    big = json.dumps({"type": "url_verification", "challenge": "x" * 200}).encode()
+    status, _, _ = await request("/slack/events", big, headers=signed(big))
+    assert status == 413
