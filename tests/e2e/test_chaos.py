@@ -381,54 +381,60 @@ def test_chaos_nothing_lost_nothing_repeated(make_world, a2a_agent):
         print(f"thread of session {number}: {texts!r}")
     where = f"[CHAOS_SEED={seed}] figures={json.dumps(figures)}"
 
+    # Every check is made, and every one that fails is named, so one run tells all it found.
+    problems: list[str] = []
+
+    def check(ok: bool, problem: str) -> None:
+        if not ok:
+            problems.append(problem)
+
     # --- every accepted message got exactly one turn, and the turns ended in message order ---
-    assert accepted == set(run.said), f"{where} messages never acknowledged: {set(run.said) - accepted}"
-    assert set(turns) == accepted, (
-        f"{where} messages without a turn: {sorted(accepted - set(turns))}; "
-        f"turns without a message: {sorted(set(turns) - accepted)}"
+    check(accepted == set(run.said), f"messages never acknowledged: {sorted(set(run.said) - accepted)}")
+    check(
+        set(turns) == accepted,
+        f"messages without a turn: {sorted(accepted - set(turns))}; "
+        f"turns without a message: {sorted(set(turns) - accepted)}",
     )
-    assert len(turns) == expected, f"{where} {len(turns)} turns for {expected} messages"
+    check(len(turns) == expected, f"{len(turns)} turns for {expected} messages")
     unfinished = {
-        run.said[ts].label: (turn.state, turn.outcome)
+        run.said[ts].label if ts in run.said else ts: (turn.state, turn.outcome)
         for ts, turn in turns.items()
         if (turn.state, turn.outcome) != (Turn.State.DONE, "completed")
     }
-    assert not unfinished, f"{where} turns that did not complete: {unfinished}"
+    check(not unfinished, f"turns that did not complete: {unfinished}")
     for session in Session.objects.all():
         in_order = list(session.turns.order_by("message_ts").values_list("message_ts", flat=True))
         by_end = list(session.turns.order_by("ended_at", "message_ts").values_list("message_ts", flat=True))
-        assert by_end == in_order, f"{where} thread {session.thread_ts}: turns ended out of order"
+        check(by_end == in_order, f"thread {session.thread_ts}: turns ended out of order")
 
     # --- the agent ran each message once, in order per thread ---
     twice = {label: count for label, count in received.items() if count != 1}
-    assert not twice, f"{where} messages the agent ran more than once: {twice}"
-    assert set(received) == {t.label for t in run.said.values()}, (
-        f"{where} the agent never got: {sorted({t.label for t in run.said.values()} - set(received))}"
-    )
+    check(not twice, f"messages the agent ran more than once: {twice}")
+    labels_said = {t.label for t in run.said.values()}
+    check(set(received) == labels_said, f"the agent never got: {sorted(labels_said - set(received))}")
     contexts: dict[str, list[str]] = {}
     for r in a2a_agent.received:
         contexts.setdefault(r.context_id, []).append(r.text.rsplit(" ", 1)[-1])
     for labels in contexts.values():
-        assert labels == sorted(labels, key=lambda label: int(label.rsplit("t", 1)[1])), (
-            f"{where} the agent got a thread's messages out of order: {labels}"
+        check(
+            labels == sorted(labels, key=lambda label: int(label.rsplit("t", 1)[1])),
+            f"the agent got a thread's messages out of order: {labels}",
         )
-        assert len({label.split("t")[0] for label in labels}) == 1, (
-            f"{where} two threads in one context: {labels}"
-        )
+        check(len({label.split("t")[0] for label in labels}) == 1, f"two threads in one context: {labels}")
 
     # --- every reply whole, once, in order; nothing else in the threads ---
-    assert lost == 0, f"{where} replies missing: {[label for label, n in appearances.items() if n == 0]}"
-    assert duplicated == 0, (
-        f"{where} replies shown more than once: {[k for k, n in appearances.items() if n > 1]}"
-    )
-    assert not any(stray.values()), (
-        f"{where} messages that are no turn's whole answer: { {k: v for k, v in stray.items() if v} }"
+    check(lost == 0, f"replies missing: {[label for label, n in appearances.items() if n == 0]}")
+    check(duplicated == 0, f"replies shown more than once: {[k for k, n in appearances.items() if n > 1]}")
+    check(
+        not any(stray.values()),
+        f"messages that are no turn's whole answer: { {k: v for k, v in stray.items() if v} }",
     )
     for number, texts in per_thread.items():
         want = [t.answer for t in sorted(run.said.values(), key=lambda t: t.index) if t.session == number]
-        assert texts == want, f"{where} thread of session {number} shows {texts}, expected {want}"
+        check(texts == want, f"thread of session {number} shows {texts}, expected {want}")
     streaming = [m.ts for m in bot_messages() if m.streaming]
-    assert not streaming, f"{where} replies left streaming: {streaming}"
+    check(not streaming, f"replies left streaming: {streaming}")
     acked = [run.said[ts].label for ts in run.said if ACK in slack.message(world.channel, ts).reactions]
-    assert not acked, f"{where} acknowledgment reactions left on: {acked}"
-    assert time.monotonic() - begun <= TEST_BUDGET_SECONDS, f"{where} the run took over five minutes"
+    check(not acked, f"acknowledgment reactions left on: {acked}")
+    check(time.monotonic() - begun <= TEST_BUDGET_SECONDS, "the run took over five minutes")
+    assert not problems, f"{where}\n" + "\n".join(f"- {problem}" for problem in problems)
