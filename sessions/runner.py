@@ -77,16 +77,36 @@ async def acknowledge_waiting_turns(session_id: int) -> None:
         slack = async_web_client(ack.bot_token, workspace=connection_workspace(ack.connection_id))
         try:
             await add_reaction(slack, ack.channel_id, ack.message_ts, ack.emoji)
-            # The turn may have ended while the reaction was on its way; its runner then found nothing
-            # to remove.
-            if await _db(services.turn_is_over)(ack.turn_id):
-                await remove_reaction(slack, ack.channel_id, ack.message_ts, ack.emoji)
-        except SlackApiError as exc:
-            # A reaction is a courtesy: the turn runs without it.
+        except Exception as exc:  # a Slack error, a timeout, a dropped connection
+            # A reaction is a courtesy: the turn runs without it (one whose answer was lost may be on;
+            # the turn's end removes it).
             logger.warning(
-                "turn.acknowledgment_failed",
-                extra={"turn_id": ack.turn_id, "error": exc.response.get("error")},
+                "turn.acknowledgment_failed", extra={"turn_id": ack.turn_id, "error": _error_name(exc)}
             )
+            continue
+        # The turn may have ended while the reaction was on its way; its runner then found nothing
+        # to remove.
+        if await _db(services.turn_is_over)(ack.turn_id):
+            await remove_acknowledgment(slack, ack.turn_id, ack.channel_id, ack.message_ts, ack.emoji)
+
+
+async def remove_acknowledgment(slack, turn_id: int, channel_id: str, message_ts: str, emoji: str) -> None:
+    """Takes an ended turn's reaction off its message. A failure is logged, never raised: the session
+    goes on to its next turn, and beat's recovery sweep removes the reaction later."""
+    try:
+        await remove_reaction(slack, channel_id, message_ts, emoji)
+    except Exception as exc:  # a Slack error, a timeout, a dropped connection
+        logger.warning(
+            "turn.acknowledgment_not_removed", extra={"turn_id": turn_id, "error": _error_name(exc)}
+        )
+        return
+    await _db(services.acknowledgment_removed)(turn_id)
+
+
+def _error_name(exc: Exception) -> str:
+    if isinstance(exc, SlackApiError):
+        return str(exc.response.get("error", ""))
+    return type(exc).__name__
 
 
 async def _run_session(session_id: int) -> None:
@@ -267,7 +287,9 @@ async def run_turn(turn_id: int) -> None:
         await _db(services.forget_context)(work.session_id)
     remove_ack = await _db(services.finish_turn)(turn_id, outcome=outcome.outcome, failed=outcome.failed)
     if remove_ack and work.acknowledgment_emoji:
-        await remove_reaction(slack, work.channel_id, work.message_ts, work.acknowledgment_emoji)
+        await remove_acknowledgment(
+            slack, turn_id, work.channel_id, work.message_ts, work.acknowledgment_emoji
+        )
     logger.info("turn.ended", extra={"turn_id": turn_id, "outcome": outcome.outcome})
 
 

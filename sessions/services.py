@@ -455,6 +455,49 @@ def claim_acknowledgments(session_id: int) -> list[Acknowledgment]:
     return claimed
 
 
+def acknowledgment_removed(turn_id: int) -> None:
+    """The reaction of an ended turn is off its message: nothing is left for the recovery sweep.
+
+    From then on ``acknowledged`` is false again; a turn that waits or runs is never cleared, since its
+    reaction is to stay (and is not claimed again: ``claim_acknowledgments`` would add it twice).
+    """
+    Turn.objects.filter(pk=turn_id).exclude(state__in=[Turn.State.QUEUED, Turn.State.RUNNING]).update(
+        acknowledged=False
+    )
+
+
+# How far back the recovery sweep looks for reactions left on ended turns, and how many it takes a run.
+STALE_ACKNOWLEDGMENT_HORIZON = timedelta(days=1)
+STALE_ACKNOWLEDGMENT_BATCH = 50
+
+
+def stale_acknowledgments(*, ended_before: datetime) -> list[Acknowledgment]:
+    """Ended turns whose reaction is not known to be off their message: the runner died between ending
+    the turn and removing it, or Slack failed the removal. Oldest first."""
+    turns = (
+        Turn.objects.filter(
+            acknowledged=True,
+            ended_at__lt=ended_before,
+            ended_at__gte=ended_before - STALE_ACKNOWLEDGMENT_HORIZON,
+        )
+        .exclude(state__in=[Turn.State.QUEUED, Turn.State.RUNNING])
+        .select_related("session__binding", "connection")
+        .order_by("ended_at")[:STALE_ACKNOWLEDGMENT_BATCH]
+    )
+    return [
+        Acknowledgment(
+            turn_id=turn.pk,
+            connection_id=turn.connection_id,
+            channel_id=turn.channel_id,
+            message_ts=turn.message_ts,
+            emoji=turn.session.binding.acknowledgment_emoji,
+            bot_token=turn.connection.bot_token(),
+        )
+        for turn in turns
+        if turn.session.binding is not None
+    ]
+
+
 def turn_is_over(turn_id: int) -> bool:
     return not Turn.objects.filter(pk=turn_id, state__in=[Turn.State.QUEUED, Turn.State.RUNNING]).exists()
 
