@@ -1,9 +1,16 @@
-"""Statements the ORM does not spell: an insert that yields to a row already holding its key."""
+"""Database helpers the ORM does not give: an insert that yields to a row already holding its key, and
+sync database work for async callers that survives a broken connection."""
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Awaitable, Callable, Sequence
+from typing import ParamSpec, TypeVar
 
-from django.db import connections, router
+from asgiref.sync import sync_to_async
+from django.db import DatabaseError, connection, connections, router
 from django.db.models import Model
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def insert_unless_taken(instance: Model, key: Sequence[str]) -> bool:
@@ -34,3 +41,22 @@ def insert_unless_taken(instance: Model, key: Sequence[str]) -> bool:
     instance._state.adding = False
     instance._state.db = database.alias
     return True
+
+
+def in_database_thread(fn: Callable[P, R], *, thread_sensitive: bool = False) -> Callable[P, Awaitable[R]]:
+    """``fn`` for async callers, on a thread of the loop's executor (one transaction per call).
+
+    Django resets a thread's connection only around its own requests; these threads serve many
+    calls, so a connection a failure left broken (the database restarted, a network cut) is closed
+    here, and the thread's next call connects again instead of failing until the process restarts.
+    """
+
+    @functools.wraps(fn)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except DatabaseError:
+            connection.close_if_unusable_or_obsolete()
+            raise
+
+    return sync_to_async(call, thread_sensitive=thread_sensitive)

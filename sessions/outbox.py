@@ -6,10 +6,10 @@ the record. ``TurnOutbox`` is the writer's ``Outbox`` for one turn.
 
 from __future__ import annotations
 
-from asgiref.sync import sync_to_async
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from kourier.db import in_database_thread
 from kourier.slack.writer import Intent, IntentState, PostKind
 
 from .models import PostIntent
@@ -44,7 +44,7 @@ class TurnOutbox:
         self.turn_id = turn_id
 
     async def intend(self, key: str, kind: PostKind) -> Intent:
-        return await sync_to_async(intend_post, thread_sensitive=False)(self.turn_id, key, kind.value)
+        return await in_database_thread(intend_post)(self.turn_id, key, kind.value)
 
     async def confirm(self, key: str, ts: str) -> None:
-        await sync_to_async(confirm_post, thread_sensitive=False)(key, ts)
+        await in_database_thread(confirm_post)(key, ts)

@@ -11,7 +11,6 @@ import socket
 import uuid
 from dataclasses import dataclass
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from slack_sdk.errors import SlackApiError
 
@@ -21,6 +20,7 @@ from kourier.a2a.dialects import Dialect, dialect_for
 from kourier.a2a.events import AgentEvent, TaskEnded, TaskStarted, TextDelta
 from kourier.a2a.factory import make_client
 from kourier.a2a.wire import Message, Role, TaskState, TextPart
+from kourier.db import in_database_thread
 from kourier.progress import Card, CardStatus, Outcome, Progress, ThreadKind
 from kourier.slack.clients import async_web_client, connection_workspace
 from kourier.slack.people import person_name
@@ -57,7 +57,7 @@ TERMINAL_FAILURES = {
 
 
 def _db(fn):
-    return sync_to_async(fn, thread_sensitive=False)
+    return in_database_thread(fn)
 
 
 def runner_identity() -> str:

@@ -10,7 +10,6 @@ import logging
 import re
 from collections.abc import Awaitable, Callable
 
-from asgiref.sync import sync_to_async
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.web.async_client import AsyncWebClient
@@ -19,6 +18,7 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from bindings import directory
 from bindings.models import Connection
 from bindings.services import note_slack_identity
+from kourier.db import in_database_thread
 from sessions.routing import ChatMessage
 from sessions.services import route_message
 
@@ -90,7 +90,7 @@ def _build_app(connection: Connection) -> AsyncApp:
             return
         # One thread per process does ingress's database work, in arrival order: threads of a pool
         # would contend for the database's write lock (SQLite's busy wait sleeps) and for the GIL.
-        await sync_to_async(_route, thread_sensitive=True)(
+        await in_database_thread(_route, thread_sensitive=True)(
             connection_id, read, team_id=context.team_id or "", bot_user_id=context.bot_user_id or ""
         )
 

@@ -1,8 +1,11 @@
+import asyncio
+
 import pytest
+from django.db import DatabaseError
 from django.utils import timezone
 
-from kourier.db import insert_unless_taken
-from sessions.models import Session
+from kourier.db import in_database_thread, insert_unless_taken
+from sessions.models import Session, Turn
 from tests.factories import ConnectionFactory
 
 pytestmark = pytest.mark.django_db
@@ -44,3 +47,24 @@ def test_the_same_fields_outside_the_key_make_a_new_row():
     insert_unless_taken(a_session(connection), KEY)
     assert insert_unless_taken(a_session(connection, thread_ts="1700000002.000100"), KEY) is True
     assert Session.objects.count() == 2
+
+
+class TestInDatabaseThread:
+    def test_a_failure_that_broke_the_connection_closes_it_so_the_next_call_connects_again(self):
+        from django.db import connection
+
+        def break_the_connection() -> None:
+            connection.ensure_connection()
+            connection.connection.close()  # the server went away under the thread's connection
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT 1")
+
+        def count_turns() -> int:
+            return Turn.objects.count()
+
+        async def scenario() -> int:
+            with pytest.raises(DatabaseError):
+                await in_database_thread(break_the_connection, thread_sensitive=True)()
+            return await in_database_thread(count_turns, thread_sensitive=True)()
+
+        assert asyncio.run(scenario()) == 0
