@@ -152,3 +152,35 @@ def test_a_task_that_ended_before_it_could_be_subscribed_to_is_read_from_its_sta
 
     assert [m.text for m in replies(world, ts)] == ["Half of it. The rest."]
     assert len(a2a_agent.received) == 1
+
+
+def test_a_worker_killed_while_slack_started_its_reply_leaves_one_reply(make_world, a2a_agent):
+    gate = Gate()
+    a2a_agent.script([steps.text("Half of it. "), steps.wait_for(gate), steps.text("The rest.")])
+    world = make_world(agent_url=a2a_agent.url, beat=True, env=FAST_RECOVERY)
+    # Slack starts the stream and the answer never comes back: the runner is killed while it waits.
+    world.slack.fail("chat.startStream", "timeout_after_apply")
+    ts = world.mention("go")
+    world.slack.wait_until(lambda: world.slack.count("chat.startStream") == 1, timeout=WAIT)
+    assert Turn.objects.get().reply_ts == ""  # the reply was intended, never confirmed
+    kill_the_worker_and_start_another(world)
+    gate.open()
+    wait_for_turns_to_end(world, 1)
+
+    [reply] = replies(world, ts)
+    assert reply.text == "Half of it. The rest."
+    assert not reply.streaming
+    assert world.slack.count("chat.startStream") == 1  # found in the thread, not started again
+    assert len(a2a_agent.received) == 1
+
+
+def test_a_worker_killed_while_slack_posted_its_notice_leaves_one_notice(make_world, a2a_agent):
+    a2a_agent.script([steps.fail("boom")])
+    world = make_world(agent_url=a2a_agent.url, beat=True, env=FAST_RECOVERY)
+    world.slack.fail("chat.postMessage", "timeout_after_apply")
+    ts = world.mention("go")
+    world.slack.wait_until(lambda: world.slack.count("chat.postMessage") == 1, timeout=WAIT)
+    kill_the_worker_and_start_another(world)
+    wait_for_turns_to_end(world, 1)
+
+    assert [m.text for m in replies(world, ts)] == [notices.TASK_FAILED]
