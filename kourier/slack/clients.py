@@ -8,6 +8,11 @@ until now + Retry-After" goes into Redis (the Django cache), so every worker's c
 for that workspace wait the block out instead of drawing more 429s. A call waits at most
 ``RetryPolicy.max_wait`` in all: a block that ends later fails the call at once with
 ``SlackRateLimited``, a ``SlackApiError`` whose error is ``ratelimited``, without calling Slack.
+The methods a reply calls many times (``PACED_CALLS_PER_MINUTE``: ``chat.appendStream``,
+``chat.update``) are also paced before Slack refuses them: every worker counts a workspace's calls
+per 10 s window in Redis, a call past the window's share waits for the next window, and its reply
+coalesces meanwhile (writer.py), so many live replies in one workspace slow down instead of drawing
+429s.
 Each process also keeps the blocks it was told of, so that it still honours them when Redis cannot
 be reached (then the calls go on, logged, and other workers learn of a block from their own 429).
 
@@ -76,6 +81,12 @@ NOT_REPEATABLE_METHODS = frozenset(
 SERVER_ERRORS = frozenset({"fatal_error", "internal_error", "service_unavailable", "request_timeout"})
 SERVER_ERROR_STATUSES = range(500, 505)
 BUDGET_KEY_PREFIX = "slack-blocked"
+PACE_KEY_PREFIX = "slack-paced"
+# The methods a reply calls many times, paced per workspace below their tier (research/slack.md §4.7:
+# chat.appendStream Tier 4, chat.update Tier 3), so many live replies in one workspace share the budget
+# instead of drawing 429s: a paced call waits for the next window, and meanwhile its reply coalesces.
+PACED_CALLS_PER_MINUTE = {"chat.appendStream": 100, "chat.update": 50}
+PACE_WINDOW_SECONDS = 10
 # Faults of the connection: the call's answer did not arrive.
 TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (
     TimeoutError,
@@ -265,6 +276,42 @@ class _Budget:
             self._unavailable(exc)
 
 
+def paced_calls_per_window(method: str) -> int | None:
+    """Calls of ``method`` one workspace may start in a pacing window. Any 60 s span meets at most
+    seven windows, so seven windows' worth stays within the tier's minute."""
+    per_minute = PACED_CALLS_PER_MINUTE.get(method)
+    if per_minute is None:
+        return None
+    return max(1, per_minute * PACE_WINDOW_SECONDS // (60 + PACE_WINDOW_SECONDS))
+
+
+class _Pace:
+    """Counts a workspace's calls of a paced method per window in Redis, shared by every worker."""
+
+    def __init__(self, workspace: str) -> None:
+        self.workspace = workspace
+
+    async def await_turn(self, method: str, now: float) -> float:
+        """Takes a place in the current window; 0, or the seconds until the next window to try again."""
+        allowed = paced_calls_per_window(method)
+        if allowed is None:
+            return 0.0
+        window = int(now // PACE_WINDOW_SECONDS)
+        key = f"{PACE_KEY_PREFIX}:{self.workspace}:{method}:{window}"
+        try:
+            await cache.aadd(key, 0, PACE_WINDOW_SECONDS * 2)
+            taken = await cache.aincr(key)
+        except Exception as exc:
+            # Without Redis the calls go on unpaced: Slack's 429s and the blocks still hold them.
+            logger.warning(
+                "slack.budget_unavailable", extra={"workspace": self.workspace, "error": type(exc).__name__}
+            )
+            return 0.0
+        if taken <= allowed:
+            return 0.0
+        return (window + 1) * PACE_WINDOW_SECONDS - now
+
+
 class _Attempts:
     """The decisions for one call: what a fault means, how long to wait, when to give up."""
 
@@ -301,6 +348,10 @@ class _Attempts:
             extra={"workspace": self.workspace, "method": self.method, "seconds": round(until - now, 1)},
         )
         return until - now
+
+    def wait_for_pace(self, seconds: float, now: float) -> float:
+        """Seconds to wait for the next pacing window (0: none), bounded like a block's."""
+        return self.wait_for_block(now + seconds, now) if seconds > 0 else 0.0
 
     def rate_limit_retry(self, exc: SlackApiError) -> bool:
         """Counts a 429; False when the call must give up on it."""
@@ -361,6 +412,7 @@ class KourierAsyncWebClient(AsyncWebClient):
         self.workspace = workspace
         self.policy = policy
         self._budget = _Budget(workspace)
+        self._pace = _Pace(workspace)
         self._clock = clock
         self._sleep = sleep
         self._bot_user_id: str | None = None
@@ -372,6 +424,8 @@ class KourierAsyncWebClient(AsyncWebClient):
         while True:
             while wait := attempts.wait_for_block(
                 await self._budget.ablocked_until(api_method), self._clock()
+            ) or attempts.wait_for_pace(
+                await self._pace.await_turn(api_method, self._clock()), self._clock()
             ):
                 await self._sleep(wait)
             try:

@@ -11,12 +11,14 @@ from django.test import override_settings
 from slack_sdk.errors import SlackApiError
 
 from kourier.slack.clients import (
+    PACE_WINDOW_SECONDS,
     RetryPolicy,
     SlackOutcomeUnknown,
     SlackRateLimited,
     SlackUnavailable,
     async_web_client,
     forget_local_blocks,
+    paced_calls_per_window,
     web_client,
 )
 from tests.fakes.slack import defaults
@@ -356,3 +358,31 @@ def test_without_redis_a_429_still_holds_the_method_back_in_this_process(slack_f
     call(client, "chat_update", channel=defaults.CHANNEL_ID, ts=ts, text="final")
     assert steps.waits == [pytest.approx(3.0)]
     assert [c.status for c in slack_fake.calls("chat.update")] == [429, 200]
+
+
+def test_a_workspaces_updates_are_paced_below_their_tier_across_clients(slack_fake, client_for):
+    workspace = f"T0001-{uuid.uuid4().hex}"
+    steps = SteppedTime()
+    steps.now = (int(steps.now // PACE_WINDOW_SECONDS) + 1) * PACE_WINDOW_SECONDS  # a window's start
+    one, other = (
+        client_for("async", workspace=workspace, clock=steps.clock, sleep=steps.sleep) for _ in range(2)
+    )
+    elsewhere = client_for(
+        "async", workspace=f"T0002-{uuid.uuid4().hex}", clock=steps.clock, sleep=steps.sleep
+    )
+    ts = call(one, "chat_postMessage", channel=defaults.CHANNEL_ID, text="draft")["ts"]
+    allowed = paced_calls_per_window("chat.update")
+    assert allowed * (60 // PACE_WINDOW_SECONDS + 1) <= 50  # Tier 3 over any minute
+
+    for n in range(allowed):
+        call((one, other)[n % 2], "chat_update", channel=defaults.CHANNEL_ID, ts=ts, text=f"v{n}")
+        call(elsewhere, "chat_update", channel=defaults.CHANNEL_ID, ts=ts, text=f"w{n}")  # its own pace
+    assert steps.waits == []
+
+    # The window is full for this workspace, whichever client calls: the next update waits for the next.
+    call(other, "chat_update", channel=defaults.CHANNEL_ID, ts=ts, text="paced")
+    assert steps.waits == [pytest.approx(PACE_WINDOW_SECONDS)]
+    assert all(c.status == 200 for c in slack_fake.calls("chat.update"))
+    # Posts are not paced: Slack limits them per channel, and a reply posts once.
+    call(one, "chat_postMessage", channel=defaults.CHANNEL_ID, text="not paced")
+    assert len(steps.waits) == 1
