@@ -278,11 +278,12 @@ class _Budget:
 
 def paced_calls_per_window(method: str) -> int | None:
     """Calls of ``method`` one workspace may start in a pacing window. Any 60 s span meets at most
-    seven windows, so seven windows' worth stays within the tier's minute."""
+    seven windows, and a call started late in one window may reach Slack in the next (a busy loop
+    lags): eight windows' worth stays within the tier's minute."""
     per_minute = PACED_CALLS_PER_MINUTE.get(method)
     if per_minute is None:
         return None
-    return max(1, per_minute * PACE_WINDOW_SECONDS // (60 + PACE_WINDOW_SECONDS))
+    return max(1, per_minute * PACE_WINDOW_SECONDS // (60 + 2 * PACE_WINDOW_SECONDS))
 
 
 class _Pace:

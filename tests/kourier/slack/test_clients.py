@@ -373,7 +373,7 @@ def test_a_workspaces_updates_are_paced_below_their_tier_across_clients(slack_fa
     ts = call(one, "chat_postMessage", channel=defaults.CHANNEL_ID, text="draft")["ts"]
     allowed = paced_calls_per_window("chat.update")
     assert allowed is not None
-    assert allowed * (60 // PACE_WINDOW_SECONDS + 1) <= 50  # Tier 3 over any minute
+    assert allowed * (60 // PACE_WINDOW_SECONDS + 2) <= 50  # Tier 3 over any minute, with a window to spare
 
     for n in range(allowed):
         call((one, other)[n % 2], "chat_update", channel=defaults.CHANNEL_ID, ts=ts, text=f"v{n}")
