@@ -405,6 +405,9 @@ class SlackReply:
                     await self._stop_adopted_stream(ending=Outcome.FAILED)
                 elif writes:
                     await self._render(writes[-1], final=True)
+        except Exception:
+            await self._stop_stream_left_open()
+            raise
         finally:
             self._ended = True
             if self._status is not None:
@@ -673,7 +676,15 @@ class SlackReply:
                 await self._posted()
             else:
                 await self._stop_adopted_stream()
-                await self._call("chat_update", channel=self._target.channel_id, ts=self.ts, **content)
+                # The key goes with every rewrite: a message taken over from a stream may not have it
+                # yet, and a lost post or stream start is looked for among messages without one.
+                await self._call(
+                    "chat_update",
+                    channel=self._target.channel_id,
+                    ts=self.ts,
+                    metadata=self.metadata,
+                    **content,
+                )
                 self._written = _view_key(view)
         except SlackApiError as exc:
             error = exc.response.get("error", "")
@@ -719,6 +730,33 @@ class SlackReply:
         except SlackApiError as exc:
             if exc.response.get("error") not in STREAM_ENDED_ERRORS:
                 raise
+
+    async def _stop_stream_left_open(self) -> None:
+        """The last write failed: a stream still open is stopped with the text it has, every card it
+        shows under way ended as a failed turn's, so nothing is left streaming. Best effort: the
+        failure that got here is what the caller hears of."""
+        if not self._streaming:
+            return
+        open_cards = [card for card in self._stream_cards.values() if card.status is CardStatus.IN_PROGRESS]
+        chunks = (
+            [task_update_chunk(ended_card(card, Outcome.FAILED)) for card in open_cards]
+            if self._cards_ok
+            else []
+        )
+        try:
+            await self._call(
+                "chat_stopStream",
+                channel=self._target.channel_id,
+                ts=self.ts,
+                chunks=chunks,
+                metadata=self.metadata,
+            )
+            self._streaming = False
+        except Exception as exc:
+            logger.warning(
+                "slack.stream_left_open",
+                extra={"error": _error_name(exc), "channel": self._target.channel_id},
+            )
 
     async def _give_up_stream(self) -> None:
         """An append whose answer was lost may show or not: stop the stream, so that the message can

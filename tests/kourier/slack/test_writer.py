@@ -5,6 +5,7 @@ import time
 
 import pytest
 from django.test import override_settings
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from kourier.slack.clients import RetryPolicy, async_web_client
@@ -449,6 +450,8 @@ def test_a_stream_an_earlier_process_began_but_never_confirmed_is_taken_over(sla
     assert (message.ts, message.text, message.streaming) == (earlier, "the whole answer", False)
     assert slack_fake.count("chat.startStream") == 1
     assert outbox.confirmed() == {REPLY_KEY: earlier}
+    # Rewritten, it carries the reply's key: a later lost stream start is never mistaken for it.
+    assert message.metadata == {"event_type": "kourier_reply", "event_payload": {"reply": REPLY_KEY}}
 
 
 def test_the_parts_of_a_long_answer_are_posted_once_each(slack_fake, thread_ts):
@@ -465,3 +468,21 @@ def test_the_parts_of_a_long_answer_are_posted_once_each(slack_fake, thread_ts):
     }
     assert set(outbox.confirmed()) == {REPLY_KEY, part_key(REPLY_KEY, 2)}
     assert slack_fake.count("chat.postMessage") == 2
+
+
+def test_a_last_write_slack_fails_still_stops_the_stream_with_its_text(slack_fake, thread_ts):
+    reply = product_reply(slack_fake, thread_ts)
+    # Not a fault a retry helps: the stop is refused once, and the turn hears of it.
+    slack_fake.fail("chat.stopStream", "invalid_arguments")
+
+    async def scenario():
+        await reply.show("Half of it. ")
+        await settle(reply)
+        with pytest.raises(SlackApiError):
+            await reply.finish("Half of it. The rest.")
+
+    asyncio.run(scenario())
+    [message] = reply_in(slack_fake, thread_ts)
+    assert message.text == "Half of it. "
+    assert not message.streaming
+    assert [c.error for c in slack_fake.calls("chat.stopStream")] == ["invalid_arguments", None]
