@@ -67,6 +67,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from slack_sdk.web.slack_response import SlackResponse
 
+from kourier import shared_cache
+
 from .threads import find_post, find_started_stream
 
 logger = logging.getLogger(__name__)
@@ -244,7 +246,7 @@ class _Budget:
     async def ablocked_until(self, method: str) -> float | None:
         local = _local_blocks.get(self.key(method))
         try:
-            return _later(await cache.aget(self.key(method)), local)
+            return _later(await shared_cache.aget(self.key(method)), local)
         except Exception as exc:
             self._unavailable(exc)
             return local
@@ -252,9 +254,9 @@ class _Budget:
     async def ablock(self, method: str, until: float, retry_after: float) -> None:
         _local_blocks[self.key(method)] = max(until, _local_blocks.get(self.key(method), 0.0))
         try:
-            current = await cache.aget(self.key(method))
+            current = await shared_cache.aget(self.key(method))
             if current is None or current < until:
-                await cache.aset(self.key(method), until, self._expiry(retry_after))
+                await shared_cache.aset(self.key(method), until, self._expiry(retry_after))
         except Exception as exc:
             self._unavailable(exc)
 
@@ -300,8 +302,7 @@ class _Pace:
         window = int(now // PACE_WINDOW_SECONDS)
         key = f"{PACE_KEY_PREFIX}:{self.workspace}:{method}:{window}"
         try:
-            await cache.aadd(key, 0, PACE_WINDOW_SECONDS * 2)
-            taken = await cache.aincr(key)
+            taken = await shared_cache.acount(key, PACE_WINDOW_SECONDS * 2)
         except Exception as exc:
             # Without Redis the calls go on unpaced: Slack's 429s and the blocks still hold them.
             logger.warning(

@@ -3,9 +3,10 @@
 import asyncio
 import logging
 
-from django.core.cache import cache
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
+
+from kourier import shared_cache
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +31,7 @@ def _display_name(user: dict) -> str | None:
 async def person_name(client: AsyncWebClient, team_id: str, user_id: str) -> str | None:
     """The person's name, or None when Slack does not tell it (the caller then shows the ID)."""
     key = f"slack-name:{team_id}:{user_id}"
-    cached = await cache.aget(key)
+    cached = await shared_cache.aget(key)
     if cached is not None:
         return cached or None
     try:
@@ -39,5 +40,5 @@ async def person_name(client: AsyncWebClient, team_id: str, user_id: str) -> str
     except (SlackApiError, TimeoutError, OSError) as exc:
         logger.info("slack.name_lookup_failed", extra={"user_id": user_id, "error": type(exc).__name__})
         return None
-    await cache.aset(key, name or "", NAME_CACHE_SECONDS)
+    await shared_cache.aset(key, name or "", NAME_CACHE_SECONDS)
     return name

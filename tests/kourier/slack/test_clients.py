@@ -345,12 +345,12 @@ def test_a_block_longer_than_a_call_may_wait_fails_it_without_calling_slack(slac
 
 
 def test_without_redis_a_429_still_holds_the_method_back_in_this_process(slack_fake, client_for, monkeypatch):
-    async def unreachable(*args, **kwargs):
+    def unreachable(*args, **kwargs):
         raise ConnectionError("redis is down")
 
     # (Not the module-level ``cache`` proxy: pytest's collection would open it before the test Redis is set.)
-    monkeypatch.setattr(caches["default"], "aget", unreachable)
-    monkeypatch.setattr(caches["default"], "aset", unreachable)
+    for operation in ("get", "set", "add", "incr"):
+        monkeypatch.setattr(caches["default"], operation, unreachable)
     steps = SteppedTime()
     client = client_for("async", workspace=f"T0001-{uuid.uuid4().hex}", clock=steps.clock, sleep=steps.sleep)
     ts = call(client, "chat_postMessage", channel=defaults.CHANNEL_ID, text="draft")["ts"]
