@@ -117,20 +117,22 @@ def test_a_task_gone_after_a_restart_stops_the_reply_with_its_text_and_no_card_l
     assert len(a2a_agent.received) == 1
 
 
-def test_a_restart_before_the_agent_named_the_task_looks_the_request_up_instead_of_sending_it_again(
+def test_a_restart_before_the_task_was_recorded_looks_the_request_up_instead_of_sending_it_again(
     make_world, a2a_agent
 ):
     gate = Gate()
     a2a_agent.script([steps.wait_for(gate), steps.text("Answered once.")])
-    # The agent's first event is held at the gate: the worker dies before it knows the task.
     world = make_world(agent_url=a2a_agent.url, beat=True, env=FAST_RECOVERY)
     ts = world.mention("go")
     gate.wait_reached(1, timeout=WAIT)
-    assert Turn.objects.get().task_id == ""
-    kill_the_worker_and_start_another(world)
-    world.slack.wait_until(lambda: Turn.objects.exclude(task_id="").exists(), timeout=WAIT)
+    world.stack.kill("worker", signal.SIGKILL)
+    # The runner died between sending the message and recording the task the agent named for it.
+    Turn.objects.update(task_id="")
+    world.stack.start_worker(name="worker2")
+    a2a_agent.wait_for_requests(1, method="ListTasks", timeout=WAIT)
     gate.open()
     wait_for_turns_to_end(world, 1)
+
     assert [m.text for m in replies(world, ts)] == ["Answered once."]
     assert len(a2a_agent.received) == 1
 
@@ -184,3 +186,22 @@ def test_a_worker_killed_while_slack_posted_its_notice_leaves_one_notice(make_wo
     wait_for_turns_to_end(world, 1)
 
     assert [m.text for m in replies(world, ts)] == [notices.TASK_FAILED]
+
+
+def test_a_wedged_task_is_given_up_and_the_reply_keeps_its_text(make_world, a2a_agent):
+    gate = Gate()
+    # After its first words the task says nothing more: every read of it times out.
+    a2a_agent.script([steps.text("Half of it. "), steps.wait_for(gate), steps.text("Never shown.")])
+    world = make_world(agent_url=a2a_agent.url, progress="steps", env={"A2A_READ_TIMEOUT": "1"})
+    ts = world.mention("go")
+    try:
+        wait_for_turns_to_end(world, 1)
+    finally:
+        gate.open()
+
+    reply, notice = replies(world, ts)
+    assert reply.text == "Half of it. "
+    assert not reply.streaming
+    assert notice.text == notices.AGENT_UNREACHABLE
+    assert len(a2a_agent.received) == 1  # followed again each time, never sent again
+    assert len(a2a_agent.calls("GetTask")) >= 2
