@@ -205,3 +205,27 @@ def test_a_wedged_task_is_given_up_and_the_reply_keeps_its_text(make_world, a2a_
     assert notice.text == notices.AGENT_UNREACHABLE
     assert len(a2a_agent.received) == 1  # followed again each time, never sent again
     assert len(a2a_agent.calls("GetTask")) >= 2
+
+
+def test_a_taken_over_reply_whose_cards_slack_refuses_is_written_again_without_them(make_world, a2a_agent):
+    gate = Gate()
+    a2a_agent.script([*WITH_CARDS, steps.wait_for(gate), steps.text("Done.")])
+    world = make_world(agent_url=a2a_agent.url, progress="steps", beat=True, env=FAST_RECOVERY)
+    ts = world.mention("go")
+    gate.wait_reached(1, timeout=WAIT)
+    world.slack.wait_until(lambda: any(len(m.cards) == 2 for m in replies(world, ts)), timeout=WAIT)
+    the_reply_is_recorded(world)
+    kill_the_worker_and_start_another(world)
+    # The rewrite's task_card blocks are refused, as on a platform without them.
+    world.slack.fail("chat.update", "invalid_blocks", times=None, when=lambda args: "task_card" in str(args))
+    gate.open()
+    wait_for_turns_to_end(world, 1)
+
+    [reply] = replies(world, ts)
+    assert "Done." in reply.text
+    assert not reply.streaming
+    refused = [c for c in world.slack.calls("chat.update") if c.error == "invalid_blocks"]
+    taken = [c for c in world.slack.calls("chat.update") if c.error is None]
+    assert refused
+    assert taken
+    assert "task_card" not in str(taken[-1].args)
