@@ -5,8 +5,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
+from django.db import transaction
 
 from bindings.models import Binding, Connection
+from sessions import services
 from tests.factories import BindingFactory, ConnectionFactory
 from tests.fakes.slack import defaults
 from tests.fakes.slack.fake import SlackFake
@@ -58,3 +60,21 @@ def make_world(slack_fake: SlackFake, start_stack: Callable[..., Stack]) -> Call
         return World(slack=slack_fake, connection=connection, binding=binding, stack=stack)
 
     return make
+
+
+@pytest.fixture
+def start_alerts_here(settings, monkeypatch) -> Callable[[World], None]:
+    """Lets the test process start alert threads in a world (``services.start_alert_thread`` runs
+    here): it posts through the Slack fake, and its turn is queued for that world's workers."""
+
+    def allow(world: World) -> None:
+        settings.SLACK_API_URL = world.slack.url
+        monkeypatch.setenv(BOT_TOKEN_ENV, defaults.BOT_TOKEN)
+        queue = world.stack.env["CELERY_QUEUE"]
+        monkeypatch.setattr(
+            services,
+            "enqueue_after_commit",
+            lambda task, *args: transaction.on_commit(lambda: task.apply_async(args, queue=queue)),
+        )
+
+    return allow

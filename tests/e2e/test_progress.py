@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from django.db import transaction
 
 from kourier.progress import (
     NO_OUTPUT,
@@ -28,7 +27,6 @@ from kourier.redaction import format_call
 from kourier.slack.status import ASSISTANT_STATUS_WORKING
 from sessions import notices, services
 from sessions.models import Session, Turn
-from tests.e2e.conftest import BOT_TOKEN_ENV
 from tests.factories import BindingFactory
 from tests.fakes.a2a_agent import steps
 from tests.fakes.slack import defaults
@@ -142,7 +140,7 @@ class Thread:
 
 
 @pytest.fixture
-def modes_world(make_world, a2a_agent, settings, monkeypatch):
+def modes_world(make_world, a2a_agent, start_alerts_here):
     """A world with a Binding per progress mode, each on its own channel, and a way to start alerts."""
     a2a_agent.on_message(script_for)
 
@@ -158,16 +156,7 @@ def modes_world(make_world, a2a_agent, settings, monkeypatch):
                 progress=mode,
                 **binding_fields,
             )
-        # start_alert_thread runs here, in the test process: it posts through the fake, and its
-        # queued run goes to this stack's worker.
-        settings.SLACK_API_URL = world.slack.url
-        monkeypatch.setenv(BOT_TOKEN_ENV, defaults.BOT_TOKEN)
-        queue = world.stack.env["CELERY_QUEUE"]
-        monkeypatch.setattr(
-            services,
-            "enqueue_after_commit",
-            lambda task, *args: transaction.on_commit(lambda: task.apply_async(args, queue=queue)),
-        )
+        start_alerts_here(world)
         return world
 
     return make

@@ -7,16 +7,13 @@ thread as a person sees it in the Slack fake.
 import signal
 
 import pytest
-from django.db import transaction
 
 from kourier.progress import NO_RESULT
 from sessions import notices, services
 from sessions.models import Turn
-from tests.e2e.conftest import BOT_TOKEN_ENV
 from tests.e2e.test_threads import WAIT, replies, wait_for_turns_to_end
 from tests.fakes.a2a_agent import steps
 from tests.fakes.a2a_agent.gates import Gate
-from tests.fakes.slack import defaults
 
 pytestmark = pytest.mark.slow
 
@@ -40,15 +37,21 @@ def the_reply_is_recorded(world) -> None:
     world.slack.wait_until(lambda: Turn.objects.filter(reply_ts__gt="").exists(), timeout=WAIT)
 
 
+def kill_mid_turn_with_cards(world, thread_ts: str, gate: Gate) -> None:
+    """Waits until the reply shows both cards of ``WITH_CARDS`` (the task held at ``gate``) and is
+    recorded, then kills its worker and starts another."""
+    gate.wait_reached(1, timeout=WAIT)
+    world.slack.wait_until(lambda: any(len(m.cards) == 2 for m in replies(world, thread_ts)), timeout=WAIT)
+    the_reply_is_recorded(world)
+    kill_the_worker_and_start_another(world)
+
+
 def test_a_taken_over_reply_keeps_its_cards_before_the_whole_answer(make_world, a2a_agent):
     gate = Gate()
     a2a_agent.script([*WITH_CARDS, steps.wait_for(gate), steps.text("Done.")])
     world = make_world(agent_url=a2a_agent.url, progress="steps", beat=True, env=FAST_RECOVERY)
     ts = world.mention("go")
-    gate.wait_reached(1, timeout=WAIT)
-    world.slack.wait_until(lambda: any(len(m.cards) == 2 for m in replies(world, ts)), timeout=WAIT)
-    the_reply_is_recorded(world)
-    kill_the_worker_and_start_another(world)
+    kill_mid_turn_with_cards(world, ts, gate)
     gate.open()
     wait_for_turns_to_end(world, 1)
 
@@ -65,26 +68,14 @@ def test_a_taken_over_reply_keeps_its_cards_before_the_whole_answer(make_world, 
 
 
 def test_an_alert_threads_reply_is_taken_over_and_updated_with_its_cards(
-    make_world, a2a_agent, settings, monkeypatch
+    make_world, a2a_agent, start_alerts_here
 ):
     gate = Gate()
     a2a_agent.script([*WITH_CARDS, steps.wait_for(gate), steps.text("Done.")])
     world = make_world(agent_url=a2a_agent.url, progress="steps", beat=True, env=FAST_RECOVERY)
-    # The alert is started here, in the test process: it posts through the fake and queues its turn
-    # for this stack's workers.
-    settings.SLACK_API_URL = world.slack.url
-    monkeypatch.setenv(BOT_TOKEN_ENV, defaults.BOT_TOKEN)
-    queue = world.stack.env["CELERY_QUEUE"]
-    monkeypatch.setattr(
-        services,
-        "enqueue_after_commit",
-        lambda task, *args: transaction.on_commit(lambda: task.apply_async(args, queue=queue)),
-    )
+    start_alerts_here(world)
     root = services.start_alert_thread(world.binding, "disk alert").message_ts
-    gate.wait_reached(1, timeout=WAIT)
-    world.slack.wait_until(lambda: any(len(m.cards) == 2 for m in replies(world, root)), timeout=WAIT)
-    the_reply_is_recorded(world)
-    kill_the_worker_and_start_another(world)
+    kill_mid_turn_with_cards(world, root, gate)
     gate.open()
     wait_for_turns_to_end(world, 1)
 
@@ -102,10 +93,7 @@ def test_a_task_gone_after_a_restart_stops_the_reply_with_its_text_and_no_card_l
     a2a_agent.script([*WITH_CARDS, steps.wait_for(gate), steps.drop_connection(forget_task=True)])
     world = make_world(agent_url=a2a_agent.url, progress="steps", beat=True, env=FAST_RECOVERY)
     ts = world.mention("go")
-    gate.wait_reached(1, timeout=WAIT)
-    world.slack.wait_until(lambda: any(len(m.cards) == 2 for m in replies(world, ts)), timeout=WAIT)
-    the_reply_is_recorded(world)
-    kill_the_worker_and_start_another(world)
+    kill_mid_turn_with_cards(world, ts, gate)
     gate.open()
     wait_for_turns_to_end(world, 1)
 
@@ -212,10 +200,7 @@ def test_a_taken_over_reply_whose_cards_slack_refuses_is_written_again_without_t
     a2a_agent.script([*WITH_CARDS, steps.wait_for(gate), steps.text("Done.")])
     world = make_world(agent_url=a2a_agent.url, progress="steps", beat=True, env=FAST_RECOVERY)
     ts = world.mention("go")
-    gate.wait_reached(1, timeout=WAIT)
-    world.slack.wait_until(lambda: any(len(m.cards) == 2 for m in replies(world, ts)), timeout=WAIT)
-    the_reply_is_recorded(world)
-    kill_the_worker_and_start_another(world)
+    kill_mid_turn_with_cards(world, ts, gate)
     # The rewrite's task_card blocks are refused, as on a platform without them.
     world.slack.fail("chat.update", "invalid_blocks", times=None, when=lambda args: "task_card" in str(args))
     gate.open()
