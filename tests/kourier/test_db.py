@@ -65,6 +65,9 @@ class TestInDatabaseThread:
         async def scenario() -> int:
             with pytest.raises(DatabaseError):
                 await in_database_thread(break_the_connection, thread_sensitive=True)()
-            return await in_database_thread(count_turns, thread_sensitive=True)()
+            try:
+                return await in_database_thread(count_turns, thread_sensitive=True)()
+            finally:  # the shared thread outlives the test: its connection must not hold the test database
+                await in_database_thread(lambda: connection.close(), thread_sensitive=True)()
 
         assert asyncio.run(scenario()) == 0
