@@ -183,7 +183,10 @@ def test_a_wedged_task_is_given_up_and_the_reply_keeps_its_text(make_world, a2a_
     world = make_world(agent_url=a2a_agent.url, progress="steps", env={"A2A_READ_TIMEOUT": "1"})
     ts = world.mention("go")
     try:
-        wait_for_turns_to_end(world, 1)
+        # Five reads of the task, each timing out after 1 s, with 1 + 2 + 3 + 4 s between them.
+        world.slack.wait_until(
+            lambda: Turn.objects.filter(state=Turn.State.FAILED).exists(), timeout=3 * WAIT
+        )
     finally:
         gate.open()
 
