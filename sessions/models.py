@@ -139,6 +139,11 @@ class PostIntent(models.Model):
     kind = models.CharField(max_length=8, choices=Kind.choices)
     state = models.CharField(max_length=16, choices=State.choices, default=State.INTENDED)
     ts = models.CharField(max_length=32, blank=True, help_text="The post's, once confirmed.")
+    text = models.TextField(
+        blank=True,
+        help_text="A notice's fixed text (never an answer), so that beat's sweep can post a notice its "
+        "turn could not.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     confirmed_at = models.DateTimeField(null=True, blank=True)
 

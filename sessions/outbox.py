@@ -6,21 +6,24 @@ the record. ``TurnOutbox`` is the writer's ``Outbox`` for one turn.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from kourier.db import in_database_thread
 from kourier.slack.writer import Intent, IntentState, PostKind
 
-from .models import PostIntent
+from .models import PostIntent, Turn
 
 
 @transaction.atomic
-def intend_post(turn_id: int, key: str, kind: str) -> Intent:
+def intend_post(turn_id: int, key: str, kind: str, notice_text: str = "") -> Intent:
     """Records the post as intended, unless it is recorded already; says which it was."""
     try:
         with transaction.atomic():
-            PostIntent.objects.create(key=key, turn_id=turn_id, kind=kind)
+            PostIntent.objects.create(key=key, turn_id=turn_id, kind=kind, text=notice_text)
         return Intent(IntentState.NEW)
     except IntegrityError:
         pass
@@ -43,8 +46,53 @@ class TurnOutbox:
     def __init__(self, turn_id: int) -> None:
         self.turn_id = turn_id
 
-    async def intend(self, key: str, kind: PostKind) -> Intent:
-        return await in_database_thread(intend_post)(self.turn_id, key, kind.value)
+    async def intend(self, key: str, kind: PostKind, notice_text: str = "") -> Intent:
+        return await in_database_thread(intend_post)(self.turn_id, key, kind.value, notice_text)
 
     async def confirm(self, key: str, ts: str) -> None:
         await in_database_thread(confirm_post)(key, ts)
+
+
+@dataclass(frozen=True)
+class OwedNotice:
+    turn_id: int
+    key: str
+    text: str
+    connection_id: int
+    bot_token: str
+    channel_id: str
+    thread_ts: str
+
+
+# How far back the sweep looks, and how many it posts a run.
+OWED_NOTICE_HORIZON = timedelta(days=1)
+OWED_NOTICE_BATCH = 50
+
+
+def owed_notices(*, intended_before: datetime) -> list[OwedNotice]:
+    """Notices of ended turns that were intended and never confirmed: Slack refused them past the
+    client's retries, or the runner died around the post. Oldest first."""
+    intents = (
+        PostIntent.objects.filter(
+            kind=PostIntent.Kind.NOTICE,
+            state=PostIntent.State.INTENDED,
+            created_at__lt=intended_before,
+            created_at__gte=intended_before - OWED_NOTICE_HORIZON,
+        )
+        .exclude(text="")
+        .exclude(turn__state__in=[Turn.State.QUEUED, Turn.State.RUNNING])
+        .select_related("turn__session", "turn__connection")
+        .order_by("created_at")[:OWED_NOTICE_BATCH]
+    )
+    return [
+        OwedNotice(
+            turn_id=intent.turn_id,
+            key=intent.key,
+            text=intent.text,
+            connection_id=intent.turn.connection_id,
+            bot_token=intent.turn.connection.bot_token(),
+            channel_id=intent.turn.channel_id,
+            thread_ts=intent.turn.session.thread_ts,
+        )
+        for intent in intents
+    ]

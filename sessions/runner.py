@@ -282,7 +282,10 @@ async def run_turn(turn_id: int) -> None:
                 outbox=TurnOutbox(turn_id),
             )
         except SlackApiError as exc:
-            logger.error("turn.notice_failed", extra={"turn_id": turn_id, "error": exc.response.get("error")})
+            # The notice stays intended in the outbox: beat's sweep posts it once the turn has ended.
+            logger.warning(
+                "turn.notice_deferred", extra={"turn_id": turn_id, "error": exc.response.get("error")}
+            )
     if outcome.forget_context:
         await _db(services.forget_context)(work.session_id)
     remove_ack = await _db(services.finish_turn)(turn_id, outcome=outcome.outcome, failed=outcome.failed)

@@ -17,7 +17,7 @@ from audit.services import record
 from kourier.slack.clients import async_web_client, connection_workspace, web_client
 from kourier.slack.writer import notice_key, post_notice
 
-from . import notices, services
+from . import notices, outbox, services
 from .models import Session, Turn
 from .outbox import TurnOutbox
 from .turn_loop import LoopFull, hand_over_running_sessions, turn_loop
@@ -87,6 +87,29 @@ def recover_sessions() -> None:
     for session_id in stranded:
         drive_session.delay(session_id)
     remove_stale_acknowledgments(now=now)
+    post_owed_notices(now=now)
+
+
+def post_owed_notices(*, now) -> None:
+    """Posts the notices ended turns could not (Slack refused them past the client's retries, or the
+    runner died around the post), each found in its thread instead if it was made after all. A notice
+    Slack still refuses is tried again on the next sweep."""
+    intended_before = now - timedelta(seconds=settings.SESSION_LEASE_SECONDS)
+    for owed in outbox.owed_notices(intended_before=intended_before):
+        client = async_web_client(owed.bot_token, workspace=connection_workspace(owed.connection_id))
+        try:
+            async_to_sync(post_notice)(
+                client,
+                owed.channel_id,
+                owed.thread_ts,
+                owed.text,
+                key=owed.key,
+                outbox=TurnOutbox(owed.turn_id),
+            )
+        except Exception as exc:  # a Slack error, a timeout: the next sweep tries again
+            logger.info("turn.notice_owed", extra={"turn_id": owed.turn_id, "error": type(exc).__name__})
+            continue
+        logger.info("turn.owed_notice_posted", extra={"turn_id": owed.turn_id})
 
 
 def remove_stale_acknowledgments(*, now) -> None:

@@ -158,8 +158,9 @@ class Intent:
 class Outbox(Protocol):
     """The caller's record of the posts it intends (sessions.outbox.TurnOutbox for a turn)."""
 
-    async def intend(self, key: str, kind: PostKind) -> Intent:
-        """Records the post as intended unless it is recorded already; says what was recorded."""
+    async def intend(self, key: str, kind: PostKind, notice_text: str = "") -> Intent:
+        """Records the post as intended unless it is recorded already; says what was recorded. A
+        notice's fixed text is kept with it, so that it can be posted later if this attempt fails."""
         ...
 
     async def confirm(self, key: str, ts: str) -> None: ...
@@ -186,11 +187,12 @@ async def _settled_intent(
     channel_id: str,
     thread_ts: str,
     metadata: dict[str, Any],
+    notice_text: str = "",
 ) -> str | None:
     """Records the post as intended; the ts of the post when an earlier attempt is known to have made it."""
     if outbox is None:
         return None
-    intent = await outbox.intend(key, kind)
+    intent = await outbox.intend(key, kind, notice_text)
     if intent.state is IntentState.CONFIRMED:
         return intent.ts
     if intent.state is IntentState.PENDING:
@@ -214,7 +216,8 @@ async def post_once(
     **content: Any,
 ) -> str:
     """Posts in the thread unless this post (``key``) was made already; the post's ts either way."""
-    ts = await _settled_intent(client, outbox, key, kind, channel_id, thread_ts, metadata)
+    notice_text = str(content.get("text", "")) if kind is PostKind.NOTICE else ""
+    ts = await _settled_intent(client, outbox, key, kind, channel_id, thread_ts, metadata, notice_text)
     if ts is not None:
         return ts
     response = await client.chat_postMessage(

@@ -2,14 +2,16 @@
 restarted runner does with them (the writer's Outbox against the Slack fake over real HTTP)."""
 
 import asyncio
+from datetime import timedelta
 
 import pytest
 from django.test import override_settings
+from django.utils import timezone
 from slack_sdk.web.async_client import AsyncWebClient
 
 from kourier.slack.clients import RetryPolicy, async_web_client
 from kourier.slack.writer import IntentState, PostKind, notice_key, notice_metadata, post_notice
-from sessions import services
+from sessions import services, tasks
 from sessions.models import PostIntent, Turn
 from sessions.outbox import TurnOutbox, confirm_post, intend_post
 from sessions.routing import ChatMessage
@@ -116,3 +118,47 @@ def test_a_notice_whose_post_timed_out_after_slack_made_it_is_posted_once(slack_
     assert notice.ts == ts
     assert slack_fake.count("chat.postMessage") == 1
     assert PostIntent.objects.get().ts == ts
+
+
+class TestOwedNotices:
+    """Beat's sweep posts the notices ended turns could not (Slack refused them past the retries)."""
+
+    @pytest.fixture
+    def owed(self, slack_fake, turn, settings, monkeypatch):
+        settings.SLACK_API_URL = slack_fake.url
+        monkeypatch.setenv(turn.connection.bot_token_env, slack_fake.bot_token)
+        key = notice_key(turn.message_id)
+        intend_post(turn.pk, key, PostKind.NOTICE.value, "It failed.")  # the runner's attempt failed
+        Turn.objects.filter(pk=turn.pk).update(state=Turn.State.FAILED, outcome="failed")
+        PostIntent.objects.update(created_at=timezone.now() - timedelta(minutes=5))
+        return key
+
+    def test_a_notice_an_ended_turn_could_not_post_is_posted_once(self, slack_fake, owed, thread_ts):
+        tasks.post_owed_notices(now=timezone.now())
+        tasks.post_owed_notices(now=timezone.now())
+        [_, notice] = slack_fake.thread(defaults.CHANNEL_ID, thread_ts)
+        assert notice.text == "It failed."
+        assert notice.metadata == notice_metadata(owed)
+        assert PostIntent.objects.get().ts == notice.ts
+
+    def test_a_notice_that_reached_slack_after_all_is_found_not_posted_again(
+        self, slack_fake, owed, thread_ts
+    ):
+        earlier = AsyncWebClient(token=slack_fake.bot_token, base_url=slack_fake.url, timeout=5)
+        posted = asyncio.run(
+            earlier.chat_postMessage(
+                channel=defaults.CHANNEL_ID,
+                thread_ts=thread_ts,
+                text="It failed.",
+                metadata=notice_metadata(owed),
+            )
+        )["ts"]
+        tasks.post_owed_notices(now=timezone.now())
+        assert len(slack_fake.thread(defaults.CHANNEL_ID, thread_ts)) == 2
+        assert PostIntent.objects.get().ts == posted
+
+    def test_a_running_turns_notice_is_left_to_its_runner(self, slack_fake, owed, thread_ts):
+        Turn.objects.update(state=Turn.State.RUNNING)
+        tasks.post_owed_notices(now=timezone.now())
+        assert slack_fake.count("chat.postMessage") == 0
+        assert PostIntent.objects.get().state == PostIntent.State.INTENDED

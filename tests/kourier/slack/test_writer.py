@@ -222,7 +222,7 @@ class MemoryOutbox:
     def __init__(self) -> None:
         self.records: dict[str, dict] = {}
 
-    async def intend(self, key: str, kind: PostKind) -> Intent:
+    async def intend(self, key: str, kind: PostKind, notice_text: str = "") -> Intent:
         record = self.records.get(key)
         if record is None:
             self.records[key] = {"kind": kind, "ts": None, "since": time.time()}
