@@ -83,15 +83,6 @@ class ApplyResult:
 # --- Lookups -----------------------------------------------------------------------------------------
 
 
-def binding_for_channel(connection: Connection | int, channel_id: str) -> Binding | None:
-    """The Binding that owns a channel of a Connection, with its Connection, in one query."""
-    return (
-        Binding.objects.select_related("connection")
-        .filter(channels__connection=connection, channels__channel_id=channel_id)
-        .first()
-    )
-
-
 def connection_spec(connection: Connection) -> ConnectionSpec:
     return ConnectionSpec(
         name=connection.name,

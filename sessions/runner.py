@@ -22,13 +22,14 @@ from kourier.a2a.factory import make_client
 from kourier.a2a.wire import Message, Role, TaskState, TextPart
 from kourier.db import in_database_thread
 from kourier.progress import Card, CardStatus, Outcome, Progress, ThreadKind
-from kourier.slack.clients import async_web_client, connection_workspace
+from kourier.slack.clients import async_web_client, connection_workspace, may_pass
 from kourier.slack.people import person_name
 from kourier.slack.status import AssistantStatus
 from kourier.slack.writer import (
     ReplyTarget,
     SlackReply,
     add_reaction,
+    error_name,
     notice_key,
     post_notice,
     remove_reaction,
@@ -81,7 +82,7 @@ async def acknowledge_waiting_turns(session_id: int) -> None:
             # A reaction is a courtesy: the turn runs without it (one whose answer was lost may be on;
             # the turn's end removes it).
             logger.warning(
-                "turn.acknowledgment_failed", extra={"turn_id": ack.turn_id, "error": _error_name(exc)}
+                "turn.acknowledgment_failed", extra={"turn_id": ack.turn_id, "error": error_name(exc)}
             )
             continue
         # The turn may have ended while the reaction was on its way; its runner then found nothing
@@ -92,21 +93,17 @@ async def acknowledge_waiting_turns(session_id: int) -> None:
 
 async def remove_acknowledgment(slack, turn_id: int, channel_id: str, message_ts: str, emoji: str) -> None:
     """Takes an ended turn's reaction off its message. A failure is logged, never raised: the session
-    goes on to its next turn, and beat's recovery sweep removes the reaction later."""
+    goes on to its next turn, and beat's recovery sweep tries again after a fault that may pass (a 5xx,
+    a 429, a timeout). A refusal that will not pass (the message is gone) leaves nothing to remove."""
     try:
         await remove_reaction(slack, channel_id, message_ts, emoji)
-    except Exception as exc:  # a Slack error, a timeout, a dropped connection
+    except Exception as exc:
         logger.warning(
-            "turn.acknowledgment_not_removed", extra={"turn_id": turn_id, "error": _error_name(exc)}
+            "turn.acknowledgment_not_removed", extra={"turn_id": turn_id, "error": error_name(exc)}
         )
-        return
+        if may_pass(exc):
+            return
     await _db(services.acknowledgment_removed)(turn_id)
-
-
-def _error_name(exc: Exception) -> str:
-    if isinstance(exc, SlackApiError):
-        return str(exc.response.get("error", ""))
-    return type(exc).__name__
 
 
 async def _run_session(session_id: int) -> None:

@@ -420,6 +420,17 @@ class Acknowledgment:
     bot_token: str
 
 
+def _acknowledgment(turn: Turn, binding: Binding) -> Acknowledgment:
+    return Acknowledgment(
+        turn_id=turn.pk,
+        connection_id=turn.connection_id,
+        channel_id=turn.channel_id,
+        message_ts=turn.message_ts,
+        emoji=binding.acknowledgment_emoji,
+        bot_token=turn.connection.bot_token(),
+    )
+
+
 def claim_acknowledgments(session_id: int) -> list[Acknowledgment]:
     """Claims the right to add the reaction of each of the session's turns that waits or runs without
     one: once per turn (a conditional update), in message order."""
@@ -442,16 +453,7 @@ def claim_acknowledgments(session_id: int) -> list[Acknowledgment]:
             == 1
         )
         if won:
-            claimed.append(
-                Acknowledgment(
-                    turn_id=turn.pk,
-                    connection_id=turn.connection_id,
-                    channel_id=turn.channel_id,
-                    message_ts=turn.message_ts,
-                    emoji=binding.acknowledgment_emoji,
-                    bot_token=turn.connection.bot_token(),
-                )
-            )
+            claimed.append(_acknowledgment(turn, binding))
     return claimed
 
 
@@ -484,18 +486,7 @@ def stale_acknowledgments(*, ended_before: datetime) -> list[Acknowledgment]:
         .select_related("session__binding", "connection")
         .order_by("ended_at")[:STALE_ACKNOWLEDGMENT_BATCH]
     )
-    return [
-        Acknowledgment(
-            turn_id=turn.pk,
-            connection_id=turn.connection_id,
-            channel_id=turn.channel_id,
-            message_ts=turn.message_ts,
-            emoji=turn.session.binding.acknowledgment_emoji,
-            bot_token=turn.connection.bot_token(),
-        )
-        for turn in turns
-        if turn.session.binding is not None
-    ]
+    return [_acknowledgment(turn, turn.session.binding) for turn in turns if turn.session.binding is not None]
 
 
 def turn_is_over(turn_id: int) -> bool:

@@ -14,8 +14,8 @@ from django.utils import timezone
 from slack_sdk.errors import SlackApiError
 
 from audit.services import record
-from kourier.slack.clients import async_web_client, connection_workspace, web_client
-from kourier.slack.writer import notice_key, post_notice
+from kourier.slack.clients import async_web_client, connection_workspace, may_pass, web_client
+from kourier.slack.writer import error_name, notice_key, post_notice
 
 from . import notices, outbox, services
 from .models import Session, Turn
@@ -115,25 +115,19 @@ def post_owed_notices(*, now) -> None:
 def remove_stale_acknowledgments(*, now) -> None:
     """Removes the reactions ended turns left on their messages (a runner died between ending the turn
     and removing it, or Slack failed the removal). A turn is left to its runner for a lease's time;
-    a removal Slack fails for a while (5xx, 429, timeout) is tried again on the next sweep."""
+    a removal Slack fails for a while (5xx, 429, timeout) is tried again on the next sweep, and one it
+    refuses for good (the message is gone) leaves nothing to remove."""
     ended_before = now - timedelta(seconds=settings.SESSION_LEASE_SECONDS)
     for ack in services.stale_acknowledgments(ended_before=ended_before):
+        client = web_client(ack.bot_token, workspace=connection_workspace(ack.connection_id))
         try:
-            web_client(ack.bot_token, workspace=connection_workspace(ack.connection_id)).reactions_remove(
-                channel=ack.channel_id, timestamp=ack.message_ts, name=ack.emoji
-            )
-        except SlackApiError as exc:
-            error = exc.response.get("error")
-            if exc.response.status_code >= 500 or exc.response.status_code == 429:
-                logger.info("turn.acknowledgment_not_removed", extra={"turn_id": ack.turn_id, "error": error})
-                continue
-            if error != "no_reaction":  # e.g. the message is gone: nothing more to do
-                logger.warning(
-                    "turn.acknowledgment_not_removed", extra={"turn_id": ack.turn_id, "error": error}
+            client.reactions_remove(channel=ack.channel_id, timestamp=ack.message_ts, name=ack.emoji)
+        except Exception as exc:
+            if not (isinstance(exc, SlackApiError) and exc.response.get("error") == "no_reaction"):
+                logger.info(
+                    "turn.acknowledgment_not_removed",
+                    extra={"turn_id": ack.turn_id, "error": error_name(exc)},
                 )
-        except Exception as exc:  # a timeout, a dropped connection: the next sweep tries again
-            logger.info(
-                "turn.acknowledgment_not_removed", extra={"turn_id": ack.turn_id, "error": type(exc).__name__}
-            )
-            continue
+                if may_pass(exc):
+                    continue
         services.acknowledgment_removed(ack.turn_id)

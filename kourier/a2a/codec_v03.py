@@ -21,7 +21,7 @@ from a2a.utils.constants import PROTOCOL_VERSION_0_3, VERSION_HEADER
 
 from kourier.a2a.codec import compact, metadata_of, optional_str, require_dict
 from kourier.a2a.codec_shared import SharedShapes, decode_file_bytes, encode_file_bytes
-from kourier.a2a.errors import InvalidAgentResponse
+from kourier.a2a.errors import InvalidAgentResponse, NotSupportedByProtocol
 from kourier.a2a.wire import (
     DataPart,
     FilePart,
@@ -64,7 +64,7 @@ class CodecV03:
         return {"message": self.encode_message(message)}
 
     def list_tasks_params(self, context_id: str | None, page_token: str | None) -> dict[str, Any]:
-        raise NotImplementedError("A2A 0.3 has no tasks/list")
+        raise NotSupportedByProtocol("listing tasks is not part of A2A 0.3")
 
     def encode_message(self, message: Message) -> dict[str, Any]:
         return _SHAPES.encode_message(message)
@@ -85,7 +85,7 @@ class CodecV03:
         return _SHAPES.decode_task(result)
 
     def decode_list_tasks(self, result: Any) -> tuple[list[Task], str | None]:
-        raise NotImplementedError("A2A 0.3 has no tasks/list")
+        raise NotSupportedByProtocol("listing tasks is not part of A2A 0.3")
 
 
 def _validate(obj: Any, what: str) -> str:

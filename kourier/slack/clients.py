@@ -196,6 +196,18 @@ def is_server_error(exc: SlackApiError) -> bool:
     )
 
 
+def may_pass(exc: BaseException) -> bool:
+    """Whether a call that failed this way may succeed later (a timeout, a server error, a rate
+    limit), rather than being refused again by Slack."""
+    if not isinstance(exc, SlackApiError):
+        return True
+    return (
+        isinstance(exc, SlackUnavailable | SlackOutcomeUnknown)
+        or is_server_error(exc)
+        or getattr(exc.response, "status_code", None) == 429
+    )
+
+
 def never_reached_slack(exc: BaseException) -> bool:
     """Whether the connection could not even be opened, so Slack cannot have seen the call."""
     if isinstance(exc, aiohttp.ClientConnectorError):

@@ -459,7 +459,7 @@ class SlackReply:
                     # The next write shows the latest view, this one's included; the last one raises.
                     logger.warning(
                         "slack.reply_write_failed",
-                        extra={"error": _error_name(exc), "channel": self._target.channel_id},
+                        extra={"error": error_name(exc), "channel": self._target.channel_id},
                     )
                 finally:
                     self._busy = False
@@ -758,7 +758,7 @@ class SlackReply:
         except Exception as exc:
             logger.warning(
                 "slack.stream_left_open",
-                extra={"error": _error_name(exc), "channel": self._target.channel_id},
+                extra={"error": error_name(exc), "channel": self._target.channel_id},
             )
 
     async def _give_up_stream(self) -> None:
@@ -794,7 +794,8 @@ class SlackReply:
         return response
 
 
-def _error_name(exc: Exception) -> str:
+def error_name(exc: Exception) -> str:
+    """A Slack error's name, or the exception's type: what a log line may say of a failed call."""
     if isinstance(exc, SlackApiError):
         return str(exc.response.get("error", ""))
     return type(exc).__name__

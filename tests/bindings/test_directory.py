@@ -4,7 +4,7 @@ import pytest
 
 from bindings import directory
 from bindings.models import Binding, Connection
-from tests.factories import BindingFactory
+from tests.factories import BindingFactory, ConnectionFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -27,6 +27,14 @@ def test_it_finds_connections_by_name_and_id_and_the_binding_of_each_channel():
     assert found.binding_for_channel(connection.pk, "C1") == binding
     assert found.binding_for_channel(connection.pk, "C2").connection == connection
     assert found.binding_for_channel(connection.pk, "C3") is None
+
+
+def test_a_channel_is_bound_per_connection():
+    binding = BindingFactory(channels=["C1"])
+    other = ConnectionFactory()
+    found = directory.current()
+    assert found.binding_for_channel(other.pk, "C1") is None
+    assert found.binding_for_channel(binding.connection_id, "C1") == binding
 
 
 def test_an_edit_from_another_process_is_seen_once_the_window_has_passed(clock):

@@ -6,7 +6,6 @@ import pytest
 from django.db import IntegrityError, transaction
 
 from bindings.models import Binding, BindingChannel, MissingSecret
-from bindings.services import binding_for_channel
 from tests.factories import BindingChannelFactory, BindingFactory, ConnectionFactory
 
 pytestmark = pytest.mark.django_db
@@ -82,24 +81,6 @@ def test_a_new_binding_has_the_specs_defaults():
     assert binding.interaction_timeout.total_seconds() == 30 * 60
     assert binding.thread_ttl.days == 90
     assert binding.agent_headers == {}
-
-
-def test_the_binding_of_a_channel_is_found_in_one_query(django_assert_num_queries):
-    binding = BindingFactory(channels=["C0123456789", "C0987654321"])
-
-    with django_assert_num_queries(1):
-        found = binding_for_channel(binding.connection, "C0987654321")
-        assert found.connection.name == binding.connection.name
-
-    assert found == binding
-
-
-def test_a_channel_of_no_binding_has_none():
-    binding = BindingFactory(channels=["C0123456789"])
-
-    assert binding_for_channel(binding.connection, "C0000000000") is None
-    assert binding_for_channel(ConnectionFactory(), "C0123456789") is None
-    assert binding_for_channel(binding.connection.pk, "C0123456789") == binding
 
 
 def test_the_database_refuses_a_channel_bound_twice_on_one_connection():

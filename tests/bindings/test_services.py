@@ -19,8 +19,9 @@ def test_the_identity_auth_test_named_is_kept():
 def test_noting_the_same_identity_again_writes_nothing(django_assert_num_queries):
     connection = ConnectionFactory()
     note_slack_identity(connection.pk, team_id="T1", bot_user_id="U1")
-    with django_assert_num_queries(0):
+    with django_assert_num_queries(0) as queries:
         note_slack_identity(connection.pk, team_id="T1", bot_user_id="U1")
+    assert queries.captured_queries == []
 
 
 def test_a_new_identity_is_written():
