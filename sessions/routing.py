@@ -3,22 +3,7 @@
 import enum
 from dataclasses import dataclass
 
-
-@dataclass(frozen=True)
-class ChatMessage:
-    """A person's new message in a channel, as the chat platform delivered it."""
-
-    team_id: str
-    channel_id: str
-    ts: str
-    thread_ts: str | None  # the thread's root when the message is a reply, else None
-    user_id: str
-    text: str
-    mentions_bot: bool
-
-    @property
-    def root_ts(self) -> str:
-        return self.thread_ts or self.ts
+from kourier.slack.incoming import ChatMessage
 
 
 class Route(enum.Enum):

@@ -14,9 +14,10 @@ from bindings.models import Binding, Connection
 from kourier.db import insert_unless_taken
 from kourier.queue import enqueue_after_commit
 from kourier.slack.clients import connection_workspace, web_client
+from kourier.slack.incoming import ChatMessage
 
 from .models import Session, ThreadNote, Turn
-from .routing import ChatMessage, Route, ThreadState, route
+from .routing import Route, ThreadState, route
 
 logger = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from bindings import directory
 from bindings.models import Connection
 from bindings.services import note_slack_identity
 from kourier.db import in_database_thread
-from sessions.routing import ChatMessage
+from kourier.slack.incoming import ChatMessage
 from sessions.services import route_message
 
 from .clients import async_web_client, connection_workspace

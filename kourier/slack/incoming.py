@@ -1,4 +1,4 @@
-"""Reads Slack message events into the platform-neutral shape the sessions app routes.
+"""Reads Slack message events into the platform-neutral shape the sessions app routes (ChatMessage).
 
 Pure: no I/O. Slack's two events for one mention (app_mention and message) read the same here,
 so whichever arrives first makes the turn and the other collapses onto it.
@@ -6,8 +6,6 @@ so whichever arrives first makes the turn and the other collapses onto it.
 
 import re
 from dataclasses import dataclass
-
-from sessions.routing import ChatMessage
 
 # Subtypes that change or remove an existing message, or that are not a person's message.
 _NOT_A_NEW_MESSAGE = frozenset(
@@ -31,6 +29,23 @@ _NOT_A_NEW_MESSAGE = frozenset(
         "assistant_app_thread",
     }
 )
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    """A person's new message in a channel, as the chat platform delivered it."""
+
+    team_id: str
+    channel_id: str
+    ts: str
+    thread_ts: str | None  # the thread's root when the message is a reply, else None
+    user_id: str
+    text: str
+    mentions_bot: bool
+
+    @property
+    def root_ts(self) -> str:
+        return self.thread_ts or self.ts
 
 
 @dataclass(frozen=True)

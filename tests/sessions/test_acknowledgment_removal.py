@@ -7,9 +7,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from kourier.slack.incoming import ChatMessage
 from sessions import runner, services, tasks
 from sessions.models import Turn
-from sessions.routing import ChatMessage
 from tests.factories import BindingFactory
 from tests.fakes.slack import defaults
 

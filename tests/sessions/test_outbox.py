@@ -10,11 +10,11 @@ from django.utils import timezone
 from slack_sdk.web.async_client import AsyncWebClient
 
 from kourier.slack.clients import RetryPolicy, async_web_client
+from kourier.slack.incoming import ChatMessage
 from kourier.slack.writer import IntentState, PostKind, notice_key, notice_metadata, post_notice
 from sessions import services, tasks
 from sessions.models import PostIntent, Turn
 from sessions.outbox import TurnOutbox, confirm_post, intend_post
-from sessions.routing import ChatMessage
 from tests.factories import BindingFactory
 from tests.fakes.slack import defaults
 

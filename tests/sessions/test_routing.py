@@ -1,6 +1,7 @@
 import pytest
 
-from sessions.routing import ChatMessage, Route, ThreadState, route
+from kourier.slack.incoming import ChatMessage
+from sessions.routing import Route, ThreadState, route
 
 
 def message(*, thread_ts=None, mentions_bot=False) -> ChatMessage:

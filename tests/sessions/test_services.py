@@ -6,9 +6,10 @@ from django import db
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from kourier.slack.incoming import ChatMessage
 from sessions import services, tasks
 from sessions.models import Session, ThreadNote, Turn
-from sessions.routing import ChatMessage, Route
+from sessions.routing import Route
 from tests.factories import BindingFactory
 
 pytestmark = pytest.mark.django_db

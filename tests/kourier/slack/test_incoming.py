@@ -1,7 +1,6 @@
 import pytest
 
-from kourier.slack.incoming import IgnoredEvent, read_message_event
-from sessions.routing import ChatMessage
+from kourier.slack.incoming import ChatMessage, IgnoredEvent, read_message_event
 
 BOT = "U0BOT"
 
