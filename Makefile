@@ -25,6 +25,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy .
+	PYTHONPATH=. $(BIN)/lint-imports
 
 # Lint, types, then the whole suite (on DATABASE_URL when set, else SQLite; a private Redis unless
 # REDIS_URL is set).

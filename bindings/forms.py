@@ -207,7 +207,7 @@ class BindingForm(ManifestForm):
         help_text="spec.chat.acknowledgment.emoji: a bare reaction name such as eyes (no colons).",
     )
     progress = _select(
-        "Progress", _choices(manifest.Progress), manifest.DEFAULT_PROGRESS, "spec.chat.progress"
+        "Progress", _choices(manifest.ProgressMode), manifest.DEFAULT_PROGRESS, "spec.chat.progress"
     )
     ask_user = forms.BooleanField(
         label="Ask user",

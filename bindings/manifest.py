@@ -24,6 +24,8 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from kourier.progress import DEFAULT_PROGRESS_MODE, ProgressMode
+
 API_VERSION = "kourier/v1"
 NAME_MAX_LENGTH = 63
 ENV_NAME_MAX_LENGTH = 255
@@ -59,12 +61,6 @@ class ThreadReplies(StrEnum):
     MENTION = "mention"
 
 
-class Progress(StrEnum):
-    STEPS = "steps"
-    STEPS_AND_ACTIVITY = "steps-and-activity"
-    ACTIVITY = "activity"
-
-
 # The spec's defaults: what an omitted field means.
 DEFAULT_DIALECT = Dialect.A2A
 DEFAULT_PROTOCOL_VERSION = ProtocolVersion.AUTO
@@ -72,7 +68,7 @@ DEFAULT_OUTPUT = Output.LIVE
 DEFAULT_THREAD_REPLIES = ThreadReplies.ALL
 DEFAULT_ACKNOWLEDGMENT_ENABLED = True
 DEFAULT_ACKNOWLEDGMENT_EMOJI = "hourglass_flowing_sand"
-DEFAULT_PROGRESS = Progress.STEPS_AND_ACTIVITY
+DEFAULT_PROGRESS = DEFAULT_PROGRESS_MODE
 DEFAULT_ASK_USER = False
 DEFAULT_TOOL_APPROVALS = False
 DEFAULT_INTERACTION_TIMEOUT = timedelta(minutes=30)
@@ -183,7 +179,7 @@ class AcknowledgmentSpec:
 class ChatSpec:
     thread_replies: ThreadReplies = DEFAULT_THREAD_REPLIES
     acknowledgment: AcknowledgmentSpec = field(default_factory=AcknowledgmentSpec)
-    progress: Progress = DEFAULT_PROGRESS
+    progress: ProgressMode = DEFAULT_PROGRESS
 
 
 @dataclass(frozen=True)
@@ -693,7 +689,7 @@ def _read_chat(check: _Checker, value: Any) -> ChatSpec | None:
     thread_replies = check.choice(
         _get(chat, "threadReplies"), "spec.chat.threadReplies", ThreadReplies, DEFAULT_THREAD_REPLIES
     )
-    progress = check.choice(_get(chat, "progress"), "spec.chat.progress", Progress, DEFAULT_PROGRESS)
+    progress = check.choice(_get(chat, "progress"), "spec.chat.progress", ProgressMode, DEFAULT_PROGRESS)
     ack = check.mapping(_get(chat, "acknowledgment"), "spec.chat.acknowledgment", ACKNOWLEDGMENT_FIELDS)
     if ack is None:
         return None

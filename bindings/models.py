@@ -105,7 +105,7 @@ class Binding(models.Model):
     ProtocolVersion = manifest.ProtocolVersion
     Output = manifest.Output
     ThreadReplies = manifest.ThreadReplies
-    Progress = manifest.Progress
+    ProgressMode = manifest.ProgressMode
 
     name = models.SlugField(max_length=manifest.NAME_MAX_LENGTH, unique=True)
     connection = models.ForeignKey(Connection, on_delete=models.PROTECT, related_name="bindings")
@@ -126,7 +126,7 @@ class Binding(models.Model):
         max_length=manifest.EMOJI_MAX_LENGTH, default=manifest.DEFAULT_ACKNOWLEDGMENT_EMOJI
     )
     progress = models.CharField(
-        max_length=24, choices=_choices(Progress), default=manifest.DEFAULT_PROGRESS.value
+        max_length=24, choices=_choices(ProgressMode), default=manifest.DEFAULT_PROGRESS.value
     )
     ask_user = models.BooleanField(default=manifest.DEFAULT_ASK_USER)
     tool_approvals = models.BooleanField(default=manifest.DEFAULT_TOOL_APPROVALS)

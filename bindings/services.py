@@ -110,7 +110,7 @@ def binding_spec(binding: Binding) -> BindingSpec:
             acknowledgment=manifest.AcknowledgmentSpec(
                 enabled=binding.acknowledgment_enabled, emoji=binding.acknowledgment_emoji
             ),
-            progress=manifest.Progress(binding.progress),
+            progress=manifest.ProgressMode(binding.progress),
         ),
         interactions=manifest.InteractionsSpec(
             ask_user=binding.ask_user,

@@ -9,7 +9,7 @@ budgets hold as long as the renderer makes at most one Slack call per ``Write``.
 
 Driving it (one ``Progress`` per reply, created when the turn is sent)::
 
-    progress = Progress(Mode.STEPS_AND_ACTIVITY, ThreadKind.CHAT, clock=time.monotonic)
+    progress = Progress(ProgressMode.STEPS_AND_ACTIVITY, ThreadKind.CHAT, clock=time.monotonic)
     for event in agent_events:                # and progress.tick() whenever progress.deadline passes
         render(progress.feed(event))
     render(progress.finish(Outcome.COMPLETED))   # or WAITING / FAILED
@@ -92,7 +92,7 @@ TITLE_LIMIT = 256  # Slack task card title (UNVERIFIED); every title here stays 
 DEFAULT_THROTTLE = 1.0  # seconds; about one chat.update a second per message (research/slack.md §1.5)
 
 
-class Mode(enum.StrEnum):
+class ProgressMode(enum.StrEnum):
     """chat.progress; values as in the Binding manifest."""
 
     STEPS = "steps"
@@ -100,7 +100,7 @@ class Mode(enum.StrEnum):
     ACTIVITY = "activity"
 
 
-DEFAULT_MODE = Mode.STEPS_AND_ACTIVITY  # what a Binding that sets no progress gets
+DEFAULT_PROGRESS_MODE = ProgressMode.STEPS_AND_ACTIVITY  # what a Binding that sets no progress gets
 
 
 class ThreadKind(enum.StrEnum):
@@ -328,14 +328,14 @@ class Progress:
 
     def __init__(
         self,
-        mode: Mode | str | None,
+        mode: ProgressMode | str | None,
         thread: ThreadKind | str,
         *,
         cards_supported: bool = True,
         throttle: float = DEFAULT_THROTTLE,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.mode = Mode(mode) if mode is not None else DEFAULT_MODE
+        self.mode = ProgressMode(mode) if mode is not None else DEFAULT_PROGRESS_MODE
         self.thread = ThreadKind(thread)
         self._cards_ok = cards_supported
         self._throttle = throttle
@@ -373,7 +373,7 @@ class Progress:
     @property
     def uses_assistant_status(self) -> bool:
         """Slack's ``is working…`` status: an alert thread in steps-and-activity or activity only."""
-        return self.thread is ThreadKind.ALERT and self.mode is not Mode.STEPS
+        return self.thread is ThreadKind.ALERT and self.mode is not ProgressMode.STEPS
 
     @property
     def deadline(self) -> float | None:
@@ -488,7 +488,7 @@ class Progress:
         call = _Call(event.call_id, event.name, display)
         self._calls[event.call_id] = call
         self._last_call = call
-        if self.mode is Mode.ACTIVITY:
+        if self.mode is ProgressMode.ACTIVITY:
             return self._begin_activity()
         for step in self._answer_steps:  # the text before this call was not the answer
             step.title = WROTE_AN_UPDATE
@@ -511,7 +511,7 @@ class Progress:
             call = _Call(event.call_id, event.name, shorten(event.name, CALL_DISPLAY_LIMIT))
             self._calls[event.call_id] = call
             self._last_call = call
-            if self.mode is not Mode.ACTIVITY:
+            if self.mode is not ProgressMode.ACTIVITY:
                 call.step = _Step(f"call-{event.call_id}", _CALL, call.display)
                 self._steps.append(call.step)
         elif call.ended:
@@ -521,7 +521,7 @@ class Progress:
             call.step.status = CardStatus.COMPLETE if event.ok else CardStatus.ERROR
         if not self._running_calls():
             self._gap_from = now
-        if self.mode is not Mode.ACTIVITY:
+        if self.mode is not ProgressMode.ACTIVITY:
             return True
         if self._activity_frozen:
             return False
@@ -544,7 +544,7 @@ class Progress:
                 call = _Call(tool.call_id, tool.name, format_call(tool.name, tool.args, CALL_DISPLAY_LIMIT))
                 self._calls[tool.call_id] = call
                 self._last_call = call
-                if self.mode is not Mode.ACTIVITY:
+                if self.mode is not ProgressMode.ACTIVITY:
                     call.step = _Step(f"call-{tool.call_id}", _CALL, call.display)
                     self._steps.append(call.step)
             call.approval, call.ended = True, True
@@ -561,15 +561,15 @@ class Progress:
 
     def _gap_due(self) -> float | None:
         """When the current gap's sign of life is due, or None if none is due in this gap."""
-        if self.mode is Mode.STEPS_AND_ACTIVITY:
+        if self.mode is ProgressMode.STEPS_AND_ACTIVITY:
             if self._working is None and self._gap_from is not None and not self._running_calls():
                 return self._gap_from + WORKING_DELAY
-        elif self.mode is Mode.ACTIVITY and self._activity is None and not self._text_seen:
+        elif self.mode is ProgressMode.ACTIVITY and self._activity is None and not self._text_seen:
             return self._started_at + WORKING_DELAY
         return None
 
     def _begin_sign_of_life(self, now: float) -> None:
-        if self.mode is Mode.ACTIVITY:
+        if self.mode is ProgressMode.ACTIVITY:
             self._begin_activity()
             return
         self._working_count += 1
@@ -600,7 +600,7 @@ class Progress:
         if not self._cards_ok or first_post:
             return False
         # An alert thread's activity mode is one line.
-        return not (self.mode is Mode.ACTIVITY and self.thread is ThreadKind.ALERT)
+        return not (self.mode is ProgressMode.ACTIVITY and self.thread is ThreadKind.ALERT)
 
     def _view(self, now: float, *, first_post: bool) -> View:
         final = self.ended
@@ -631,7 +631,7 @@ class Progress:
         return step.card()
 
     def _line(self, now: float, final: bool, has_text: bool) -> str | None:
-        if self.mode is Mode.ACTIVITY:
+        if self.mode is ProgressMode.ACTIVITY:
             if self._activity is not None and not self._activity_frozen and not final:
                 return activity_line(now - self._started_at, self._counts)
             return None

@@ -1,13 +1,15 @@
 """The one way to enqueue work: after the surrounding transaction commits.
 
 A task enqueued before commit can run before its rows exist, or for rows that are then rolled back.
+Tasks are named rather than imported, so that a service need not import the module of its tasks
+(which imports the service).
 """
 
 from functools import partial
 
-from celery import Task
+from celery import current_app
 from django.db import transaction
 
 
-def enqueue_after_commit(task: Task, *args, **kwargs) -> None:
-    transaction.on_commit(partial(task.delay, *args, **kwargs))
+def enqueue_after_commit(task_name: str, *args) -> None:
+    transaction.on_commit(partial(current_app.send_task, task_name, args))

@@ -159,12 +159,20 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
-CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 # The product's LOGGING (JSON lines) applies in workers too.
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# The sweeps (kourier/sweeps.py), each through its one-line task.
 CELERY_BEAT_SCHEDULE = {
     "recover-sessions": {
         "task": "sessions.tasks.recover_sessions",
+        "schedule": env("RECOVERY_INTERVAL_SECONDS"),
+    },
+    "remove-stale-acknowledgments": {
+        "task": "sessions.tasks.remove_stale_acknowledgments",
+        "schedule": env("RECOVERY_INTERVAL_SECONDS"),
+    },
+    "post-owed-notices": {
+        "task": "sessions.tasks.post_owed_notices",
         "schedule": env("RECOVERY_INTERVAL_SECONDS"),
     },
     "delete-expired-sessions": {"task": "sessions.tasks.delete_expired_sessions", "schedule": 3600.0},

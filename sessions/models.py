@@ -1,15 +1,11 @@
-from datetime import timedelta
-
 from django.db import models
 from django.db.models import Q
+
+from kourier.progress import ThreadKind
 
 
 class Session(models.Model):
     """One Slack thread, mapped to one A2A context of the Binding's agent."""
-
-    class Kind(models.TextChoices):
-        CHAT = "chat", "Chat thread"
-        ALERT = "alert", "Alert thread"
 
     connection = models.ForeignKey("bindings.Connection", on_delete=models.CASCADE, related_name="sessions")
     binding = models.ForeignKey(
@@ -17,7 +13,11 @@ class Session(models.Model):
     )
     channel_id = models.CharField(max_length=32)
     thread_ts = models.CharField(max_length=32, help_text="The thread's root message.")
-    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.CHAT)
+    kind = models.CharField(
+        max_length=8,
+        choices=[(ThreadKind.CHAT.value, "Chat thread"), (ThreadKind.ALERT.value, "Alert thread")],
+        default=ThreadKind.CHAT.value,
+    )
     context_id = models.CharField(
         max_length=200, blank=True, help_text="Filled from the agent's first response."
     )
@@ -38,10 +38,6 @@ class Session(models.Model):
     def __str__(self) -> str:
         return f"{self.channel_id}/{self.thread_ts}"
 
-    def touch(self, now, ttl: timedelta) -> None:
-        self.last_activity_at = now
-        self.expires_at = now + ttl
-
 
 class Turn(models.Model):
     """One Slack message sent to the agent, and what the agent did with it."""
@@ -53,6 +49,22 @@ class Turn(models.Model):
         FAILED = "failed"
         EXPIRED = "expired"  # arrived after the session's TTL: answered with the expiry notice
 
+    class Outcome(models.TextChoices):
+        """How a turn ended, as its runner (or the expiry notice) settled it."""
+
+        COMPLETED = "completed"  # the agent's task completed
+        FAILED = "failed"  # the task's own end states
+        REJECTED = "rejected"
+        CANCELED = "canceled"
+        AUTH_REQUIRED = "auth-required"
+        QUESTION_CANCELED = "question-canceled"  # the agent asked; askUser is off, so it was cancelled
+        GONE = "gone"  # the agent no longer has the task or conversation
+        GARBLED = "garbled"  # the agent's output could not be read
+        UNREACHABLE = "unreachable"  # the agent could not be reached, after bounded retries
+        LOST = "lost"  # nobody can tell whether the agent has the request; it is not sent twice
+        CRASHED = "crashed"  # the runner failed unexpectedly
+        EXPIRED = "expired"  # the thread's session was past its TTL: told so, not sent
+
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="turns")
     # The turn key (invariant 1): the chat message itself.
     connection = models.ForeignKey("bindings.Connection", on_delete=models.CASCADE, related_name="+")
@@ -61,7 +73,7 @@ class Turn(models.Model):
     user_id = models.CharField(max_length=32, blank=True, help_text="Empty for a trigger's turn.")
     text = models.TextField()
     state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED, db_index=True)
-    outcome = models.CharField(max_length=32, blank=True)
+    outcome = models.CharField(max_length=32, choices=Outcome.choices, blank=True)
     message_id = models.CharField(max_length=64, help_text="The A2A messageId, derived from the turn key.")
     task_id = models.CharField(max_length=200, blank=True)
     acknowledged = models.BooleanField(default=False, help_text="The acknowledgment reaction was added.")
@@ -86,6 +98,10 @@ class Turn(models.Model):
 
     def __str__(self) -> str:
         return f"turn {self.channel_id}/{self.message_ts}"
+
+
+# A turn in these states waits for or holds the session's runner; any other state is over.
+OPEN_TURN_STATES = (Turn.State.QUEUED, Turn.State.RUNNING)
 
 
 class ThreadNote(models.Model):

@@ -12,7 +12,6 @@ import uuid
 from dataclasses import dataclass
 
 from django.conf import settings
-from slack_sdk.errors import SlackApiError
 
 from kourier.a2a import errors as a2a_errors
 from kourier.a2a.client import A2AClient
@@ -22,22 +21,16 @@ from kourier.a2a.factory import make_client
 from kourier.a2a.wire import Message, Role, TaskState, TextPart
 from kourier.db import in_database_thread
 from kourier.progress import Card, CardStatus, Outcome, Progress, ThreadKind
-from kourier.slack.clients import async_web_client, connection_workspace, may_pass
+from kourier.slack.clients import SlackError, async_web_client, connection_workspace
 from kourier.slack.people import person_name
 from kourier.slack.status import AssistantStatus
-from kourier.slack.writer import (
-    ReplyTarget,
-    SlackReply,
-    add_reaction,
-    error_name,
-    notice_key,
-    post_notice,
-    remove_reaction,
-)
+from kourier.slack.writer import ReplyTarget, SlackReply, notice_key, post_notice
 
-from . import notices, services
+from . import acknowledgments, notices, turns
+from .models import Turn
 from .outbox import TurnOutbox
 from .prompts import Author, Note, build_turn_text, strip_bot_mention
+from .turn_loop import turn_loop
 
 logger = logging.getLogger(__name__)
 
@@ -65,58 +58,29 @@ def runner_identity() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
+def drive(session_id: int) -> None:
+    """Hands the session to this process's turn loop (turn_loop.py); returns at once."""
+    turn_loop(run_session, acknowledge=acknowledgments.acknowledge_waiting_turns).drive(session_id)
+
+
 async def run_session(session_id: int) -> None:
     """Acknowledges the session's waiting turns, then runs them one at a time unless another runner
     holds the session's lease (that runner takes the new turns in order)."""
-    await acknowledge_waiting_turns(session_id)
+    await acknowledgments.acknowledge_waiting_turns(session_id)
     await _run_session(session_id)
-
-
-async def acknowledge_waiting_turns(session_id: int) -> None:
-    """Adds the acknowledgment reaction to every turn of the session that waits or runs without one."""
-    for ack in await _db(services.claim_acknowledgments)(session_id):
-        slack = async_web_client(ack.bot_token, workspace=connection_workspace(ack.connection_id))
-        try:
-            await add_reaction(slack, ack.channel_id, ack.message_ts, ack.emoji)
-        except Exception as exc:  # a Slack error, a timeout, a dropped connection
-            # A reaction is a courtesy: the turn runs without it (one whose answer was lost may be on;
-            # the turn's end removes it).
-            logger.warning(
-                "turn.acknowledgment_failed", extra={"turn_id": ack.turn_id, "error": error_name(exc)}
-            )
-            continue
-        # The turn may have ended while the reaction was on its way; its runner then found nothing
-        # to remove.
-        if await _db(services.turn_is_over)(ack.turn_id):
-            await remove_acknowledgment(slack, ack.turn_id, ack.channel_id, ack.message_ts, ack.emoji)
-
-
-async def remove_acknowledgment(slack, turn_id: int, channel_id: str, message_ts: str, emoji: str) -> None:
-    """Takes an ended turn's reaction off its message. A failure is logged, never raised: the session
-    goes on to its next turn, and beat's recovery sweep tries again after a fault that may pass (a 5xx,
-    a 429, a timeout). A refusal that will not pass (the message is gone) leaves nothing to remove."""
-    try:
-        await remove_reaction(slack, channel_id, message_ts, emoji)
-    except Exception as exc:
-        logger.warning(
-            "turn.acknowledgment_not_removed", extra={"turn_id": turn_id, "error": error_name(exc)}
-        )
-        if may_pass(exc):
-            return
-    await _db(services.acknowledgment_removed)(turn_id)
 
 
 async def _run_session(session_id: int) -> None:
     owner = runner_identity()
-    while await _db(services.claim_lease)(session_id, owner, seconds=LEASE_SECONDS):
+    while await _db(turns.claim_lease)(session_id, owner, seconds=LEASE_SECONDS):
         try:
-            while (turn := await _db(services.next_queued_turn)(session_id)) is not None:
+            while (turn := await _db(turns.next_queued_turn)(session_id)) is not None:
                 if not await _run_turn_with_lease(session_id, turn.pk, owner):
                     return  # the lease was lost: another runner has the session now
         finally:
-            await _db(services.release_lease)(session_id, owner)
+            await _db(turns.release_lease)(session_id, owner)
         # A turn queued between the last look and the release found the lease taken; look once more.
-        if not await _db(services.has_pending_turns)(session_id):
+        if not await _db(turns.has_pending_turns)(session_id):
             return
 
 
@@ -132,7 +96,7 @@ async def _run_turn_with_lease(session_id: int, turn_id: int, owner: str) -> boo
         if done:
             turn_task.result()
             return True
-        if not await _db(services.renew_lease)(session_id, owner, seconds=LEASE_SECONDS):
+        if not await _db(turns.renew_lease)(session_id, owner, seconds=LEASE_SECONDS):
             logger.warning("session.lease_lost", extra={"session_id": session_id, "turn_id": turn_id})
             turn_task.cancel()
             return False
@@ -140,7 +104,7 @@ async def _run_turn_with_lease(session_id: int, turn_id: int, owner: str) -> boo
 
 @dataclass
 class TurnOutcome:
-    outcome: str
+    outcome: Turn.Outcome
     notice: str | None = None
     forget_context: bool = False
 
@@ -212,8 +176,8 @@ class TurnDisplay:
         self._arm()
 
 
-def _display(work: services.TurnWork, slack, turn_id: int) -> TurnDisplay:
-    thread = ThreadKind.ALERT if work.thread_kind == ThreadKind.ALERT else ThreadKind.CHAT
+def _display(work: turns.TurnWork, slack, turn_id: int) -> TurnDisplay:
+    thread = work.thread_kind
     progress = Progress(work.progress, thread, clock=asyncio.get_running_loop().time) if work.live else None
     status = None
     if progress is not None and progress.uses_assistant_status:
@@ -237,10 +201,10 @@ def _display(work: services.TurnWork, slack, turn_id: int) -> TurnDisplay:
         progress=progress,
         status=status,
         existing_ts=work.reply_ts or None,
-        on_posted=lambda ts: _db(services.record_reply)(turn_id, ts),
+        on_posted=lambda ts: _db(turns.record_reply)(turn_id, ts),
         outbox=TurnOutbox(turn_id),
         adopted_cards=[Card(card_id, title, CardStatus.IN_PROGRESS) for card_id, title in work.stream_cards],
-        on_stream_cards=lambda cards: _db(services.record_stream_cards)(
+        on_stream_cards=lambda cards: _db(turns.record_stream_cards)(
             turn_id, [{"id": card.id, "title": card.title} for card in cards]
         ),
     )
@@ -248,7 +212,7 @@ def _display(work: services.TurnWork, slack, turn_id: int) -> TurnDisplay:
 
 
 async def run_turn(turn_id: int) -> None:
-    work = await _db(services.start_turn)(turn_id)
+    work = await _db(turns.start_turn)(turn_id)
     if work is None:
         return
     slack = async_web_client(work.bot_token, workspace=connection_workspace(work.connection_id))
@@ -261,7 +225,7 @@ async def run_turn(turn_id: int) -> None:
         outcome = await _converse(work, display, slack)
     except Exception:
         logger.exception("turn.crashed", extra={"turn_id": turn_id})
-        outcome = TurnOutcome("crashed", notices.TASK_FAILED)
+        outcome = TurnOutcome(Turn.Outcome.CRASHED, notices.TASK_FAILED)
         try:
             await display.end(Outcome.FAILED, notice_follows=True)
         except Exception:
@@ -278,22 +242,21 @@ async def run_turn(turn_id: int) -> None:
                 key=notice_key(work.message_id),
                 outbox=TurnOutbox(turn_id),
             )
-        except SlackApiError as exc:
+        except SlackError as exc:
             # The notice stays intended in the outbox: beat's sweep posts it once the turn has ended.
             logger.warning(
                 "turn.notice_deferred", extra={"turn_id": turn_id, "error": exc.response.get("error")}
             )
     if outcome.forget_context:
-        await _db(services.forget_context)(work.session_id)
-    remove_ack = await _db(services.finish_turn)(turn_id, outcome=outcome.outcome, failed=outcome.failed)
-    if remove_ack and work.acknowledgment_emoji:
-        await remove_acknowledgment(
-            slack, turn_id, work.channel_id, work.message_ts, work.acknowledgment_emoji
-        )
+        await _db(turns.forget_context)(work.session_id)
+    await _db(turns.finish_turn)(turn_id, outcome=outcome.outcome, failed=outcome.failed)
+    left = await _db(acknowledgments.of_turn)(turn_id)
+    if left is not None:
+        await acknowledgments.take_off(left)
     logger.info("turn.ended", extra={"turn_id": turn_id, "outcome": outcome.outcome})
 
 
-async def _turn_text(work: services.TurnWork, slack) -> str:
+async def _turn_text(work: turns.TurnWork, slack) -> str:
     names = {
         user_id: await person_name(slack, work.team_id, user_id)
         for user_id in {work.user_id, *(user for user, _ in work.notes)}
@@ -311,7 +274,7 @@ class Conversation:
     """One turn's exchange with the agent: send, read, and follow the task again when the stream drops."""
 
     def __init__(
-        self, work: services.TurnWork, display: TurnDisplay, agent: A2AClient, dialect: Dialect
+        self, work: turns.TurnWork, display: TurnDisplay, agent: A2AClient, dialect: Dialect
     ) -> None:
         self.work = work
         self.display = display
@@ -333,7 +296,8 @@ class Conversation:
                         # run it twice.
                         await self.display.end(Outcome.FAILED, notice_follows=True)
                         return TurnOutcome(
-                            "lost", notices.REQUEST_LOST if failures == 0 else notices.AGENT_UNREACHABLE
+                            Turn.Outcome.LOST,
+                            notices.REQUEST_LOST if failures == 0 else notices.AGENT_UNREACHABLE,
                         )
                     must_look = False
                     continue
@@ -344,15 +308,15 @@ class Conversation:
                 raise a2a_errors.StreamDropped("the stream ended before the task did")
             except a2a_errors.TaskNotFound:
                 await self.display.end(Outcome.FAILED, notice_follows=True)
-                return TurnOutcome("gone", notices.CONVERSATION_GONE, forget_context=True)
+                return TurnOutcome(Turn.Outcome.GONE, notices.CONVERSATION_GONE, forget_context=True)
             except a2a_errors.InvalidAgentResponse:
                 await self.display.end(Outcome.FAILED, notice_follows=True)
-                return TurnOutcome("garbled", notices.AGENT_GARBLED)
+                return TurnOutcome(Turn.Outcome.GARBLED, notices.AGENT_GARBLED)
             except a2a_errors.A2AError as exc:
                 failures += 1
                 if not exc.retryable or failures >= MAX_FOLLOW_ATTEMPTS:
                     await self.display.end(Outcome.FAILED, notice_follows=True)
-                    return TurnOutcome("unreachable", notices.AGENT_UNREACHABLE)
+                    return TurnOutcome(Turn.Outcome.UNREACHABLE, notices.AGENT_UNREACHABLE)
                 # A request that may have reached the agent is looked up before it is sent again
                 # (agents do not de-duplicate message ids); the reply stays as it is meanwhile.
                 must_look = must_look or (exc.outcome_unknown and not self.task_id)
@@ -421,21 +385,23 @@ class Conversation:
     async def _note_task(self, task_id: str, context_id: str | None) -> None:
         if task_id != self.task_id:
             self.task_id = task_id
-            await _db(services.record_task)(
+            await _db(turns.record_task)(
                 self.work.turn_id, self.work.session_id, task_id=task_id, context_id=context_id or ""
             )
 
     async def _end(self, ended: TaskEnded) -> TurnOutcome:
         if ended.state == TaskState.COMPLETED:
             await self.display.end(Outcome.COMPLETED)
-            return TurnOutcome("completed")
+            return TurnOutcome(Turn.Outcome.COMPLETED)
         if ended.state == TaskState.INPUT_REQUIRED:
             # Until questions reach the channel (askUser), a paused task is cancelled, as the spec says.
             await self._cancel()
             await self.display.end(Outcome.WAITING, notice_follows=True)
-            return TurnOutcome("question-canceled", notices.QUESTION_NOT_ENABLED)
+            return TurnOutcome(Turn.Outcome.QUESTION_CANCELED, notices.QUESTION_NOT_ENABLED)
         await self.display.end(Outcome.FAILED, notice_follows=True)
-        return TurnOutcome(str(ended.state), TERMINAL_FAILURES.get(ended.state, notices.TASK_FAILED))
+        state = str(ended.state)
+        outcome = Turn.Outcome(state) if state in Turn.Outcome.values else Turn.Outcome.FAILED
+        return TurnOutcome(outcome, TERMINAL_FAILURES.get(ended.state, notices.TASK_FAILED))
 
     async def _cancel(self) -> None:
         if not self.task_id:
@@ -448,7 +414,7 @@ class Conversation:
             )
 
 
-async def _converse(work: services.TurnWork, display: TurnDisplay, slack) -> TurnOutcome:
+async def _converse(work: turns.TurnWork, display: TurnDisplay, slack) -> TurnOutcome:
     dialect = dialect_for(work.agent.dialect)
     async with make_client(
         work.agent.url,

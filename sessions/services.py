@@ -1,10 +1,16 @@
-"""State changes of sessions and turns. Ingress and tasks call these; they audit and enqueue."""
+"""What the sessions app does with what arrives: a Slack message (a turn, a context note, an expiry
+notice), an alert that starts a thread, the expiry notice itself. The listeners and tasks call these;
+they change the rows and enqueue the work after commit.
+
+The other jobs of the app have their own modules: ``turns`` (a runner's turn and lease), ``acknowledgments``
+(the reaction), ``outbox`` (intended posts), ``sweeps`` (work left behind), ``runner`` (a turn's run).
+"""
 
 import logging
-import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
+from asgiref.sync import async_to_sync
 from django.db import transaction
 from django.db.models import Q, Subquery
 from django.utils import timezone
@@ -12,21 +18,21 @@ from django.utils import timezone
 from bindings import directory
 from bindings.models import Binding, Connection
 from kourier.db import insert_unless_taken
+from kourier.progress import ThreadKind
 from kourier.queue import enqueue_after_commit
-from kourier.slack.clients import connection_workspace, web_client
+from kourier.slack.alerts import post_alert_message
+from kourier.slack.clients import async_web_client, connection_workspace
 from kourier.slack.incoming import ChatMessage
+from kourier.slack.writer import notice_key, post_notice
 
+from . import notices
 from .models import Session, ThreadNote, Turn
+from .outbox import TurnOutbox
+from .queue import DRIVE_SESSION, TELL_EXPIRED
 from .routing import Route, ThreadState, route
+from .turns import message_id_for
 
 logger = logging.getLogger(__name__)
-
-# uuid5 namespace for A2A message ids: the id of a turn is a pure function of its Slack message.
-_MESSAGE_ID_NAMESPACE = uuid.UUID("6f1d8f2c-3b57-4b8e-9a55-1d3f0c6a7e10")
-
-
-def message_id_for(connection_id: int, channel_id: str, message_ts: str) -> str:
-    return str(uuid.uuid5(_MESSAGE_ID_NAMESPACE, f"{connection_id}:{channel_id}:{message_ts}"))
 
 
 @dataclass(frozen=True)
@@ -77,14 +83,12 @@ def route_message(
         turn, created = _take_turn(session, message, expired=decision is Route.EXPIRED)
         if not created:
             return RouteResult(route=decision, created=False, turn_id=turn.id)
-        from . import tasks  # the tasks module imports this one
-
         if decision is Route.EXPIRED:
-            enqueue_after_commit(tasks.tell_expired, turn.id)
+            enqueue_after_commit(TELL_EXPIRED, turn.id)
         else:
             _touch(session, binding, now)
             # One message per turn: the runner adds the acknowledgment reaction before anything else.
-            enqueue_after_commit(tasks.drive_session, session.id)
+            enqueue_after_commit(DRIVE_SESSION, session.id)
         logger.info(
             "turn.accepted",
             extra={
@@ -95,9 +99,6 @@ def route_message(
             },
         )
         return RouteResult(route=decision, created=True, turn_id=turn.id)
-
-
-ALERT_METADATA_EVENT = "kourier_alert"
 
 
 def start_alert_thread(
@@ -127,14 +128,9 @@ def start_alert_thread(
         raise ValueError(f"channel {channel_id} is not bound to binding {binding.name}")
     connection = binding.connection
     if root_ts is None:
-        response = web_client(
-            connection.bot_token(), workspace=connection_workspace(connection.pk)
-        ).chat_postMessage(
-            channel=channel_id,
-            text=text,
-            metadata={"event_type": ALERT_METADATA_EVENT, "event_payload": {"binding": binding.name}},
+        root_ts = post_alert_message(
+            connection.bot_token(), connection.pk, channel_id, text, binding=binding.name
         )
-        root_ts = str(response["ts"])
     now = now or timezone.now()
     with transaction.atomic():
         session, _ = Session.objects.get_or_create(
@@ -143,7 +139,7 @@ def start_alert_thread(
             thread_ts=root_ts,
             defaults={
                 "binding": binding,
-                "kind": Session.Kind.ALERT,
+                "kind": ThreadKind.ALERT,
                 "last_activity_at": now,
                 "expires_at": now + binding.thread_ttl,
             },
@@ -161,10 +157,8 @@ def start_alert_thread(
             },
         )
         if created:
-            from . import tasks  # the tasks module imports this one
-
             _touch(session, binding, now)
-            enqueue_after_commit(tasks.drive_session, session.id)
+            enqueue_after_commit(DRIVE_SESSION, session.id)
             logger.info(
                 "alert.started", extra={"turn_id": turn.id, "session_id": session.id, "binding": binding.name}
             )
@@ -188,7 +182,7 @@ def _start_session(connection: Connection, binding: Binding, message: ChatMessag
         channel_id=message.channel_id,
         thread_ts=message.root_ts,
         binding=binding,
-        kind=Session.Kind.CHAT,
+        kind=ThreadKind.CHAT,
         last_activity_at=now,
         expires_at=now + binding.thread_ttl,
     )
@@ -237,274 +231,18 @@ def _touch(session: Session, binding: Binding, now: datetime) -> None:
     )
 
 
-def claim_lease(session_id: int, owner: str, *, seconds: int, now: datetime | None = None) -> bool:
-    """Takes the session's runner lease if it is free, expired, or already ours."""
-    now = now or timezone.now()
-    taken = (
-        Session.objects.filter(pk=session_id)
-        .filter(Q(lease_owner="") | Q(lease_expires_at__lt=now) | Q(lease_owner=owner))
-        .update(lease_owner=owner, lease_expires_at=now + timedelta(seconds=seconds))
+def tell_expired(turn_id: int) -> None:
+    """Answers a reply in an expired thread with the expiry notice, once."""
+    turn = Turn.objects.select_related("session", "connection").filter(pk=turn_id, outcome="").first()
+    if turn is None:
+        return
+    client = async_web_client(turn.connection.bot_token(), workspace=connection_workspace(turn.connection_id))
+    async_to_sync(post_notice)(
+        client,
+        turn.channel_id,
+        turn.session.thread_ts,
+        notices.EXPIRED,
+        key=notice_key(turn.message_id, "expired"),
+        outbox=TurnOutbox(turn_id),
     )
-    return taken == 1
-
-
-def renew_lease(session_id: int, owner: str, *, seconds: int) -> bool:
-    now = timezone.now()
-    return (
-        Session.objects.filter(pk=session_id, lease_owner=owner).update(
-            lease_expires_at=now + timedelta(seconds=seconds)
-        )
-        == 1
-    )
-
-
-def release_lease(session_id: int, owner: str) -> None:
-    Session.objects.filter(pk=session_id, lease_owner=owner).update(lease_owner="", lease_expires_at=None)
-
-
-def next_queued_turn(session_id: int) -> Turn | None:
-    return (
-        Turn.objects.filter(session_id=session_id, state__in=[Turn.State.QUEUED, Turn.State.RUNNING])
-        .order_by("message_ts")
-        .first()
-    )
-
-
-__all__ = [
-    "RouteResult",
-    "claim_lease",
-    "next_queued_turn",
-    "release_lease",
-    "renew_lease",
-    "route_message",
-    "start_alert_thread",
-]
-
-
-# --- The turn runner's state changes. Each is one transaction, called from async code via sync_to_async.
-
-
-@dataclass(frozen=True)
-class AgentSettings:
-    url: str
-    headers: dict[str, str]
-    dialect: str
-    protocol_version: str
-
-
-@dataclass(frozen=True)
-class TurnWork:
-    """Everything a runner needs to run one turn, read in one go."""
-
-    turn_id: int
-    session_id: int
-    binding_name: str
-    connection_id: int
-    team_id: str
-    channel_id: str
-    thread_ts: str
-    thread_kind: str  # Session.Kind: chat (a person's message started it) or alert (a trigger did)
-    message_ts: str
-    user_id: str  # empty for a trigger's turn (no person)
-    text: str
-    message_id: str
-    task_id: str  # set when an earlier attempt already reached the agent
-    context_id: str
-    resumed: bool  # an earlier runner started this turn and did not finish it
-    reply_ts: str
-    stream_cards: tuple[tuple[str, str], ...]  # (id, title) of the cards an earlier runner's stream left open
-    bot_token: str
-    bot_user_id: str
-    agent: AgentSettings
-    live: bool
-    progress: str  # chat.progress: steps, steps-and-activity or activity
-    ask_user: bool
-    acknowledgment_emoji: str | None
-    notes: tuple[tuple[str, str], ...]  # (user_id, text) of replies carried as context
-
-
-def start_turn(turn_id: int, *, now: datetime | None = None) -> TurnWork | None:
-    """Marks a queued turn running and gathers its work; None when it is no longer to be run."""
-    now = now or timezone.now()
-    with transaction.atomic():
-        turn = (
-            Turn.objects.select_for_update(of=("self",))
-            .select_related("session__binding", "session__connection")
-            .filter(pk=turn_id, state__in=[Turn.State.QUEUED, Turn.State.RUNNING])
-            .first()
-        )
-        if turn is None:
-            return None
-        session, binding, connection = turn.session, turn.session.binding, turn.session.connection
-        if binding is None:
-            return None
-        resumed = turn.state == Turn.State.RUNNING
-        if not resumed:
-            turn.state, turn.started_at = Turn.State.RUNNING, now
-            turn.save(update_fields=["state", "started_at"])
-        if binding.thread_replies == "mention":
-            ThreadNote.objects.filter(
-                session=session, carried_by=None, message_ts__lt=turn.message_ts
-            ).update(carried_by=turn)
-        notes = tuple(turn.notes.order_by("message_ts").values_list("user_id", "text"))
-        return TurnWork(
-            turn_id=turn.pk,
-            session_id=session.pk,
-            binding_name=binding.name,
-            connection_id=connection.pk,
-            team_id=connection.team_id,
-            channel_id=turn.channel_id,
-            thread_ts=session.thread_ts,
-            thread_kind=session.kind,
-            message_ts=turn.message_ts,
-            user_id=turn.user_id,
-            text=turn.text,
-            message_id=turn.message_id,
-            task_id=turn.task_id,
-            context_id=session.context_id,
-            resumed=resumed,
-            reply_ts=turn.reply_ts,
-            stream_cards=tuple((card["id"], card["title"]) for card in turn.stream_cards),
-            bot_token=connection.bot_token(),
-            bot_user_id=connection.bot_user_id,
-            agent=AgentSettings(
-                url=binding.agent_url,
-                headers=binding.agent_headers_resolved(),
-                dialect=binding.dialect,
-                protocol_version=binding.protocol_version,
-            ),
-            live=binding.output == "live",
-            progress=binding.progress,
-            ask_user=binding.ask_user,
-            acknowledgment_emoji=binding.acknowledgment_emoji if binding.acknowledgment_enabled else None,
-            notes=notes,
-        )
-
-
-def record_task(turn_id: int, session_id: int, *, task_id: str, context_id: str) -> None:
-    """Keeps the agent's task and context as soon as the agent names them."""
-    with transaction.atomic():
-        Turn.objects.filter(pk=turn_id).update(task_id=task_id)
-        if context_id:
-            Session.objects.filter(pk=session_id, context_id="").update(context_id=context_id)
-
-
-def record_stream_cards(turn_id: int, cards: list[dict[str, str]]) -> None:
-    Turn.objects.filter(pk=turn_id).update(stream_cards=cards)
-
-
-def record_reply(turn_id: int, reply_ts: str) -> None:
-    Turn.objects.filter(pk=turn_id, reply_ts="").update(reply_ts=reply_ts)
-
-
-def finish_turn(turn_id: int, *, outcome: str, failed: bool, now: datetime | None = None) -> bool:
-    """Ends a running turn. Returns whether its acknowledgment reaction is to be removed."""
-    now = now or timezone.now()
-    Turn.objects.filter(pk=turn_id, state=Turn.State.RUNNING).update(
-        state=Turn.State.FAILED if failed else Turn.State.DONE, outcome=outcome, ended_at=now
-    )
-    return Turn.objects.filter(pk=turn_id, acknowledged=True).exists()
-
-
-def forget_context(session_id: int) -> None:
-    """The agent no longer has the conversation: the next turn starts a fresh context."""
-    Session.objects.filter(pk=session_id).update(context_id="")
-
-
-@dataclass(frozen=True)
-class Acknowledgment:
-    turn_id: int
-    connection_id: int
-    channel_id: str
-    message_ts: str
-    emoji: str
-    bot_token: str
-
-
-def _acknowledgment(turn: Turn, binding: Binding) -> Acknowledgment:
-    return Acknowledgment(
-        turn_id=turn.pk,
-        connection_id=turn.connection_id,
-        channel_id=turn.channel_id,
-        message_ts=turn.message_ts,
-        emoji=binding.acknowledgment_emoji,
-        bot_token=turn.connection.bot_token(),
-    )
-
-
-def claim_acknowledgments(session_id: int) -> list[Acknowledgment]:
-    """Claims the right to add the reaction of each of the session's turns that waits or runs without
-    one: once per turn (a conditional update), in message order."""
-    waiting = (
-        Turn.objects.filter(
-            session_id=session_id, acknowledged=False, state__in=[Turn.State.QUEUED, Turn.State.RUNNING]
-        )
-        .select_related("session__binding", "connection")
-        .order_by("message_ts")
-    )
-    claimed = []
-    for turn in waiting:
-        binding = turn.session.binding
-        if binding is None or not binding.acknowledgment_enabled:
-            return []
-        won = (
-            Turn.objects.filter(
-                pk=turn.pk, acknowledged=False, state__in=[Turn.State.QUEUED, Turn.State.RUNNING]
-            ).update(acknowledged=True)
-            == 1
-        )
-        if won:
-            claimed.append(_acknowledgment(turn, binding))
-    return claimed
-
-
-def acknowledgment_removed(turn_id: int) -> None:
-    """The reaction of an ended turn is off its message: nothing is left for the recovery sweep.
-
-    From then on ``acknowledged`` is false again; a turn that waits or runs is never cleared, since its
-    reaction is to stay (and is not claimed again: ``claim_acknowledgments`` would add it twice).
-    """
-    Turn.objects.filter(pk=turn_id).exclude(state__in=[Turn.State.QUEUED, Turn.State.RUNNING]).update(
-        acknowledged=False
-    )
-
-
-# How far back the recovery sweep looks for reactions left on ended turns, and how many it takes a run.
-STALE_ACKNOWLEDGMENT_HORIZON = timedelta(days=1)
-STALE_ACKNOWLEDGMENT_BATCH = 50
-
-
-def stale_acknowledgments(*, ended_before: datetime) -> list[Acknowledgment]:
-    """Ended turns whose reaction is not known to be off their message: the runner died between ending
-    the turn and removing it, or Slack failed the removal. Oldest first."""
-    turns = (
-        Turn.objects.filter(
-            acknowledged=True,
-            ended_at__lt=ended_before,
-            ended_at__gte=ended_before - STALE_ACKNOWLEDGMENT_HORIZON,
-        )
-        .exclude(state__in=[Turn.State.QUEUED, Turn.State.RUNNING])
-        .select_related("session__binding", "connection")
-        .order_by("ended_at")[:STALE_ACKNOWLEDGMENT_BATCH]
-    )
-    return [_acknowledgment(turn, turn.session.binding) for turn in turns if turn.session.binding is not None]
-
-
-def turn_is_over(turn_id: int) -> bool:
-    return not Turn.objects.filter(pk=turn_id, state__in=[Turn.State.QUEUED, Turn.State.RUNNING]).exists()
-
-
-def has_pending_turns(session_id: int) -> bool:
-    return Turn.objects.filter(
-        session_id=session_id, state__in=[Turn.State.QUEUED, Turn.State.RUNNING]
-    ).exists()
-
-
-def delete_sessions_expired_before(cutoff: datetime) -> int:
-    """Deletes sessions whose TTL ran out before cutoff, with everything that belongs to them."""
-    deleted = 0
-    for session in Session.objects.filter(expires_at__lt=cutoff).only("pk", "channel_id", "thread_ts"):
-        with transaction.atomic():
-            session.delete()
-        deleted += 1
-    return deleted
+    Turn.objects.filter(pk=turn_id).update(outcome=Turn.Outcome.EXPIRED, ended_at=timezone.now())

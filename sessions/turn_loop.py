@@ -12,8 +12,14 @@ returns; a few pool threads feed any number of concurrent turns on one thread.
   threads are all the database connections the process opens, whatever the number of turns.
 - The Celery message is acked when the session is handed over. A worker that dies with turns on its
   loop leaves their leases to expire; beat's ``recover_sessions`` drives them again.
+- A session driven while its runner is on the loop is looked at once more before the runner lets it
+  go, and its waiting turns get their acknowledgment reaction at once (``acknowledge``), not when
+  their turn comes.
 - Shutdown: ``hand_over`` cancels every running session (each releases its lease on the way out)
   and waits, bounded, until they have.
+
+The loop knows nothing of what a session's run is: the runner hands it ``run_session`` and
+``acknowledge`` (sessions/runner.py).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import concurrent.futures
 import logging
 import threading
 import time
+from collections.abc import Awaitable, Callable
 
 from django.conf import settings
 
@@ -33,8 +40,20 @@ class LoopFull(Exception):
     """This process already runs as many sessions as it may; the session is to be driven later."""
 
 
+SessionWork = Callable[[int], Awaitable[None]]
+
+
 class TurnLoop:
-    def __init__(self, *, max_sessions: int, database_threads: int) -> None:
+    def __init__(
+        self,
+        run_session: SessionWork,
+        *,
+        acknowledge: SessionWork,
+        max_sessions: int,
+        database_threads: int,
+    ) -> None:
+        self.run_session = run_session
+        self.acknowledge = acknowledge
         self.max_sessions = max_sessions
         self.loop = asyncio.new_event_loop()
         self.loop.set_default_executor(
@@ -58,12 +77,14 @@ class TurnLoop:
         """Starts the session's runner on the loop and returns at once.
 
         False when this process already drives the session: that runner then looks at the session
-        once more before it lets it go, so a turn queued while it was finishing is not missed.
+        once more before it lets it go, so a turn queued while it was finishing is not missed, and
+        the turns that wait meanwhile get their acknowledgment now.
         Raises ``LoopFull`` past ``max_sessions`` or while closing.
         """
         with self._lock:
             if session_id in self._sessions:
                 self._again.add(session_id)
+                asyncio.run_coroutine_threadsafe(self._acknowledge(session_id), self.loop)
                 return False
             if self._closing or len(self._sessions) >= self.max_sessions:
                 raise LoopFull(session_id)
@@ -71,15 +92,20 @@ class TurnLoop:
         asyncio.run_coroutine_threadsafe(self._run(session_id), self.loop)
         return True
 
-    async def _run(self, session_id: int) -> None:
-        from .runner import run_session
+    async def _acknowledge(self, session_id: int) -> None:
+        try:
+            await self.acknowledge(session_id)
+        except Exception:
+            # A reaction is a courtesy; the runner claims what is left when it looks again.
+            logger.exception("session.acknowledgment_crashed", extra={"session_id": session_id})
 
+    async def _run(self, session_id: int) -> None:
         current = asyncio.current_task()
         assert current is not None
         self._tasks[session_id] = current
         try:
             while not self._closing:  # closing: handed over before it started; recovery drives it
-                await run_session(session_id)
+                await self.run_session(session_id)
                 with self._lock:
                     if session_id not in self._again:
                         self._let_go(session_id)  # under the same lock: a later drive starts anew
@@ -128,12 +154,14 @@ _turn_loop: TurnLoop | None = None
 _turn_loop_lock = threading.Lock()
 
 
-def turn_loop() -> TurnLoop:
+def turn_loop(run_session: SessionWork, *, acknowledge: SessionWork) -> TurnLoop:
     """This process's loop, made on first use (so a forked pool child makes its own)."""
     global _turn_loop
     with _turn_loop_lock:
         if _turn_loop is None:
             _turn_loop = TurnLoop(
+                run_session,
+                acknowledge=acknowledge,
                 max_sessions=settings.WORKER_MAX_SESSIONS,
                 database_threads=settings.WORKER_DATABASE_THREADS,
             )

@@ -117,6 +117,11 @@ class RetryPolicy:
 RETRY_POLICY = RetryPolicy()
 
 
+# What a Slack call raises when Slack refused it or could not be reached: the name the apps catch, so
+# that they need not know slack_sdk.
+SlackError = SlackApiError
+
+
 class SlackRateLimited(SlackApiError):
     """Slack holds this method for this workspace longer than the call may wait; Slack was not called."""
 

@@ -87,7 +87,7 @@ def test_the_issue_example_reads_into_specs():
             chat=ChatSpec(
                 thread_replies=manifest.ThreadReplies.ALL,
                 acknowledgment=AcknowledgmentSpec(enabled=True, emoji="hourglass_flowing_sand"),
-                progress=manifest.Progress.STEPS_AND_ACTIVITY,
+                progress=manifest.ProgressMode.STEPS_AND_ACTIVITY,
             ),
             interactions=InteractionsSpec(
                 ask_user=False, tool_approvals=False, approver_groups=(), timeout=timedelta(minutes=30)

@@ -5,6 +5,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
+from celery import current_app
 from django.db import transaction
 
 from bindings.models import Binding, Connection
@@ -74,7 +75,9 @@ def start_alerts_here(settings, monkeypatch) -> Callable[[World], None]:
         monkeypatch.setattr(
             services,
             "enqueue_after_commit",
-            lambda task, *args: transaction.on_commit(lambda: task.apply_async(args, queue=queue)),
+            lambda task_name, *args: transaction.on_commit(
+                lambda: current_app.send_task(task_name, args, queue=queue)
+            ),
         )
 
     return allow

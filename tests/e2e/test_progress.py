@@ -22,6 +22,7 @@ from kourier.progress import (
     WORKING,
     WROTE_AN_UPDATE,
     WROTE_THE_ANSWER,
+    ThreadKind,
 )
 from kourier.redaction import format_call
 from kourier.slack.status import ASSISTANT_STATUS_WORKING
@@ -248,7 +249,7 @@ def test_each_progress_mode_in_an_alert_thread(modes_world, a2a_agent):
     silent = alert(world, "steps-and-activity", "silentfail")
     wait_for_turns(world, 5)
 
-    assert {s.kind for s in Session.objects.all()} == {Session.Kind.ALERT}
+    assert {s.kind for s in Session.objects.all()} == {ThreadKind.ALERT}
     assert set(Turn.objects.values_list("user_id", flat=True)) == {""}
     # The first turn names no person.
     assert all(r.text.startswith("Slack: alert: ") for r in a2a_agent.received)

@@ -31,7 +31,7 @@ from kourier.a2a.events import (
 from kourier.a2a.wire import TaskState
 from kourier.progress import (
     CALL_DISPLAY_LIMIT,
-    DEFAULT_MODE,
+    DEFAULT_PROGRESS_MODE,
     FINISHED,
     NO_OUTPUT,
     NO_RESULT,
@@ -44,9 +44,9 @@ from kourier.progress import (
     WROTE_THE_ANSWER,
     Card,
     CardStatus,
-    Mode,
     Outcome,
     Progress,
+    ProgressMode,
     ThreadKind,
     View,
     Write,
@@ -56,7 +56,7 @@ from kourier.progress import (
     format_minutes,
 )
 
-STEPS, SAA, ACTIVITY = Mode.STEPS, Mode.STEPS_AND_ACTIVITY, Mode.ACTIVITY
+STEPS, SAA, ACTIVITY = ProgressMode.STEPS, ProgressMode.STEPS_AND_ACTIVITY, ProgressMode.ACTIVITY
 CHAT, ALERT = ThreadKind.CHAT, ThreadKind.ALERT
 IN_PROGRESS, COMPLETE, ERROR = CardStatus.IN_PROGRESS, CardStatus.COMPLETE, CardStatus.ERROR
 START, UPDATE, STOP = WriteKind.START, WriteKind.UPDATE, WriteKind.STOP
@@ -78,7 +78,7 @@ class FakeClock:
 class Turn:
     """One reply: a Progress, its fake clock, and every write it asked for."""
 
-    mode: Mode | None
+    mode: ProgressMode | None
     thread: ThreadKind
     cards: bool = True
     throttle: float = 1.0
@@ -180,7 +180,7 @@ def test_s01_what_a_reply_shows_depends_on_the_thread_and_chat_progress():
     script = [(0, call("a", q="x")), (1, ok("a")), (6, text("Done.")), (7, COMPLETED)]
     shown = {
         (mode, thread): tuple((w.kind, w.view) for w in turn(mode, thread, script).writes)
-        for mode in Mode
+        for mode in ProgressMode
         for thread in ThreadKind
     }
     assert len(set(shown.values())) == 6
@@ -339,8 +339,8 @@ def test_s10_chat_progress_is_one_of_three_values_the_same_as_the_bindings():
     three values."""
     from bindings.manifest import Progress as ManifestProgress
 
-    assert [m.value for m in Mode] == ["steps", "steps-and-activity", "activity"]
-    assert {m.value for m in Mode} == {p.value for p in ManifestProgress}
+    assert [m.value for m in ProgressMode] == ["steps", "steps-and-activity", "activity"]
+    assert {m.value for m in ProgressMode} == {p.value for p in ManifestProgress}
 
 
 def test_s11_steps_in_a_chat_thread_is_a_card_for_each_tool_call_and_nothing_else():
@@ -534,7 +534,7 @@ def test_s21_the_activity_mode_never_shows_a_tools_name_or_arguments(thread, car
         assert secret not in shown
 
 
-@pytest.mark.parametrize("mode", list(Mode))
+@pytest.mark.parametrize("mode", list(ProgressMode))
 def test_s22_no_mode_shows_the_agents_reasoning_and_working_says_nothing_about_what_it_does(mode):
     """No mode shows the agent's reasoning: Agent Kourier does not read it, and the Working… title says
     nothing about what the agent is doing."""
@@ -977,8 +977,8 @@ def test_s45_a_binding_that_sets_no_progress_gets_steps_and_activity():
     existed now shows Working… in a gap."""
     from bindings.manifest import DEFAULT_PROGRESS
 
-    assert Progress(None, CHAT).mode is SAA is DEFAULT_MODE
-    assert DEFAULT_MODE.value == DEFAULT_PROGRESS.value
+    assert Progress(None, CHAT).mode is SAA is DEFAULT_PROGRESS_MODE
+    assert DEFAULT_PROGRESS_MODE.value == DEFAULT_PROGRESS.value
     assert turn(None, CHAT, [(3, TICK)]).last.cards == (Card("working-1", WORKING, IN_PROGRESS),)
 
 
@@ -1018,7 +1018,7 @@ def test_s48_an_agent_that_marks_no_tool_events_gets_the_sign_of_life_alone():
     assert activity.last.cards == (Card("activity", WORKED, COMPLETE, "Took 10 s"),)
 
 
-@pytest.mark.parametrize("mode", list(Mode))
+@pytest.mark.parametrize("mode", list(ProgressMode))
 @pytest.mark.parametrize("thread", list(ThreadKind))
 def test_s49_when_the_platform_has_no_step_cards_no_mode_shows_a_card(mode, thread):
     """When the platform has no step cards, or Slack refuses them for a stream (the stream is then plain
@@ -1064,7 +1064,7 @@ def test_arguments_in_cards_and_lines_are_redacted_and_shortened():
     assert alert.last.line == f"Calling {title}"
 
 
-@pytest.mark.parametrize("mode", list(Mode))
+@pytest.mark.parametrize("mode", list(ProgressMode))
 @pytest.mark.parametrize("thread", list(ThreadKind))
 def test_every_title_and_line_fits_a_slack_task_card(mode, thread):
     long_name = "n" * 500

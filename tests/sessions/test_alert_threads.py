@@ -2,11 +2,13 @@
 
 import pytest
 
-from sessions import services
+from kourier.progress import ThreadKind
+from sessions import services, turns
 from sessions.models import Session, Turn
 from sessions.prompts import build_turn_text
 from tests.factories import BindingFactory
 from tests.fakes.slack import defaults
+from tests.support.queue import enqueued
 
 pytestmark = pytest.mark.django_db
 
@@ -18,10 +20,6 @@ def binding(slack_fake, settings, monkeypatch):
     return BindingFactory(channels=[defaults.CHANNEL_ID], progress="activity")
 
 
-def enqueued(callbacks) -> list[tuple[str, tuple]]:
-    return [(callback.func.__self__.name.rsplit(".", 1)[-1], callback.args) for callback in callbacks]
-
-
 def test_an_alert_is_posted_as_the_bot_and_its_first_turn_queued_with_no_person(
     binding, slack_fake, django_capture_on_commit_callbacks
 ):
@@ -30,7 +28,7 @@ def test_an_alert_is_posted_as_the_bot_and_its_first_turn_queued_with_no_person(
     [root] = slack_fake.messages(defaults.CHANNEL_ID)
     assert (root.text, root.user, root.thread_ts) == ("Disk is full on db-1", defaults.BOT_USER_ID, None)
     session = Session.objects.get()
-    assert (session.kind, session.thread_ts, session.binding) == (Session.Kind.ALERT, root.ts, binding)
+    assert (session.kind, session.thread_ts, session.binding) == (ThreadKind.ALERT, root.ts, binding)
     assert (turn.session, turn.message_ts, turn.user_id, turn.text, turn.state) == (
         session,
         root.ts,
@@ -49,7 +47,7 @@ def test_an_alert_can_take_a_root_message_posted_by_someone_else(binding, slack_
     turn = services.start_alert_thread(binding, "CPU at 100%", root_ts=root)
     assert turn.message_ts == root
     assert slack_fake.count("chat.postMessage") == 0
-    assert Session.objects.get().kind == Session.Kind.ALERT
+    assert Session.objects.get().kind == ThreadKind.ALERT
 
 
 def test_starting_the_same_alert_thread_again_is_the_same_turn(
@@ -75,7 +73,7 @@ def test_the_alerts_channel_must_be_one_of_the_bindings(binding):
 
 def test_an_alert_turns_work_says_it_is_an_alert_thread_with_no_person(binding):
     turn = services.start_alert_thread(binding, "Disk is full")
-    work = services.start_turn(turn.id)
+    work = turns.start_turn(turn.id)
     assert work is not None
     assert (work.thread_kind, work.user_id, work.progress, work.connection_id) == (
         "alert",

@@ -12,7 +12,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from kourier.slack.clients import RetryPolicy, async_web_client
 from kourier.slack.incoming import ChatMessage
 from kourier.slack.writer import IntentState, PostKind, notice_key, notice_metadata, post_notice
-from sessions import services, tasks
+from sessions import services, sweeps
 from sessions.models import PostIntent, Turn
 from sessions.outbox import TurnOutbox, confirm_post, intend_post
 from tests.factories import BindingFactory
@@ -134,8 +134,8 @@ class TestOwedNotices:
         return key
 
     def test_a_notice_an_ended_turn_could_not_post_is_posted_once(self, slack_fake, owed, thread_ts):
-        tasks.post_owed_notices(now=timezone.now())
-        tasks.post_owed_notices(now=timezone.now())
+        sweeps.post_owed_notices()
+        sweeps.post_owed_notices()
         [_, notice] = slack_fake.thread(defaults.CHANNEL_ID, thread_ts)
         assert notice.text == "It failed."
         assert notice.metadata == notice_metadata(owed)
@@ -153,12 +153,12 @@ class TestOwedNotices:
                 metadata=notice_metadata(owed),
             )
         )["ts"]
-        tasks.post_owed_notices(now=timezone.now())
+        sweeps.post_owed_notices()
         assert len(slack_fake.thread(defaults.CHANNEL_ID, thread_ts)) == 2
         assert PostIntent.objects.get().ts == posted
 
     def test_a_running_turns_notice_is_left_to_its_runner(self, slack_fake, owed, thread_ts):
         Turn.objects.update(state=Turn.State.RUNNING)
-        tasks.post_owed_notices(now=timezone.now())
+        sweeps.post_owed_notices()
         assert slack_fake.count("chat.postMessage") == 0
         assert PostIntent.objects.get().state == PostIntent.State.INTENDED

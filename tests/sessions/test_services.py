@@ -7,10 +7,11 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from kourier.slack.incoming import ChatMessage
-from sessions import services, tasks
+from sessions import services, turns
 from sessions.models import Session, ThreadNote, Turn
 from sessions.routing import Route
 from tests.factories import BindingFactory
+from tests.support.queue import enqueued
 
 pytestmark = pytest.mark.django_db
 
@@ -26,10 +27,6 @@ def said(
     text="hello", *, ts="1700000001.000100", thread_ts=None, mentions_bot=True, channel=CHANNEL, user="U0ADA"
 ):
     return ChatMessage("T1", channel, ts, thread_ts, user, text, mentions_bot)
-
-
-def enqueued(callbacks) -> list[tuple[str, tuple]]:
-    return [(callback.func.__self__.name.rsplit(".", 1)[-1], callback.args) for callback in callbacks]
 
 
 def test_a_mention_starts_a_session_and_queues_its_turn(binding, django_capture_on_commit_callbacks):
@@ -99,8 +96,8 @@ def test_deliveries_of_one_message_at_the_same_time_make_one_session_and_one_tur
 def test_the_turn_message_id_is_derived_from_the_slack_message(binding):
     services.route_message(binding.connection, said())
     turn = Turn.objects.get()
-    assert turn.message_id == services.message_id_for(binding.connection_id, CHANNEL, "1700000001.000100")
-    assert turn.message_id != services.message_id_for(binding.connection_id, CHANNEL, "1700000001.000200")
+    assert turn.message_id == turns.message_id_for(binding.connection_id, CHANNEL, "1700000001.000100")
+    assert turn.message_id != turns.message_id_for(binding.connection_id, CHANNEL, "1700000001.000200")
 
 
 def test_a_message_in_an_unbound_channel_is_nothing(binding):
@@ -121,7 +118,7 @@ def test_replies_in_a_session_thread_queue_in_order(binding):
     )
     session = Session.objects.get()
     assert [t.text for t in session.turns.order_by("message_ts")] == ["hello", "a", "b"]
-    assert services.next_queued_turn(session.id).text == "hello"
+    assert turns.next_queued_turn(session.id).text == "hello"
 
 
 def test_with_threadreplies_mention_a_plain_reply_is_kept_as_a_note(django_capture_on_commit_callbacks):
@@ -160,59 +157,3 @@ def test_activity_moves_the_expiry_forward(binding):
     )
     session = Session.objects.get()
     assert session.expires_at == later + binding.thread_ttl
-
-
-class TestAcknowledgments:
-    def test_each_waiting_turn_is_claimed_once_in_message_order(self, binding, monkeypatch):
-        monkeypatch.setenv(binding.connection.bot_token_env, "xoxb-test")
-        services.route_message(binding.connection, said("first", ts="1700000001.000100"))
-        services.route_message(
-            binding.connection, said("second", ts="1700000002.000000", thread_ts="1700000001.000100")
-        )
-        session = Session.objects.get()
-        claimed = services.claim_acknowledgments(session.id)
-        assert [ack.message_ts for ack in claimed] == ["1700000001.000100", "1700000002.000000"]
-        assert {ack.emoji for ack in claimed} == {binding.acknowledgment_emoji}
-        assert services.claim_acknowledgments(session.id) == []
-
-    def test_nothing_is_claimed_when_acknowledgment_is_turned_off(self):
-        binding = BindingFactory(channels=[CHANNEL], acknowledgment_enabled=False)
-        services.route_message(binding.connection, said())
-        assert services.claim_acknowledgments(Session.objects.get().id) == []
-        assert not Turn.objects.get().acknowledged
-
-    def test_a_turn_that_has_ended_is_not_claimed(self, binding):
-        services.route_message(binding.connection, said())
-        Turn.objects.update(state=Turn.State.DONE)
-        assert services.claim_acknowledgments(Session.objects.get().id) == []
-
-
-class TestLease:
-    def test_a_free_lease_is_taken_and_a_held_one_is_not(self, binding):
-        services.route_message(binding.connection, said())
-        session = Session.objects.get()
-        assert services.claim_lease(session.id, "runner-a", seconds=60)
-        assert not services.claim_lease(session.id, "runner-b", seconds=60)
-
-    def test_an_expired_lease_is_taken_over(self, binding):
-        services.route_message(binding.connection, said())
-        session = Session.objects.get()
-        past = timezone.now() - timedelta(minutes=5)
-        assert services.claim_lease(session.id, "runner-a", seconds=60, now=past)
-        assert services.claim_lease(session.id, "runner-b", seconds=60)
-        assert not services.renew_lease(session.id, "runner-a", seconds=60)
-
-
-def test_the_sweep_deletes_sessions_long_expired_with_their_turns_and_notes(binding):
-    services.route_message(binding.connection, said())
-    Session.objects.update(expires_at=timezone.now() - timedelta(days=91))
-    tasks.delete_expired_sessions()
-    assert not Session.objects.exists()
-    assert not Turn.objects.exists()
-
-
-def test_the_sweep_keeps_sessions_expired_less_than_ninety_days(binding):
-    services.route_message(binding.connection, said())
-    Session.objects.update(expires_at=timezone.now() - timedelta(days=89))
-    tasks.delete_expired_sessions()
-    assert Session.objects.exists()

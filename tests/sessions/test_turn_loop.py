@@ -3,7 +3,6 @@ import threading
 
 import pytest
 
-from sessions import runner
 from sessions.turn_loop import LoopFull, TurnLoop
 
 WAIT = 10  # seconds: a bound for a thread handshake that should take microseconds
@@ -15,7 +14,9 @@ class ScriptedRunner:
     def __init__(self) -> None:
         self.started: list[int] = []
         self.cleaned_up: list[int] = []
+        self.acknowledged: list[int] = []
         self._started = threading.Semaphore(0)
+        self._acknowledged = threading.Semaphore(0)
         self._release: dict[int, asyncio.Event] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
 
@@ -29,6 +30,14 @@ class ScriptedRunner:
         finally:
             self.cleaned_up.append(session_id)  # where the real runner releases its lease
 
+    async def acknowledge(self, session_id: int) -> None:
+        """Stands in for ``acknowledge_waiting_turns``."""
+        self.acknowledged.append(session_id)
+        self._acknowledged.release()
+
+    def wait_acknowledged(self) -> None:
+        assert self._acknowledged.acquire(timeout=WAIT), "the waiting turns were not acknowledged"
+
     def wait_started(self, count: int = 1) -> None:
         for _ in range(count):
             assert self._started.acquire(timeout=WAIT), "a session did not start"
@@ -39,18 +48,18 @@ class ScriptedRunner:
 
 
 @pytest.fixture
-def scripted(monkeypatch) -> ScriptedRunner:
-    scripted = ScriptedRunner()
-    monkeypatch.setattr(runner, "run_session", scripted)
-    return scripted
+def scripted() -> ScriptedRunner:
+    return ScriptedRunner()
 
 
 @pytest.fixture
-def make_loop():
+def make_loop(scripted):
     loops: list[TurnLoop] = []
 
-    def make(max_sessions: int = 10) -> TurnLoop:
-        loop = TurnLoop(max_sessions=max_sessions, database_threads=2)
+    def make(max_sessions: int = 10, run_session=scripted) -> TurnLoop:
+        loop = TurnLoop(
+            run_session, acknowledge=scripted.acknowledge, max_sessions=max_sessions, database_threads=2
+        )
         loops.append(loop)
         return loop
 
@@ -89,6 +98,16 @@ def test_a_session_driven_again_while_it_runs_is_looked_at_once_more(scripted, m
     scripted.finish(7)
 
 
+def test_turns_queued_while_the_session_runs_are_acknowledged_at_once(scripted, make_loop):
+    loop = make_loop()
+    loop.drive(7)
+    scripted.wait_started()
+    loop.drive(7)  # a reply queued while the turn runs
+    scripted.wait_acknowledged()  # not when its own turn comes
+    assert (scripted.acknowledged, scripted.started) == ([7], [7])
+    scripted.finish(7)
+
+
 def test_past_its_limit_a_loop_refuses_more_sessions(scripted, make_loop):
     loop = make_loop(max_sessions=2)
     loop.drive(1)
@@ -117,15 +136,14 @@ def test_after_hand_over_a_loop_takes_no_new_session(scripted, make_loop):
     assert scripted.started == []
 
 
-def test_a_crashed_runner_lets_its_session_go(monkeypatch, make_loop):
+def test_a_crashed_runner_lets_its_session_go(make_loop):
     crashed = threading.Event()
 
     async def crashing(session_id: int) -> None:
         crashed.set()
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(runner, "run_session", crashing)
-    loop = make_loop()
+    loop = make_loop(run_session=crashing)
     loop.drive(5)
     assert crashed.wait(WAIT)
     loop.hand_over(timeout=WAIT)  # waits for the session to be let go

@@ -1,0 +1,24 @@
+"""``manage.py sweep NAME``: runs one sweep now, as beat would, and prints what it did."""
+
+from django.core.management.base import BaseCommand, CommandError
+
+from kourier.sweeps import all_sweeps
+
+
+class Command(BaseCommand):
+    help = "Run one sweep now and print what it did. Without a name, list the sweeps."
+
+    def add_arguments(self, parser):
+        parser.add_argument("name", nargs="?", help="the sweep to run")
+
+    def handle(self, *args, name: str | None = None, **options):
+        sweeps = all_sweeps()
+        if name is None:
+            for known, listed in sweeps.items():
+                summary = (listed.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+                self.stdout.write(f"{known}: {' '.join(summary.split())}")
+            return
+        sweep = sweeps.get(name)
+        if sweep is None:
+            raise CommandError(f"No sweep is named {name!r}; there are: {', '.join(sweeps)}.")
+        self.stdout.write(f"{name}: {sweep()}")

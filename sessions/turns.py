@@ -1,0 +1,196 @@
+"""Turns and the session's runner lease: the state changes a runner makes, one transaction each.
+
+Async callers reach them through ``kourier.db.in_database_thread``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from bindings.manifest import Output, ThreadReplies
+from kourier.progress import ProgressMode, ThreadKind
+
+from .models import OPEN_TURN_STATES, Session, ThreadNote, Turn
+
+# uuid5 namespace for A2A message ids: the id of a turn is a pure function of its Slack message.
+_MESSAGE_ID_NAMESPACE = uuid.UUID("6f1d8f2c-3b57-4b8e-9a55-1d3f0c6a7e10")
+
+
+def message_id_for(connection_id: int, channel_id: str, message_ts: str) -> str:
+    """The A2A messageId of the turn of one Slack message (design invariant 4)."""
+    return str(uuid.uuid5(_MESSAGE_ID_NAMESPACE, f"{connection_id}:{channel_id}:{message_ts}"))
+
+
+# --- the lease: one runner per session ---------------------------------------------------------------
+
+
+def claim_lease(session_id: int, owner: str, *, seconds: int, now: datetime | None = None) -> bool:
+    """Takes the session's runner lease if it is free, expired, or already ours."""
+    now = now or timezone.now()
+    taken = (
+        Session.objects.filter(pk=session_id)
+        .filter(Q(lease_owner="") | Q(lease_expires_at__lt=now) | Q(lease_owner=owner))
+        .update(lease_owner=owner, lease_expires_at=now + timedelta(seconds=seconds))
+    )
+    return taken == 1
+
+
+def renew_lease(session_id: int, owner: str, *, seconds: int) -> bool:
+    now = timezone.now()
+    return (
+        Session.objects.filter(pk=session_id, lease_owner=owner).update(
+            lease_expires_at=now + timedelta(seconds=seconds)
+        )
+        == 1
+    )
+
+
+def release_lease(session_id: int, owner: str) -> None:
+    Session.objects.filter(pk=session_id, lease_owner=owner).update(lease_owner="", lease_expires_at=None)
+
+
+def next_queued_turn(session_id: int) -> Turn | None:
+    return (
+        Turn.objects.filter(session_id=session_id, state__in=OPEN_TURN_STATES).order_by("message_ts").first()
+    )
+
+
+def has_pending_turns(session_id: int) -> bool:
+    return Turn.objects.filter(session_id=session_id, state__in=OPEN_TURN_STATES).exists()
+
+
+def turn_is_over(turn_id: int) -> bool:
+    return not Turn.objects.filter(pk=turn_id, state__in=OPEN_TURN_STATES).exists()
+
+
+# --- one turn ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    url: str
+    headers: dict[str, str]
+    dialect: str
+    protocol_version: str
+
+
+@dataclass(frozen=True)
+class TurnWork:
+    """Everything a runner needs to run one turn, read in one go."""
+
+    turn_id: int
+    session_id: int
+    binding_name: str
+    connection_id: int
+    team_id: str
+    channel_id: str
+    thread_ts: str
+    thread_kind: ThreadKind  # chat (a person's message started it) or alert (a trigger did)
+    message_ts: str
+    user_id: str  # empty for a trigger's turn (no person)
+    text: str
+    message_id: str
+    task_id: str  # set when an earlier attempt already reached the agent
+    context_id: str
+    resumed: bool  # an earlier runner started this turn and did not finish it
+    reply_ts: str
+    stream_cards: tuple[tuple[str, str], ...]  # (id, title) of the cards an earlier runner's stream left open
+    bot_token: str
+    bot_user_id: str
+    agent: AgentSettings
+    live: bool
+    progress: ProgressMode
+    acknowledgment_emoji: str | None
+    notes: tuple[tuple[str, str], ...]  # (user_id, text) of replies carried as context
+
+
+def start_turn(turn_id: int, *, now: datetime | None = None) -> TurnWork | None:
+    """Marks a queued turn running and gathers its work; None when it is no longer to be run."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        turn = (
+            Turn.objects.select_for_update(of=("self",))
+            .select_related("session__binding", "session__connection")
+            .filter(pk=turn_id, state__in=OPEN_TURN_STATES)
+            .first()
+        )
+        if turn is None:
+            return None
+        session, binding, connection = turn.session, turn.session.binding, turn.session.connection
+        if binding is None:
+            return None
+        resumed = turn.state == Turn.State.RUNNING
+        if not resumed:
+            turn.state, turn.started_at = Turn.State.RUNNING, now
+            turn.save(update_fields=["state", "started_at"])
+        if binding.thread_replies == ThreadReplies.MENTION:
+            ThreadNote.objects.filter(
+                session=session, carried_by=None, message_ts__lt=turn.message_ts
+            ).update(carried_by=turn)
+        notes = tuple(turn.notes.order_by("message_ts").values_list("user_id", "text"))
+        return TurnWork(
+            turn_id=turn.pk,
+            session_id=session.pk,
+            binding_name=binding.name,
+            connection_id=connection.pk,
+            team_id=connection.team_id,
+            channel_id=turn.channel_id,
+            thread_ts=session.thread_ts,
+            thread_kind=ThreadKind(session.kind),
+            message_ts=turn.message_ts,
+            user_id=turn.user_id,
+            text=turn.text,
+            message_id=turn.message_id,
+            task_id=turn.task_id,
+            context_id=session.context_id,
+            resumed=resumed,
+            reply_ts=turn.reply_ts,
+            stream_cards=tuple((card["id"], card["title"]) for card in turn.stream_cards),
+            bot_token=connection.bot_token(),
+            bot_user_id=connection.bot_user_id,
+            agent=AgentSettings(
+                url=binding.agent_url,
+                headers=binding.agent_headers_resolved(),
+                dialect=binding.dialect,
+                protocol_version=binding.protocol_version,
+            ),
+            live=binding.output == Output.LIVE,
+            progress=ProgressMode(binding.progress),
+            acknowledgment_emoji=binding.acknowledgment_emoji if binding.acknowledgment_enabled else None,
+            notes=notes,
+        )
+
+
+def record_task(turn_id: int, session_id: int, *, task_id: str, context_id: str) -> None:
+    """Keeps the agent's task and context as soon as the agent names them."""
+    with transaction.atomic():
+        Turn.objects.filter(pk=turn_id).update(task_id=task_id)
+        if context_id:
+            Session.objects.filter(pk=session_id, context_id="").update(context_id=context_id)
+
+
+def record_stream_cards(turn_id: int, cards: list[dict[str, str]]) -> None:
+    Turn.objects.filter(pk=turn_id).update(stream_cards=cards)
+
+
+def record_reply(turn_id: int, reply_ts: str) -> None:
+    Turn.objects.filter(pk=turn_id, reply_ts="").update(reply_ts=reply_ts)
+
+
+def finish_turn(turn_id: int, *, outcome: Turn.Outcome, failed: bool, now: datetime | None = None) -> None:
+    """Ends a running turn."""
+    now = now or timezone.now()
+    Turn.objects.filter(pk=turn_id, state=Turn.State.RUNNING).update(
+        state=Turn.State.FAILED if failed else Turn.State.DONE, outcome=outcome, ended_at=now
+    )
+
+
+def forget_context(session_id: int) -> None:
+    """The agent no longer has the conversation: the next turn starts a fresh context."""
+    Session.objects.filter(pk=session_id).update(context_id="")

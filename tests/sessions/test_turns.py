@@ -1,0 +1,38 @@
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from kourier.slack.incoming import ChatMessage
+from sessions import services, turns
+from sessions.models import Session
+from tests.factories import BindingFactory
+
+pytestmark = pytest.mark.django_db
+
+CHANNEL = "C0000000001"
+
+
+@pytest.fixture
+def binding():
+    return BindingFactory(channels=[CHANNEL])
+
+
+def said(text="hello", *, ts="1700000001.000100"):
+    return ChatMessage("T1", CHANNEL, ts, None, "U0ADA", text, True)
+
+
+class TestLease:
+    def test_a_free_lease_is_taken_and_a_held_one_is_not(self, binding):
+        services.route_message(binding.connection, said())
+        session = Session.objects.get()
+        assert turns.claim_lease(session.id, "runner-a", seconds=60)
+        assert not turns.claim_lease(session.id, "runner-b", seconds=60)
+
+    def test_an_expired_lease_is_taken_over(self, binding):
+        services.route_message(binding.connection, said())
+        session = Session.objects.get()
+        past = timezone.now() - timedelta(minutes=5)
+        assert turns.claim_lease(session.id, "runner-a", seconds=60, now=past)
+        assert turns.claim_lease(session.id, "runner-b", seconds=60)
+        assert not turns.renew_lease(session.id, "runner-a", seconds=60)
