@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -24,18 +25,22 @@ from bindings.manifest import (
 )
 from bindings.models import Binding, BindingChannel, Connection
 
-CREATED = "created"
-CONFIGURED = "configured"
-UNCHANGED = "unchanged"
+
+class Action(StrEnum):
+    """What applying does to one resource."""
+
+    CREATED = "created"
+    CONFIGURED = "configured"
+    UNCHANGED = "unchanged"
 
 
 @dataclass(frozen=True)
-class Outcome:
+class Applied:
     """What applying did (or, in a dry run, would do) to one resource, as kubectl reports it."""
 
     kind: str
     name: str
-    action: str  # created | configured | unchanged
+    action: Action
     changes: tuple[str, ...] = ()  # the manifest paths that a "configured" changes
     dry_run: bool = False
 
@@ -51,7 +56,7 @@ class Outcome:
 @dataclass
 class ApplyResult:
     dry_run: bool = False
-    outcomes: list[Outcome] = field(default_factory=list)
+    resources: list[Applied] = field(default_factory=list)
     errors: list[Problem] = field(default_factory=list)
     warnings: list[ManifestWarning] = field(default_factory=list)
 
@@ -61,23 +66,23 @@ class ApplyResult:
 
     @property
     def changed(self) -> bool:
-        return any(outcome.action != UNCHANGED for outcome in self.outcomes)
+        return any(applied.action != Action.UNCHANGED for applied in self.resources)
 
     def summary(self) -> str:
         if self.errors:
             count = len(self.errors)
             return f"Refused: {count} error{'s' if count != 1 else ''}; nothing was written."
-        counts = {action: 0 for action in (CREATED, CONFIGURED, UNCHANGED)}
-        for outcome in self.outcomes:
-            counts[outcome.action] += 1
+        counts = dict.fromkeys(Action, 0)
+        for applied in self.resources:
+            counts[applied.action] += 1
         if self.dry_run:
             return (
-                f"Dry run, nothing was written: {counts[CREATED]} to create, "
-                f"{counts[CONFIGURED]} to configure, {counts[UNCHANGED]} unchanged."
+                f"Dry run, nothing was written: {counts[Action.CREATED]} to create, "
+                f"{counts[Action.CONFIGURED]} to configure, {counts[Action.UNCHANGED]} unchanged."
             )
         if not self.changed:
-            return f"Nothing changed: {counts[UNCHANGED]} unchanged."
-        return f"Applied: {counts[CREATED]} created, {counts[CONFIGURED]} configured, {counts[UNCHANGED]} unchanged."
+            return f"Nothing changed: {counts[Action.UNCHANGED]} unchanged."
+        return f"Applied: {counts[Action.CREATED]} created, {counts[Action.CONFIGURED]} configured, {counts[Action.UNCHANGED]} unchanged."
 
 
 # --- Lookups -----------------------------------------------------------------------------------------
@@ -254,7 +259,7 @@ def apply_manifests(text: str | Sequence[Document], dry_run: bool = False) -> Ap
             validation = manifest.validate(documents, **existing_state())
             result = ApplyResult(dry_run=dry_run, errors=validation.errors, warnings=validation.warnings)
             if validation.ok:
-                result.outcomes = _apply(validation, dry_run)
+                result.resources = _apply(validation, dry_run)
     except IntegrityError as exc:
         message = (
             f"the database refused the change, perhaps because of another change made at the same time: {exc}"
@@ -263,17 +268,17 @@ def apply_manifests(text: str | Sequence[Document], dry_run: bool = False) -> Ap
     return result
 
 
-def _apply(validation: Validation, dry_run: bool) -> list[Outcome]:
-    outcomes = []
+def _apply(validation: Validation, dry_run: bool) -> list[Applied]:
+    resources = []
     connections = Connection.objects.in_bulk(
         [spec.name for spec in validation.connections], field_name="name"
     )
     connection_plan = []
     for conn_spec in validation.connections:
         existing = connections.get(conn_spec.name)
-        outcome = _outcome("Connection", conn_spec, connection_spec(existing) if existing else None, dry_run)
-        outcomes.append(outcome)
-        connection_plan.append((conn_spec, existing, outcome))
+        applied = _applied("Connection", conn_spec, connection_spec(existing) if existing else None, dry_run)
+        resources.append(applied)
+        connection_plan.append((conn_spec, existing, applied))
 
     bindings = {
         binding.name: binding
@@ -284,40 +289,40 @@ def _apply(validation: Validation, dry_run: bool) -> list[Outcome]:
     binding_plan = []
     for spec in validation.bindings:
         existing_binding = bindings.get(spec.name)
-        outcome = _outcome(
+        applied = _applied(
             "Binding", spec, binding_spec(existing_binding) if existing_binding else None, dry_run
         )
-        outcomes.append(outcome)
-        binding_plan.append((spec, existing_binding, outcome))
+        resources.append(applied)
+        binding_plan.append((spec, existing_binding, applied))
 
     if dry_run:
-        return outcomes
-    for conn_spec, existing, outcome in connection_plan:
-        if outcome.action != UNCHANGED:
+        return resources
+    for conn_spec, existing, applied in connection_plan:
+        if applied.action != Action.UNCHANGED:
             save_connection(conn_spec, existing)
     # A channel may move between two Bindings of this input: free every channel given up first.
-    for spec, existing_binding, outcome in binding_plan:
-        if existing_binding is not None and outcome.action != UNCHANGED:
+    for spec, existing_binding, applied in binding_plan:
+        if existing_binding is not None and applied.action != Action.UNCHANGED:
             existing_binding.connection = Connection.objects.get(name=spec.connection)
             _release_channels(existing_binding, spec.channels)
-    for spec, existing_binding, outcome in binding_plan:
-        if outcome.action != UNCHANGED:
+    for spec, existing_binding, applied in binding_plan:
+        if applied.action != Action.UNCHANGED:
             save_binding(spec, existing_binding)
-    return outcomes
+    return resources
 
 
-def _outcome(
+def _applied(
     kind: str,
     spec: ConnectionSpec | BindingSpec,
     existing: ConnectionSpec | BindingSpec | None,
     dry_run: bool,
-) -> Outcome:
+) -> Applied:
     if existing is None:
-        return Outcome(kind, spec.name, CREATED, dry_run=dry_run)
+        return Applied(kind, spec.name, Action.CREATED, dry_run=dry_run)
     if existing == spec:
-        return Outcome(kind, spec.name, UNCHANGED, dry_run=dry_run)
-    return Outcome(
-        kind, spec.name, CONFIGURED, tuple(manifest.changed_fields(existing, spec)), dry_run=dry_run
+        return Applied(kind, spec.name, Action.UNCHANGED, dry_run=dry_run)
+    return Applied(
+        kind, spec.name, Action.CONFIGURED, tuple(manifest.changed_fields(existing, spec)), dry_run=dry_run
     )
 
 

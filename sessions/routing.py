@@ -3,6 +3,7 @@
 import enum
 from dataclasses import dataclass
 
+from bindings.manifest import ThreadReplies
 from kourier.slack.incoming import ChatMessage
 
 
@@ -19,14 +20,14 @@ class ThreadState:
     expired: bool = False
 
 
-def route(message: ChatMessage, thread: ThreadState, *, thread_replies: str) -> Route:
+def route(message: ChatMessage, thread: ThreadState, *, thread_replies: ThreadReplies) -> Route:
     """Decides what one message in a bound channel is.
 
     A mention at the top level, or inside a thread no session owns, starts a session. In an owned
-    thread every reply is a turn, or with threadReplies "mention" only those that mention the bot
+    thread every reply is a turn, or with threadReplies: mention only those that mention the bot
     (the rest become context notes).
     """
-    taken = message.mentions_bot or thread_replies == "all"
+    taken = message.mentions_bot or thread_replies is ThreadReplies.ALL
     if not thread.has_session:
         return Route.TURN if message.mentions_bot else Route.IGNORE
     if thread.expired:

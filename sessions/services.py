@@ -16,6 +16,7 @@ from django.db.models import Q, Subquery
 from django.utils import timezone
 
 from bindings import directory
+from bindings.manifest import ThreadReplies
 from bindings.models import Binding, Connection
 from kourier.db import insert_unless_taken
 from kourier.progress import ThreadKind
@@ -66,7 +67,7 @@ def route_message(
     )
     session: Session | None = found
     thread = ThreadState(has_session=session is not None, expired=bool(session and session.expires_at <= now))
-    decision = route(message, thread, thread_replies=binding.thread_replies)
+    decision = route(message, thread, thread_replies=ThreadReplies(binding.thread_replies))
     if decision is Route.IGNORE:
         return RouteResult(route=decision)
     if decision is not Route.NOTE and found is not None and found.message_turn_id is not None:

@@ -173,7 +173,7 @@ def test_a_binding_saved_by_the_admin_exports_like_one_applied(admin_client, acm
     admin_client.post(reverse("admin:bindings_binding_add"), binding_form())
     exported = services.export_manifests()
 
-    assert [str(o) for o in services.apply_manifests(exported).outcomes] == [
+    assert [str(o) for o in services.apply_manifests(exported).resources] == [
         "connection/acme unchanged",
         "binding/ops unchanged",
     ]

@@ -28,7 +28,7 @@ def snapshot() -> dict[str, Any]:
 
 
 def lines(result: services.ApplyResult) -> list[str]:
-    return [str(outcome) for outcome in result.outcomes]
+    return [str(applied) for applied in result.resources]
 
 
 # --- apply -------------------------------------------------------------------------------------------
@@ -110,7 +110,7 @@ def test_one_refusal_writes_nothing_at_all():
     assert [str(e) for e in result.errors] == [
         'Binding "ops": spec.output: must be one of live, final (got "stream")'
     ]
-    assert result.outcomes == []
+    assert result.resources == []
     assert result.summary() == "Refused: 1 error; nothing was written."
     assert snapshot() == before
 

@@ -145,6 +145,35 @@ def test_the_acknowledgment_stays_while_the_turn_waits_and_goes_when_it_ends(mak
     world.slack.wait_until(lambda: ACK not in world.slack.message(world.channel, ts).reactions, timeout=WAIT)
 
 
+def test_a_reply_queued_while_a_turn_runs_is_acknowledged_at_once_and_until_its_own_turn_ends(
+    make_world, a2a_agent
+):
+    first, second = Gate("first turn"), Gate("second turn")
+    a2a_agent.on_message(
+        lambda received: [
+            steps.wait_for(first if received.text.endswith("start") else second),
+            steps.text("ok"),
+        ]
+    )
+    world = make_world(agent_url=a2a_agent.url)
+    ts = world.mention("start")
+    first.wait_reached(1, timeout=WAIT)
+    reply_ts = world.slack.user_says(defaults.GRACE, world.channel, "and this", thread_ts=ts)
+
+    def reacted(message_ts):
+        return ACK in world.slack.message(world.channel, message_ts).reactions
+
+    world.slack.wait_until(lambda: reacted(reply_ts), timeout=WAIT)  # while the first turn still runs
+    assert Turn.objects.get(message_ts=reply_ts).state == Turn.State.QUEUED
+    first.open()
+    second.wait_reached(1, timeout=WAIT)
+    world.slack.wait_until(lambda: not reacted(ts), timeout=WAIT)
+    assert reacted(reply_ts)  # its own turn runs: the reaction stays
+    second.open()
+    world.slack.wait_until(lambda: not reacted(reply_ts), timeout=WAIT)
+    assert [call.args["timestamp"] for call in world.slack.calls("reactions.add")] == [ts, reply_ts]
+
+
 def test_the_acknowledgment_can_be_another_emoji_or_none(make_world, agent):
     world = make_world(agent_url=agent.url, acknowledgment_emoji="eyes")
     ts = world.mention("hello")

@@ -1,5 +1,6 @@
 import pytest
 
+from bindings.manifest import ThreadReplies
 from kourier.slack.incoming import ChatMessage
 from sessions.routing import Route, ThreadState, route
 
@@ -41,7 +42,7 @@ EXPIRED = ThreadState(has_session=True, expired=True)
     ],
 )  # fmt: skip
 def test_route(msg, thread, thread_replies, expected):
-    assert route(msg, thread, thread_replies=thread_replies) is expected
+    assert route(msg, thread, thread_replies=ThreadReplies(thread_replies)) is expected
 
 
 def test_root_of_a_reply_is_its_thread_and_of_a_top_level_message_itself():

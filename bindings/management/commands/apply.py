@@ -48,8 +48,8 @@ class Command(BaseCommand):
             for error in result.errors:
                 self.stderr.write(str(error), self.style.ERROR)
             raise CommandError(result.summary())
-        for outcome in result.outcomes:
-            self.stdout.write(str(outcome))
+        for applied in result.resources:
+            self.stdout.write(str(applied))
         self.stdout.write(result.summary(), self.style.SUCCESS if result.changed else None)
 
     def _read(self, name: str) -> str:
