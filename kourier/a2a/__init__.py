@@ -1,6 +1,6 @@
 """The A2A adapter: the only part of Kourier that knows A2A (JSON-RPC, SSE, method names, versions).
 
-- ``client``: ``A2AClient`` (stream, get, cancel, subscribe, list) and ``message_id_for``.
+- ``client``: ``A2AClient`` (stream, get, cancel, subscribe, list).
 - ``errors``: typed errors saying whether a retry can help and whether the request may have landed.
 - ``wire``: the version-neutral A2A objects; ``codec_v10`` / ``codec_v03`` translate them to JSON.
 - ``events``: the normalized events the rest of Kourier sees of an agent.

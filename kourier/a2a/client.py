@@ -56,18 +56,6 @@ _T = TypeVar("_T")
 
 _CODECS: dict[str, Codec] = {codec_v10.VERSION: codec_v10.CODEC, codec_v03.VERSION: codec_v03.CODEC}
 
-# Fixed namespace for turn message ids: the same turn key always gives the same messageId.
-_MESSAGE_ID_NAMESPACE = uuid.UUID("5d0c3b52-7f1e-4c39-9a0e-6b1f4e2a8c17")
-
-
-def message_id_for(key: str) -> str:
-    """The A2A messageId of a turn, derived from its turn key (design.md, invariant 4).
-
-    Deterministic, so a re-sent turn carries the id the agent may already have, and a lookup
-    (``find_task_for_message``, ``Task.has_message``) can tell whether it does.
-    """
-    return str(uuid.uuid5(_MESSAGE_ID_NAMESPACE, key))
-
 
 class EventStream:
     """The events of one streaming request, in order; the stream ends at a terminal or paused state.

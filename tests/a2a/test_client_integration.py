@@ -1,10 +1,12 @@
 """The client and the dialects over real HTTP, against the scripted a2a-sdk agent (tests/fakes/a2a_agent),
 in both protocol versions."""
 
+import uuid
+
 import pytest
 
 from kourier.a2a import errors
-from kourier.a2a.client import A2AClient, message_id_for
+from kourier.a2a.client import A2AClient
 from kourier.a2a.dialects import dialect_for
 from kourier.a2a.events import (
     ApprovalRequest,
@@ -35,6 +37,11 @@ pytestmark = pytest.mark.anyio
 PROTOCOLS = ["1.0", "0.3"]
 SEND_METHOD = {"1.0": "SendStreamingMessage", "0.3": "message/stream"}
 SERVICE_IDENTITY = {"Authorization": "Bearer kourier-service"}
+
+
+def message_id_for(key: str) -> str:
+    """A message id a turn key gives, as the sessions app derives one (a uuid5)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, key))
 
 
 def client_for(agent, **options):
