@@ -6,27 +6,19 @@ from django import db
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from kourier.slack.incoming import ChatMessage
 from sessions import services, turns
 from sessions.models import Session, ThreadNote, Turn
 from sessions.routing import Route
 from tests.factories import BindingFactory
+from tests.sessions.messages import CHANNEL, said
 from tests.support.queue import enqueued
 
 pytestmark = pytest.mark.django_db
-
-CHANNEL = "C0000000001"
 
 
 @pytest.fixture
 def binding():
     return BindingFactory(channels=[CHANNEL])
-
-
-def said(
-    text="hello", *, ts="1700000001.000100", thread_ts=None, mentions_bot=True, channel=CHANNEL, user="U0ADA"
-):
-    return ChatMessage("T1", channel, ts, thread_ts, user, text, mentions_bot)
 
 
 def test_a_mention_starts_a_session_and_queues_its_turn(binding, django_capture_on_commit_callbacks):

@@ -8,25 +8,19 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from audit.models import AuditEvent
-from kourier.slack.incoming import ChatMessage
 from kourier.sweeps import all_sweeps
 from sessions import services, sweeps
 from sessions.models import Session, Turn
 from tests.factories import BindingFactory
+from tests.sessions.messages import CHANNEL, said
 from tests.support.queue import enqueued
 
 pytestmark = pytest.mark.django_db
-
-CHANNEL = "C0000000001"
 
 
 @pytest.fixture
 def binding():
     return BindingFactory(channels=[CHANNEL])
-
-
-def said(text="hello", *, ts="1700000001.000100"):
-    return ChatMessage("T1", CHANNEL, ts, None, "U0ADA", text, True)
 
 
 def test_the_sweep_deletes_sessions_long_expired_with_their_turns_and_notes(binding):

@@ -3,23 +3,17 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from kourier.slack.incoming import ChatMessage
 from sessions import services, turns
 from sessions.models import Session
 from tests.factories import BindingFactory
+from tests.sessions.messages import CHANNEL, said
 
 pytestmark = pytest.mark.django_db
-
-CHANNEL = "C0000000001"
 
 
 @pytest.fixture
 def binding():
     return BindingFactory(channels=[CHANNEL])
-
-
-def said(text="hello", *, ts="1700000001.000100"):
-    return ChatMessage("T1", CHANNEL, ts, None, "U0ADA", text, True)
 
 
 class TestLease:
