@@ -13,7 +13,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from kourier.db import in_database_thread
-from kourier.slack.writer import Intent, IntentState, PostKind
+from kourier.slack.outbox import Intent, IntentState, PostKind
 
 from .models import PostIntent, Turn
 

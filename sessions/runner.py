@@ -22,18 +22,12 @@ from kourier.a2a.factory import make_client
 from kourier.a2a.wire import Message, Role, TaskState, TextPart
 from kourier.db import in_database_thread
 from kourier.progress import Card, CardStatus, Outcome, Progress, ThreadKind
-from kourier.slack.clients import async_web_client, connection_workspace, may_pass
+from kourier.slack.clients import async_web_client, connection_workspace, error_name, may_pass
+from kourier.slack.outbox import notice_key, post_notice
 from kourier.slack.people import person_name
+from kourier.slack.reactions import add_reaction, remove_reaction
 from kourier.slack.status import AssistantStatus
-from kourier.slack.writer import (
-    ReplyTarget,
-    SlackReply,
-    add_reaction,
-    error_name,
-    notice_key,
-    post_notice,
-    remove_reaction,
-)
+from kourier.slack.writer import ReplyTarget, SlackReply
 
 from . import notices, services
 from .outbox import TurnOutbox

@@ -14,8 +14,8 @@ from django.utils import timezone
 from slack_sdk.errors import SlackApiError
 
 from audit.services import record
-from kourier.slack.clients import async_web_client, connection_workspace, may_pass, web_client
-from kourier.slack.writer import error_name, notice_key, post_notice
+from kourier.slack.clients import async_web_client, connection_workspace, error_name, may_pass, web_client
+from kourier.slack.outbox import notice_key, post_notice
 
 from . import notices, outbox, services
 from .models import Session, Turn

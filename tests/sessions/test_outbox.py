@@ -11,7 +11,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from kourier.slack.clients import RetryPolicy, async_web_client
 from kourier.slack.incoming import ChatMessage
-from kourier.slack.writer import IntentState, PostKind, notice_key, notice_metadata, post_notice
+from kourier.slack.outbox import IntentState, PostKind, notice_key, notice_metadata, post_notice
 from sessions import services, tasks
 from sessions.models import PostIntent, Turn
 from sessions.outbox import TurnOutbox, confirm_post, intend_post
