@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from kourier.db import in_database_thread
-from kourier.slack.clients import async_web_client, connection_workspace, may_pass
-from kourier.slack.writer import add_reaction, error_name, remove_reaction
+from kourier.slack.clients import async_web_client, connection_workspace, error_name, may_pass
+from kourier.slack.reactions import add_reaction, remove_reaction
 
 from .models import OPEN_TURN_STATES, Turn
 from .turns import turn_is_over

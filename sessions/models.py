@@ -2,6 +2,7 @@ from django.db import models
 from django.db.models import Q
 
 from kourier.progress import ThreadKind
+from kourier.slack.outbox import PostKind
 
 
 class Session(models.Model):
@@ -139,11 +140,6 @@ class PostIntent(models.Model):
     with its ts after (design invariant 3): a restarted runner posts only what was never confirmed,
     after looking for it in the thread by the key its metadata carries."""
 
-    class Kind(models.TextChoices):
-        REPLY = "reply"
-        NOTICE = "notice"
-        PART = "part", "Part of a long answer"
-
     class State(models.TextChoices):
         INTENDED = "intended"
         CONFIRMED = "confirmed"
@@ -152,7 +148,14 @@ class PostIntent(models.Model):
         max_length=200, unique=True, help_text="The product's key, kept in the post's metadata."
     )
     turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="post_intents")
-    kind = models.CharField(max_length=8, choices=Kind.choices)
+    kind = models.CharField(
+        max_length=8,
+        choices=[
+            (PostKind.REPLY.value, "Reply"),
+            (PostKind.NOTICE.value, "Notice"),
+            (PostKind.PART.value, "Part of a long answer"),
+        ],
+    )
     state = models.CharField(max_length=16, choices=State.choices, default=State.INTENDED)
     ts = models.CharField(max_length=32, blank=True, help_text="The post's, once confirmed.")
     text = models.TextField(

@@ -13,7 +13,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from kourier.db import in_database_thread
-from kourier.slack.writer import Intent, IntentState, PostKind
+from kourier.slack.outbox import Intent, IntentState, PostKind
 
 from .models import PostIntent, Turn
 
@@ -74,7 +74,7 @@ def owed_notices(*, intended_before: datetime) -> list[OwedNotice]:
     client's retries, or the runner died around the post. Oldest first."""
     intents = (
         PostIntent.objects.filter(
-            kind=PostIntent.Kind.NOTICE,
+            kind=PostKind.NOTICE,
             state=PostIntent.State.INTENDED,
             created_at__lt=intended_before,
             created_at__gte=intended_before - OWED_NOTICE_HORIZON,

@@ -22,9 +22,10 @@ from kourier.a2a.wire import Message, Role, TaskState, TextPart
 from kourier.db import in_database_thread
 from kourier.progress import Card, CardStatus, Outcome, Progress, ThreadKind
 from kourier.slack.clients import SlackError, async_web_client, connection_workspace
+from kourier.slack.outbox import notice_key, post_notice
 from kourier.slack.people import person_name
 from kourier.slack.status import AssistantStatus
-from kourier.slack.writer import ReplyTarget, SlackReply, notice_key, post_notice
+from kourier.slack.writer import ReplyTarget, SlackReply
 
 from . import acknowledgments, notices, turns
 from .models import Turn

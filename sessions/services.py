@@ -24,7 +24,7 @@ from kourier.queue import enqueue_after_commit
 from kourier.slack.alerts import post_alert_message
 from kourier.slack.clients import async_web_client, connection_workspace
 from kourier.slack.incoming import ChatMessage
-from kourier.slack.writer import notice_key, post_notice
+from kourier.slack.outbox import notice_key, post_notice
 
 from . import notices
 from .models import Session, ThreadNote, Turn

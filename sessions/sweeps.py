@@ -15,7 +15,7 @@ from django.utils import timezone
 from audit.services import record
 from kourier.queue import enqueue_after_commit
 from kourier.slack.clients import async_web_client, connection_workspace
-from kourier.slack.writer import post_notice
+from kourier.slack.outbox import post_notice
 from kourier.sweeps import Swept, sweep
 
 from . import acknowledgments, outbox

@@ -177,7 +177,7 @@ def _header(headers: Any, name: str) -> str | None:
     return None
 
 
-def _error_name(response: Any) -> str:
+def _response_error(response: Any) -> str:
     data = getattr(response, "data", None)
     return str(data.get("error", "")) if isinstance(data, dict) else ""
 
@@ -197,7 +197,7 @@ def retry_after_of(exc: SlackApiError) -> float | None:
 def is_server_error(exc: SlackApiError) -> bool:
     return (
         getattr(exc.response, "status_code", None) in SERVER_ERROR_STATUSES
-        or _error_name(exc.response) in SERVER_ERRORS
+        or _response_error(exc.response) in SERVER_ERRORS
     )
 
 
@@ -222,9 +222,16 @@ def never_reached_slack(exc: BaseException) -> bool:
     return isinstance(exc, ConnectionRefusedError)
 
 
+def error_name(exc: Exception) -> str:
+    """A Slack error's name, or the exception's type: what a log line may say of a failed call."""
+    if isinstance(exc, SlackApiError):
+        return str(exc.response.get("error", ""))
+    return type(exc).__name__
+
+
 def _fault_name(exc: BaseException) -> str:
     if isinstance(exc, SlackApiError):
-        return _error_name(exc.response) or f"http_{getattr(exc.response, 'status_code', '')}"
+        return _response_error(exc.response) or f"http_{getattr(exc.response, 'status_code', '')}"
     return "timeout" if isinstance(exc, TimeoutError) else type(exc).__name__
 
 

@@ -46,18 +46,38 @@ Fallbacks, decided per reply and remembered:
 Slack's assistant status (``AssistantStatus``) is set by the reply when it begins and after each
 write but the last, and cleared when it ends.
 
-Posts are written once (design invariant 3). Every post carries its key in its message metadata: the
-reply its reply key (``{"event_type": "kourier_reply", "event_payload": {"reply": <key>}}``), each
-part of a long answer ``{"reply": <key>, "part": "<n>"}``, a notice
-``{"event_type": "kourier_notice", "event_payload": {"notice": <key>}}``. With an ``Outbox`` (the
-caller's record of intended posts), each post is recorded as intended before it is sent and confirmed
-with its ts after:
+The reply is in one mode (``ReplyMode``) at a time: how it takes a write depends on it (and on
+whether cards were refused, a fallback of its own):
 
-- confirmed already (an earlier process posted it): it is not posted again; the reply takes the
-  message over as it takes over ``existing_ts``;
-- intended but not confirmed (an earlier process died around the call): the thread is searched for
-  the post's metadata (for the reply's stream, which has no metadata until it stops, for a message of
-  this bot begun since the intent: threads.py); found, it is confirmed and used; else it is sent.
+===============  ==================================================================================
+mode             the reply
+===============  ==================================================================================
+``NOT_STARTED``  a chat thread's live reply that has shown nothing yet: its first write that shows
+                 something starts a stream (where it begins)
+``STREAMING``    a stream is open: appended to, stopped by the last write
+``MESSAGE``      a message, posted the first time it is written, then updated: an alert thread's
+                 reply, a final answer (where they begin), a stream refused, over or given up
+``TAKEN_OVER``   a message an earlier runner began (``existing_ts``, where it begins, or found by
+                 the outbox): it may still stream, so it is stopped before it is first rewritten
+``ENDED``        the last write was made or failed: nothing is written any more
+===============  ==================================================================================
+
+Its moves (``REPLY_MOVES``; any other raises ``IllegalReplyMove``):
+
+- ``NOT_STARTED`` → ``STREAMING``: ``chat.startStream`` took the first write;
+- ``NOT_STARTED`` → ``MESSAGE``: Slack refused the stream, or the first write to show is the last
+  (it is posted whole);
+- ``NOT_STARTED`` or ``MESSAGE`` not posted yet → ``TAKEN_OVER``: the outbox knows the message an
+  earlier attempt made;
+- ``STREAMING`` → ``MESSAGE``: the stream was stopped (by the last write, or after the last write
+  failed), is over, or was given up;
+- ``TAKEN_OVER`` → ``MESSAGE``: stopped if it still streamed, before it is rewritten or left as is;
+- any other → ``ENDED``: ``end()``, which first closes the queue (writes asked for later are
+  dropped) and lets a write already talking to Slack finish.
+
+Posts are written once (design invariant 3): every post carries its key in its metadata, and with an
+``Outbox`` it is recorded as intended before it is sent and confirmed after (outbox.py). A reply an
+earlier attempt made is taken over as ``existing_ts`` is.
 
 A call whose answer is lost is checked by the client before it is repeated (clients.py). An append
 whose answer is lost cannot be checked (a repeat would show its text twice): the reply gives the
@@ -73,10 +93,9 @@ import asyncio
 import enum
 import logging
 import time
-import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -95,9 +114,9 @@ from kourier.progress import (
 )
 
 from .blocks import line_block, markdown_chunk, task_card_block, task_update_chunk
-from .clients import SlackOutcomeUnknown
+from .clients import SlackOutcomeUnknown, error_name
+from .outbox import Outbox, PostKind, intend_reply, part_key, part_metadata, post_once, reply_metadata
 from .status import AssistantStatus
-from .threads import find_post, find_started_stream
 
 logger = logging.getLogger(__name__)
 
@@ -110,8 +129,6 @@ FALLBACK_TEXT_LIMIT = 4_000
 MESSAGE_CARD_LIMIT = 45
 # About 50 task cards fit in one streamed message (3P, UNVERIFIED); new cards past this are left out.
 STREAM_CARD_LIMIT = 45
-REPLY_METADATA_EVENT = "kourier_reply"
-NOTICE_METADATA_EVENT = "kourier_notice"
 
 # Errors that mean chat streaming cannot be used for this reply: fall back to post + update.
 STREAM_REFUSED_ERRORS = frozenset(
@@ -136,96 +153,35 @@ STREAM_ENDED_ERRORS = frozenset(
 CARDS_REFUSED_ERRORS = frozenset({"invalid_chunks", "invalid_blocks"})
 
 
-class PostKind(enum.StrEnum):
-    REPLY = "reply"
-    NOTICE = "notice"
-    PART = "part"  # a part of a long answer, after the reply's message
+class ReplyMode(enum.Enum):
+    """What the reply is now (module docstring)."""
+
+    NOT_STARTED = "not_started"
+    STREAMING = "streaming"
+    MESSAGE = "message"
+    TAKEN_OVER = "taken_over"
+    ENDED = "ended"
 
 
-class IntentState(enum.Enum):
-    NEW = "new"  # recorded now: nobody has sent it
-    PENDING = "pending"  # recorded earlier and never confirmed: it may have reached Slack
-    CONFIRMED = "confirmed"
+# Every move a reply may make, from each mode (module docstring).
+REPLY_MOVES: Mapping[ReplyMode, frozenset[ReplyMode]] = {
+    ReplyMode.NOT_STARTED: frozenset(
+        {ReplyMode.STREAMING, ReplyMode.MESSAGE, ReplyMode.TAKEN_OVER, ReplyMode.ENDED}
+    ),
+    ReplyMode.STREAMING: frozenset({ReplyMode.MESSAGE, ReplyMode.ENDED}),
+    ReplyMode.MESSAGE: frozenset({ReplyMode.TAKEN_OVER, ReplyMode.ENDED}),
+    ReplyMode.TAKEN_OVER: frozenset({ReplyMode.MESSAGE, ReplyMode.ENDED}),
+    ReplyMode.ENDED: frozenset(),
+}
 
 
-@dataclass(frozen=True)
-class Intent:
-    state: IntentState
-    ts: str | None = None  # a confirmed post's
-    since: float | None = None  # when a pending intent was recorded (epoch seconds)
+class IllegalReplyMove(RuntimeError):
+    """A move ``REPLY_MOVES`` does not allow: a bug in the writer, never a fault of Slack's."""
 
 
-class Outbox(Protocol):
-    """The caller's record of the posts it intends (sessions.outbox.TurnOutbox for a turn)."""
-
-    async def intend(self, key: str, kind: PostKind, notice_text: str = "") -> Intent:
-        """Records the post as intended unless it is recorded already; says what was recorded. A
-        notice's fixed text is kept with it, so that it can be posted later if this attempt fails."""
-        ...
-
-    async def confirm(self, key: str, ts: str) -> None: ...
-
-
-def notice_metadata(key: str) -> dict[str, Any]:
-    return {"event_type": NOTICE_METADATA_EVENT, "event_payload": {"notice": key}}
-
-
-def part_key(reply_key: str, part: int) -> str:
-    return f"{reply_key}:part-{part}"
-
-
-def notice_key(reply_key: str, name: str = "notice") -> str:
-    """The key of a notice a turn posts after its reply (one per name and turn)."""
-    return f"{reply_key}:{name}"
-
-
-async def _settled_intent(
-    client: AsyncWebClient,
-    outbox: Outbox | None,
-    key: str,
-    kind: PostKind,
-    channel_id: str,
-    thread_ts: str,
-    metadata: dict[str, Any],
-    notice_text: str = "",
-) -> str | None:
-    """Records the post as intended; the ts of the post when an earlier attempt is known to have made it."""
-    if outbox is None:
-        return None
-    intent = await outbox.intend(key, kind, notice_text)
-    if intent.state is IntentState.CONFIRMED:
-        return intent.ts
-    if intent.state is IntentState.PENDING:
-        found = await find_post(client, channel_id, thread_ts, metadata)
-        if found is not None:
-            logger.info("slack.intended_post_found", extra={"kind": str(kind), "channel": channel_id})
-            await outbox.confirm(key, found["ts"])
-            return found["ts"]
-    return None
-
-
-async def post_once(
-    client: AsyncWebClient,
-    channel_id: str,
-    thread_ts: str,
-    *,
-    key: str,
-    kind: PostKind,
-    metadata: dict[str, Any],
-    outbox: Outbox | None = None,
-    **content: Any,
-) -> str:
-    """Posts in the thread unless this post (``key``) was made already; the post's ts either way."""
-    notice_text = str(content.get("text", "")) if kind is PostKind.NOTICE else ""
-    ts = await _settled_intent(client, outbox, key, kind, channel_id, thread_ts, metadata, notice_text)
-    if ts is not None:
-        return ts
-    response = await client.chat_postMessage(
-        channel=channel_id, thread_ts=thread_ts, metadata=metadata, **content
-    )
-    if outbox is not None:
-        await outbox.confirm(key, response["ts"])
-    return response["ts"]
+def check_move(current: ReplyMode, to: ReplyMode) -> None:
+    if to not in REPLY_MOVES[current]:
+        raise IllegalReplyMove(f"a reply cannot move from {current.name} to {to.name}")
 
 
 @dataclass(frozen=True)
@@ -288,10 +244,11 @@ class SlackReply:
     posted and updated. ``progress`` is told when Slack refuses cards; ``status`` is the thread's
     assistant status (alert threads in the activity modes). ``existing_ts``: a reply an earlier runner
     began, taken over (it is ended if it still streams, then rewritten with ``chat.update``).
-    ``outbox``: where the reply's posts are recorded as intended and confirmed (module docstring);
+    ``outbox``: where the reply's posts are recorded as intended and confirmed (outbox.py);
     ``on_posted`` is told the reply's ts once its message exists. ``on_stream_cards`` is told the
     cards the stream shows under way whenever they change, so that a runner taking the reply over
     (``adopted_cards``) can end them if it has to stop the stream without the turn's events.
+    ``mode`` is what the reply is now (``ReplyMode``, module docstring).
     """
 
     def __init__(
@@ -319,52 +276,48 @@ class SlackReply:
         self._intent_recorded = False
         self._target = target
         self._live = live
-        self._may_stream = live and stream
-        self._use_stream = self._may_stream
+        self._streams = live and stream  # a chat thread's live reply: streamed unless Slack refuses
         self._progress = progress
         self._status = status
         self._min_interval = min_interval
         self._clock = clock
         self._on_posted = on_posted
         self.ts: str | None = None
-        self._streaming = False
+        self._mode = ReplyMode.NOT_STARTED if self._streams else ReplyMode.MESSAGE
         self._stream_text = ""  # what the stream shows of the text
         self._stream_cards: dict[str, Card] = {}  # what the stream shows of each card
-        self._written: tuple[Any, ...] | None = None  # the view the last post or update showed
-        self._cards_ok = progress.cards_shown if progress is not None else True
+        # The view the message shows since its last post or update; None: rewrite it whole.
+        self._message_view: tuple[Any, ...] | None = None
+        # Slack refused cards in this reply (or in the turn's progress): it shows the line instead.
+        self._cards_refused = progress is not None and not progress.cards_shown
         self._queue: list[Write] = []
+        self._queue_closed = False  # end() was called: later writes are dropped
         self._drain: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
-        self._busy = False  # a call to Slack is under way for a queued write
-        self._ending = False
-        self._ended = False
+        self._calling_slack = False  # the drain is making a queued write (it is let finish)
         self._writes_made = 0  # Slack calls this reply made that Slack took
         self._last_write_at = float("-inf")
         self._blocks_made = 0
         self._latest_text = ""  # the text API's latest text
-        # A reply an earlier runner began: it may still stream, so it is ended before it is rewritten.
-        self._adopted = existing_ts is not None
         if existing_ts is not None:
-            self.ts, self._use_stream = existing_ts, False
+            self.ts, self._mode = existing_ts, ReplyMode.TAKEN_OVER
+
+    @property
+    def mode(self) -> ReplyMode:
+        return self._mode
+
+    def _move_to(self, mode: ReplyMode) -> None:
+        check_move(self._mode, mode)
+        self._mode = mode
 
     @property
     def metadata(self) -> dict[str, Any]:
-        return {"event_type": REPLY_METADATA_EVENT, "event_payload": {"reply": self._target.reply_key}}
-
-    def _part_metadata(self, part: int) -> dict[str, Any]:
-        return {
-            "event_type": REPLY_METADATA_EVENT,
-            "event_payload": {"reply": self._target.reply_key, "part": str(part)},
-        }
+        return reply_metadata(self._target.reply_key)
 
     @property
     def wrote(self) -> bool:
         """Whether this reply has written anything to Slack."""
         return self._writes_made > 0
-
-    @property
-    def cards_shown(self) -> bool:
-        return self._cards_ok
 
     # -- progress writes ----------------------------------------------------------------------------
 
@@ -375,7 +328,7 @@ class SlackReply:
 
     def write(self, writes: Sequence[Write]) -> None:
         """Takes progress writes (not the last: see ``end``); Slack is written when the throttle allows."""
-        if not self._live or self._ending:
+        if not self._live or self._queue_closed:
             return
         for write in writes:
             if write.kind is WriteKind.STOP:
@@ -397,9 +350,9 @@ class SlackReply:
         """Makes the last write (a progress STOP; none when there is nothing to show) and clears the
         assistant status. With ``notice_follows``, a reply that wrote nothing stays unwritten: the
         notice is the turn's only message (a reply taken over is only stopped, if it still streams)."""
-        if self._ended:
+        if self._mode is ReplyMode.ENDED:
             return
-        self._ending = True
+        self._queue_closed = True
         try:
             await self._stop_draining()
             self._queue.clear()
@@ -412,7 +365,8 @@ class SlackReply:
             await self._stop_stream_left_open()
             raise
         finally:
-            self._ended = True
+            if self._mode is not ReplyMode.ENDED:  # another end() may have ended it meanwhile
+                self._move_to(ReplyMode.ENDED)
             if self._status is not None:
                 await self._status.clear()
 
@@ -433,7 +387,7 @@ class SlackReply:
     async def stop(self) -> None:
         """Ends the reply with the text it has so far (a failure notice follows as a message of its own)."""
         text = self._latest_text
-        if not self._live or not (text or self._streaming):
+        if not self._live or not (text or self._mode is ReplyMode.STREAMING):
             await self.end([])
             return
         await self.end([Write(WriteKind.STOP, View(None, (), text, text))])
@@ -441,15 +395,15 @@ class SlackReply:
     # -- the queue ----------------------------------------------------------------------------------
 
     async def _drain_queue(self) -> None:
-        while self._queue and not self._ending:
+        while self._queue and not self._queue_closed:
             delay = max(0.0, self._last_write_at + self._min_interval - self._clock())
             if delay > 0:
                 await asyncio.sleep(delay)
             async with self._lock:
-                if self._ending or not self._queue:
+                if self._queue_closed or not self._queue:
                     return
                 write = self._queue.pop(0)
-                self._busy = True
+                self._calling_slack = True
                 try:
                     made = self._writes_made
                     await self._render(write, final=False)
@@ -462,7 +416,7 @@ class SlackReply:
                         extra={"error": error_name(exc), "channel": self._target.channel_id},
                     )
                 finally:
-                    self._busy = False
+                    self._calling_slack = False
 
     async def _stop_draining(self) -> None:
         """Drops writes that wait for the throttle; one already talking to Slack is let finish, since
@@ -470,14 +424,14 @@ class SlackReply:
         task = self._drain
         if task is None or task.done():
             return
-        if not self._busy:
+        if not self._calling_slack:
             task.cancel()
         await asyncio.wait({task})
 
     # -- rendering ----------------------------------------------------------------------------------
 
     async def _render(self, write: Write, *, final: bool) -> None:
-        if not self._cards_ok and write.view.cards:
+        if self._cards_refused and write.view.cards:
             write = self._refuse_cards(write, None)
         rest: list[str] = []
         if final:
@@ -485,7 +439,9 @@ class SlackReply:
             write = replace(write, view=replace(write.view, text=head))
         if self.ts is None:
             await self._record_intent()
-        streams = self._use_stream and (self._streaming or (self.ts is None and not final))
+        if final and self._mode is ReplyMode.NOT_STARTED:
+            self._move_to(ReplyMode.MESSAGE)  # its first write to show is its last: posted whole
+        streams = self._mode in (ReplyMode.NOT_STARTED, ReplyMode.STREAMING)
         if not streams or not await self._render_stream(write, final):
             await self._render_message(write)
         for number, part in enumerate(rest, start=2):
@@ -496,7 +452,7 @@ class SlackReply:
                 self._target.thread_ts,
                 key=part_key(self._target.reply_key, number),
                 kind=PostKind.PART,
-                metadata=self._part_metadata(number),
+                metadata=part_metadata(self._target.reply_key, number),
                 outbox=self._outbox,
                 markdown_text=part,
             )
@@ -508,32 +464,29 @@ class SlackReply:
         if self._outbox is None or self._intent_recorded:
             return
         self._intent_recorded = True
-        reply_key = self._target.reply_key
-        intent = await self._outbox.intend(reply_key, PostKind.REPLY)
-        ts = intent.ts if intent.state is IntentState.CONFIRMED else None
-        if intent.state is IntentState.PENDING:
-            channel, thread = self._target.channel_id, self._target.thread_ts
-            found = await find_post(self._client, channel, thread, self.metadata)
-            if found is None and self._may_stream and intent.since is not None:
-                bot_user_id = str((await self._client.auth_test())["user_id"])
-                found = await find_started_stream(
-                    self._client, channel, thread, bot_user_id=bot_user_id, since=intent.since
-                )
-            ts = found["ts"] if found is not None else None
-        if ts is None:
+        earlier = await intend_reply(
+            self._client,
+            self._outbox,
+            self._target.reply_key,
+            self._target.channel_id,
+            self._target.thread_ts,
+            streams=self._streams,
+        )
+        if earlier is None:
             return
         logger.info(
-            "slack.reply_taken_over", extra={"state": intent.state.value, "channel": self._target.channel_id}
+            "slack.reply_taken_over", extra={"state": earlier.state.value, "channel": self._target.channel_id}
         )
         # Like a reply an earlier runner began: ended if it still streams, then rewritten.
-        self.ts, self._use_stream, self._adopted = ts, False, True
+        self.ts = earlier.ts
+        self._move_to(ReplyMode.TAKEN_OVER)
         await self._posted()
 
     def _refuse_cards(self, write: Write, error: str | None) -> Write:
         """Cards are off for this reply from now on: the same write again, showing the line instead."""
         if error is not None:
             logger.info("slack.cards_refused", extra={"error": error, "channel": self._target.channel_id})
-        self._cards_ok = False
+        self._cards_refused = True
         if self._progress is not None:
             [again] = self._progress.cards_refused(write)
             return replace(write, view=replace(again.view, text=write.view.text), changed=())
@@ -546,7 +499,7 @@ class SlackReply:
         cards = self._stream_card_changes(view, final)
         chunks = [task_update_chunk(card) for card in cards]
         try:
-            if not self._streaming:
+            if self._mode is ReplyMode.NOT_STARTED:
                 if text:
                     chunks.append(markdown_chunk(text))
                 if not chunks:
@@ -560,42 +513,39 @@ class SlackReply:
                     recipient_team_id=self._target.recipient_team_id,
                     chunks=chunks,
                 )
-                self.ts, self._streaming, self._stream_text = response["ts"], True, text
+                self.ts, self._stream_text = response["ts"], text
+                self._move_to(ReplyMode.STREAMING)
                 self._remember(cards)
                 await self._posted()
                 return True
             delta = text[len(self._stream_text) :] if text.startswith(self._stream_text) else ""
             if delta:
                 chunks.append(markdown_chunk(delta))
-            if final:
-                extra: dict[str, Any] = {}
-                if view.line and not view.cards:  # a plain-text stream shows its last line below the text
-                    extra["blocks"] = [line_block(view.line, self._block_prefix() + "-line")]
-                await self._call(
-                    "chat_stopStream",
-                    channel=self._target.channel_id,
-                    ts=self.ts,
-                    chunks=chunks,
-                    metadata=self.metadata,
-                    **extra,
-                )
-                self._streaming, self._stream_text = False, self._stream_text + delta
-                self._remember(cards)
-                await self._tell_open_cards()
-                if self._stream_text != text or not self._stream_shows(view):
-                    # The stream could not show it all (the text was rewritten): rewrite the message.
-                    await self._render_message(write)
+            if not final:
+                if chunks:
+                    await self._tell_open_cards(cards)
+                    await self._call(
+                        "chat_appendStream", channel=self._target.channel_id, ts=self.ts, chunks=chunks
+                    )
+                    self._stream_text += delta
+                    self._remember(cards)
                 return True
-            if chunks:
-                await self._tell_open_cards(cards)
-                await self._call(
-                    "chat_appendStream", channel=self._target.channel_id, ts=self.ts, chunks=chunks
-                )
-                self._stream_text += delta
-                self._remember(cards)
-            return True
+            extra: dict[str, Any] = {}
+            if view.line and not view.cards:  # a plain-text stream shows its last line below the text
+                extra["blocks"] = [line_block(view.line, self._block_prefix() + "-line")]
+            await self._call(
+                "chat_stopStream",
+                channel=self._target.channel_id,
+                ts=self.ts,
+                chunks=chunks,
+                metadata=self.metadata,
+                **extra,
+            )
+            self._move_to(ReplyMode.MESSAGE)
+            self._stream_text += delta
+            self._remember(cards)
         except SlackOutcomeUnknown:
-            if not self._streaming:
+            if self._mode is not ReplyMode.STREAMING:
                 raise
             await self._give_up_stream()
             return False
@@ -603,23 +553,29 @@ class SlackReply:
             error = exc.response.get("error", "")
             if error in CARDS_REFUSED_ERRORS and cards:
                 return await self._render_stream(self._refuse_cards(write, error), final)
-            if error in STREAM_REFUSED_ERRORS and not self._streaming:
+            if error in STREAM_REFUSED_ERRORS and self._mode is ReplyMode.NOT_STARTED:
                 logger.info(
                     "slack.stream_refused", extra={"error": error, "channel": self._target.channel_id}
                 )
-                self._use_stream = False
+                self._move_to(ReplyMode.MESSAGE)
                 return False
-            if error in STREAM_ENDED_ERRORS and self._streaming:
+            if error in STREAM_ENDED_ERRORS and self._mode is ReplyMode.STREAMING:
                 logger.info("slack.stream_ended", extra={"error": error, "channel": self._target.channel_id})
-                self._streaming, self._use_stream = False, False
-                self._written = None  # the message shows what the stream had: rewrite it whole
+                self._move_to(ReplyMode.MESSAGE)
+                self._message_view = None  # the message shows what the stream had: rewrite it whole
                 return False
             raise
+        # Stopped: the message is written with chat.update from now on.
+        await self._tell_open_cards()
+        if self._stream_text != text or not self._stream_shows(view):
+            # The stream could not show it all (the text was rewritten): rewrite the message.
+            await self._render_message(write)
+        return True
 
     def _stream_card_changes(self, view: View, final: bool) -> list[Card]:
         """The cards to send: new or changed since the stream showed them, and at the end a closing
         one for every card the stream shows as under way (Slack shows an open card as an error)."""
-        if not self._cards_ok:
+        if self._cards_refused:
             return []  # refused: not even the closing chunks would be taken
         changes: list[Card] = []
         known = len(self._stream_cards)
@@ -663,7 +619,7 @@ class SlackReply:
         """Shows the write as a message: posted the first time, then updated."""
         view = write.view
         content = self._content(view)
-        if content is None or (self.ts is not None and self._written == _view_key(view)):
+        if content is None or (self.ts is not None and self._message_view == _view_key(view)):
             return
         try:
             if self.ts is None:
@@ -675,7 +631,7 @@ class SlackReply:
                     **content,
                 )
                 self.ts = response["ts"]
-                self._written = _view_key(view)
+                self._message_view = _view_key(view)
                 await self._posted()
             else:
                 await self._stop_adopted_stream()
@@ -688,7 +644,7 @@ class SlackReply:
                     metadata=self.metadata,
                     **content,
                 )
-                self._written = _view_key(view)
+                self._message_view = _view_key(view)
         except SlackApiError as exc:
             error = exc.response.get("error", "")
             if error in CARDS_REFUSED_ERRORS and view.cards:
@@ -720,13 +676,13 @@ class SlackReply:
     async def _stop_adopted_stream(self, *, ending: Outcome | None = None) -> None:
         """A reply taken over may still stream: end it (keeping its text) before it is rewritten, or,
         ``ending`` the turn without rewriting it, with the cards it shows under way ended that way."""
-        if not self._adopted:
+        if self._mode is not ReplyMode.TAKEN_OVER:
             return
-        self._adopted = False
-        if not self._may_stream:
+        self._move_to(ReplyMode.MESSAGE)
+        if not self._streams:
             return  # an alert thread's reply never streams
         chunks = []
-        if ending is not None and self._cards_ok:
+        if ending is not None and not self._cards_refused:
             chunks = [task_update_chunk(ended_card(card, ending)) for card in self._adopted_cards]
         try:
             await self._call("chat_stopStream", channel=self._target.channel_id, ts=self.ts, chunks=chunks)
@@ -738,12 +694,12 @@ class SlackReply:
         """The last write failed: a stream still open is stopped with the text it has, every card it
         shows under way ended as a failed turn's, so nothing is left streaming. Best effort: the
         failure that got here is what the caller hears of."""
-        if not self._streaming:
+        if self._mode is not ReplyMode.STREAMING:
             return
         open_cards = [card for card in self._stream_cards.values() if card.status is CardStatus.IN_PROGRESS]
         chunks = (
             [task_update_chunk(ended_card(card, Outcome.FAILED)) for card in open_cards]
-            if self._cards_ok
+            if not self._cards_refused
             else []
         )
         try:
@@ -754,12 +710,13 @@ class SlackReply:
                 chunks=chunks,
                 metadata=self.metadata,
             )
-            self._streaming = False
         except Exception as exc:
             logger.warning(
                 "slack.stream_left_open",
                 extra={"error": error_name(exc), "channel": self._target.channel_id},
             )
+        else:
+            self._move_to(ReplyMode.MESSAGE)
 
     async def _give_up_stream(self) -> None:
         """An append whose answer was lost may show or not: stop the stream, so that the message can
@@ -776,8 +733,8 @@ class SlackReply:
         except SlackApiError as exc:
             if exc.response.get("error") not in STREAM_ENDED_ERRORS:
                 raise
-        self._streaming, self._use_stream = False, False
-        self._written = None
+        self._move_to(ReplyMode.MESSAGE)
+        self._message_view = None
 
     async def _posted(self) -> None:
         if self.ts is None:
@@ -792,54 +749,3 @@ class SlackReply:
         response = await getattr(self._client, method)(**kwargs)
         self._writes_made += 1
         return response
-
-
-def error_name(exc: Exception) -> str:
-    """A Slack error's name, or the exception's type: what a log line may say of a failed call."""
-    if isinstance(exc, SlackApiError):
-        return str(exc.response.get("error", ""))
-    return type(exc).__name__
-
-
-async def post_notice(
-    client: AsyncWebClient,
-    channel_id: str,
-    thread_ts: str,
-    text: str,
-    *,
-    key: str | None = None,
-    outbox: Outbox | None = None,
-) -> str:
-    """Posts a short fixed notice in a thread (a failure, an expiry), once.
-
-    ``key`` names the notice (``notice_key``: one per turn and notice); with ``outbox`` a notice
-    confirmed earlier is not posted again. Without a key, only a post whose answer was lost is
-    found instead of repeated.
-    """
-    key = key or f"notice-{uuid.uuid4().hex}"
-    return await post_once(
-        client,
-        channel_id,
-        thread_ts,
-        key=key,
-        kind=PostKind.NOTICE,
-        metadata=notice_metadata(key),
-        outbox=outbox,
-        text=text,
-    )
-
-
-async def add_reaction(client: AsyncWebClient, channel_id: str, ts: str, name: str) -> None:
-    try:
-        await client.reactions_add(channel=channel_id, timestamp=ts, name=name)
-    except SlackApiError as exc:
-        if exc.response.get("error") != "already_reacted":
-            raise
-
-
-async def remove_reaction(client: AsyncWebClient, channel_id: str, ts: str, name: str) -> None:
-    try:
-        await client.reactions_remove(channel=channel_id, timestamp=ts, name=name)
-    except SlackApiError as exc:
-        if exc.response.get("error") != "no_reaction":
-            raise

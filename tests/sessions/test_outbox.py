@@ -11,7 +11,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from kourier.slack.clients import RetryPolicy, async_web_client
 from kourier.slack.incoming import ChatMessage
-from kourier.slack.writer import IntentState, PostKind, notice_key, notice_metadata, post_notice
+from kourier.slack.outbox import IntentState, PostKind, notice_key, notice_metadata, post_notice
 from sessions import services, sweeps
 from sessions.models import PostIntent, Turn
 from sessions.outbox import TurnOutbox, confirm_post, intend_post
@@ -67,7 +67,7 @@ def test_an_intent_is_new_then_pending_until_confirmed(turn):
     confirm_post("k1", "1700000000.000100")
     confirmed = intend_post(turn.pk, "k1", PostKind.NOTICE.value)
     assert (confirmed.state, confirmed.ts) == (IntentState.CONFIRMED, "1700000000.000100")
-    assert PostIntent.objects.get().kind == PostIntent.Kind.NOTICE
+    assert PostIntent.objects.get().kind == PostKind.NOTICE
 
 
 def test_a_notice_is_recorded_then_confirmed_with_its_ts(slack_fake, turn, thread_ts):
@@ -75,7 +75,7 @@ def test_a_notice_is_recorded_then_confirmed_with_its_ts(slack_fake, turn, threa
     intent = PostIntent.objects.get()
     assert (intent.key, intent.kind, intent.state, intent.ts) == (
         notice_key(turn.message_id),
-        PostIntent.Kind.NOTICE,
+        PostKind.NOTICE,
         PostIntent.State.CONFIRMED,
         ts,
     )

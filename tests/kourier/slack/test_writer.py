@@ -1,32 +1,29 @@
 """The reply writer against the Slack fake, through the real AsyncWebClient over HTTP."""
 
 import asyncio
-import time
 
 import pytest
 from django.test import override_settings
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from kourier.progress import View, Write, WriteKind
 from kourier.slack.clients import RetryPolicy, async_web_client
+from kourier.slack.outbox import PostKind, part_key
 from kourier.slack.writer import (
     MESSAGE_TEXT_LIMIT,
     NO_OUTPUT_TEXT,
-    Intent,
-    IntentState,
-    PostKind,
+    REPLY_MOVES,
+    IllegalReplyMove,
+    ReplyMode,
     ReplyTarget,
     SlackReply,
-    add_reaction,
-    notice_key,
-    notice_metadata,
-    part_key,
-    post_notice,
-    remove_reaction,
+    check_move,
     split_for_messages,
 )
 from tests.fakes.slack import defaults
 from tests.fakes.slack.clock import ManualClock
+from tests.support.memory_outbox import MemoryOutbox
 
 REPLY_KEY = "turn-key-1"
 
@@ -196,46 +193,113 @@ def test_splitting_keeps_every_character_and_respects_the_limit(size):
     assert "".join(parts).replace("\n", "") == text.replace("\n", "")
 
 
-def test_reacting_twice_and_removing_twice_are_harmless(slack_fake, thread_ts):
+# -- the reply's mode ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("current", "to"),
+    [
+        (ReplyMode.ENDED, ReplyMode.STREAMING),  # writing after the end
+        (ReplyMode.ENDED, ReplyMode.MESSAGE),
+        (ReplyMode.ENDED, ReplyMode.ENDED),  # ending twice
+        (ReplyMode.MESSAGE, ReplyMode.STREAMING),  # streaming after the stream was given up
+        (ReplyMode.TAKEN_OVER, ReplyMode.STREAMING),  # a message taken over is rewritten, never streamed
+        (ReplyMode.STREAMING, ReplyMode.NOT_STARTED),
+        (ReplyMode.STREAMING, ReplyMode.TAKEN_OVER),
+    ],
+)
+def test_a_move_the_table_does_not_allow_is_refused(current, to):
+    with pytest.raises(IllegalReplyMove):
+        check_move(current, to)
+
+
+def test_every_mode_but_ended_may_end_and_ended_goes_nowhere():
+    for mode in ReplyMode:
+        if mode is not ReplyMode.ENDED:
+            check_move(mode, ReplyMode.ENDED)
+    assert REPLY_MOVES[ReplyMode.ENDED] == frozenset()
+
+
+def test_a_reply_begins_in_the_mode_its_thread_asks_for(slack_fake, thread_ts):
+    client = AsyncWebClient(token=slack_fake.bot_token, base_url=slack_fake.url, timeout=5)
+    chat = SlackReply(client, target(thread_ts), live=True, stream=True)
+    alert = SlackReply(client, target(thread_ts), live=True, stream=False)
+    final = SlackReply(client, target(thread_ts), live=False, stream=True)
+    taken_over = SlackReply(client, target(thread_ts), live=True, stream=True, existing_ts=thread_ts)
+    assert [reply.mode for reply in (chat, alert, final, taken_over)] == [
+        ReplyMode.NOT_STARTED,
+        ReplyMode.MESSAGE,
+        ReplyMode.MESSAGE,
+        ReplyMode.TAKEN_OVER,
+    ]
+
+
+def test_a_live_chat_reply_streams_then_ends(slack_fake, thread_ts):
+    modes = []
+
     async def scenario():
-        client = AsyncWebClient(token=slack_fake.bot_token, base_url=slack_fake.url, timeout=5)
-        await add_reaction(client, defaults.CHANNEL_ID, thread_ts, "eyes")
-        await add_reaction(client, defaults.CHANNEL_ID, thread_ts, "eyes")
-        assert slack_fake.message(defaults.CHANNEL_ID, thread_ts).reactions == {
-            "eyes": [defaults.BOT_USER_ID]
-        }
-        await remove_reaction(client, defaults.CHANNEL_ID, thread_ts, "eyes")
-        await remove_reaction(client, defaults.CHANNEL_ID, thread_ts, "eyes")
+        reply = make_reply(slack_fake, thread_ts)
+        modes.append(reply.mode)
+        await reply.show("Hello")
+        await settle(reply)
+        modes.append(reply.mode)
+        await reply.finish("Hello, world.")
+        modes.append(reply.mode)
 
     asyncio.run(scenario())
-    assert [call.error for call in slack_fake.calls("reactions.add")] == [None, "already_reacted"]
-    assert [call.error for call in slack_fake.calls("reactions.remove")] == [None, "no_reaction"]
-    assert slack_fake.message(defaults.CHANNEL_ID, thread_ts).reactions == {}
+    assert modes == [ReplyMode.NOT_STARTED, ReplyMode.STREAMING, ReplyMode.ENDED]
+
+
+def test_a_refused_stream_leaves_the_reply_a_message(slack_fake, thread_ts):
+    slack_fake.configure_workspace(streams_enabled=False)
+
+    async def scenario():
+        reply = make_reply(slack_fake, thread_ts)
+        await reply.show("Hello")
+        await settle(reply)
+        return reply.mode
+
+    assert asyncio.run(scenario()) is ReplyMode.MESSAGE
+    assert slack_fake.count("chat.postMessage") == 1
+
+
+def test_a_reply_that_gave_its_stream_up_never_streams_again(slack_fake, thread_ts):
+    slack_fake.fail("chat.appendStream", "timeout_after_apply")
+
+    async def scenario():
+        reply = product_reply(slack_fake, thread_ts)
+        await reply.show("Hello")
+        await settle(reply)
+        await reply.show("Hello, world")
+        await settle(reply)
+        given_up = reply.mode
+        await reply.show("Hello, world, again")
+        await settle(reply)
+        return given_up, reply.mode
+
+    assert asyncio.run(scenario()) == (ReplyMode.MESSAGE, ReplyMode.MESSAGE)
+    assert slack_fake.count("chat.startStream") == 1
+    assert slack_fake.count("chat.appendStream") == 1
+    assert slack_fake.last_call("chat.update").args["markdown_text"] == "Hello, world, again"
+
+
+def test_a_reply_that_ended_writes_nothing_more_and_refuses_to_move(slack_fake, thread_ts):
+    async def scenario():
+        reply = make_reply(slack_fake, thread_ts)
+        await reply.finish("Done.")
+        reply.write([Write(WriteKind.UPDATE, View(None, (), "Later", "Later"), text_changed=True)])
+        await settle(reply)
+        with pytest.raises(IllegalReplyMove):
+            reply._move_to(ReplyMode.STREAMING)
+        return reply.mode
+
+    assert asyncio.run(scenario()) is ReplyMode.ENDED
+    [message] = reply_in(slack_fake, thread_ts)
+    assert message.text == "Done."
+    assert len(slack_fake.calls()) == 1
 
 
 # -- posts made once: keys in metadata, the outbox, lost answers -------------------------------------
-
-
-class MemoryOutbox:
-    """The writer's Outbox kept in a dict that outlives writers, as the database outlives a process."""
-
-    def __init__(self) -> None:
-        self.records: dict[str, dict] = {}
-
-    async def intend(self, key: str, kind: PostKind, notice_text: str = "") -> Intent:
-        record = self.records.get(key)
-        if record is None:
-            self.records[key] = {"kind": kind, "ts": None, "since": time.time()}
-            return Intent(IntentState.NEW)
-        if record["ts"] is not None:
-            return Intent(IntentState.CONFIRMED, ts=record["ts"])
-        return Intent(IntentState.PENDING, since=record["since"])
-
-    async def confirm(self, key: str, ts: str) -> None:
-        self.records[key]["ts"] = ts
-
-    def confirmed(self) -> dict[str, str]:
-        return {key: record["ts"] for key, record in self.records.items() if record["ts"]}
 
 
 QUICK = RetryPolicy(backoff=0.01, max_backoff=0.02)
@@ -252,9 +316,6 @@ def product_reply(fake, thread_ts, outbox=None, *, stream=True, live=True) -> Sl
     )
 
 
-NOTICE_KEY = notice_key(REPLY_KEY)
-
-
 def earlier_post(fake, thread_ts: str, text: str, metadata: dict) -> str:
     """A post an earlier process made before it died."""
     client = AsyncWebClient(token=fake.bot_token, base_url=fake.url, timeout=5)
@@ -264,91 +325,6 @@ def earlier_post(fake, thread_ts: str, text: str, metadata: dict) -> str:
         )
     )
     return response["ts"]
-
-
-def test_a_notice_carries_its_key_and_is_confirmed(slack_fake, thread_ts):
-    outbox = MemoryOutbox()
-    ts = asyncio.run(
-        post_notice(
-            product_client(slack_fake),
-            defaults.CHANNEL_ID,
-            thread_ts,
-            "It failed.",
-            key=NOTICE_KEY,
-            outbox=outbox,
-        )
-    )
-    [notice] = reply_in(slack_fake, thread_ts)
-    assert notice.ts == ts
-    assert notice.metadata == notice_metadata(NOTICE_KEY)
-    assert outbox.confirmed() == {NOTICE_KEY: ts}
-
-
-def test_a_confirmed_notice_is_not_posted_again_after_a_restart(slack_fake, thread_ts):
-    outbox = MemoryOutbox()
-    first = asyncio.run(
-        post_notice(
-            product_client(slack_fake),
-            defaults.CHANNEL_ID,
-            thread_ts,
-            "It failed.",
-            key=NOTICE_KEY,
-            outbox=outbox,
-        )
-    )
-    again = asyncio.run(
-        post_notice(
-            product_client(slack_fake),
-            defaults.CHANNEL_ID,
-            thread_ts,
-            "It failed.",
-            key=NOTICE_KEY,
-            outbox=outbox,
-        )
-    )
-    assert again == first
-    assert len(reply_in(slack_fake, thread_ts)) == 1
-    assert slack_fake.count("chat.postMessage") == 1
-    assert slack_fake.count("conversations.replies") == 0
-
-
-def test_an_intended_notice_that_reached_slack_is_found_after_a_restart(slack_fake, thread_ts):
-    outbox = MemoryOutbox()
-    # An earlier process recorded the intent and posted, then died before it confirmed.
-    asyncio.run(outbox.intend(NOTICE_KEY, PostKind.NOTICE))
-    posted = earlier_post(slack_fake, thread_ts, "It failed.", notice_metadata(NOTICE_KEY))
-    ts = asyncio.run(
-        post_notice(
-            product_client(slack_fake),
-            defaults.CHANNEL_ID,
-            thread_ts,
-            "It failed.",
-            key=NOTICE_KEY,
-            outbox=outbox,
-        )
-    )
-    assert ts == posted
-    assert len(reply_in(slack_fake, thread_ts)) == 1
-    assert outbox.confirmed() == {NOTICE_KEY: posted}
-
-
-def test_an_intended_notice_that_never_reached_slack_is_posted_after_a_restart(slack_fake, thread_ts):
-    outbox = MemoryOutbox()
-    asyncio.run(outbox.intend(NOTICE_KEY, PostKind.NOTICE))
-    ts = asyncio.run(
-        post_notice(
-            product_client(slack_fake),
-            defaults.CHANNEL_ID,
-            thread_ts,
-            "It failed.",
-            key=NOTICE_KEY,
-            outbox=outbox,
-        )
-    )
-    [notice] = reply_in(slack_fake, thread_ts)
-    assert notice.ts == ts
-    assert slack_fake.count("conversations.replies") == 1
-    assert outbox.confirmed() == {NOTICE_KEY: ts}
 
 
 def test_a_reply_post_that_timed_out_after_slack_made_it_is_not_posted_twice(slack_fake, thread_ts):
