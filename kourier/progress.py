@@ -12,7 +12,7 @@ Driving it (one ``Progress`` per reply, created when the turn is sent)::
     progress = Progress(ProgressMode.STEPS_AND_ACTIVITY, ThreadKind.CHAT, clock=time.monotonic)
     for event in agent_events:                # and progress.tick() whenever progress.deadline passes
         render(progress.feed(event))
-    render(progress.finish(Outcome.COMPLETED))   # or WAITING / FAILED
+    render(progress.finish(Ending.COMPLETED))   # or WAITING / FAILED
 
 A ``Write`` is one Slack operation:
 
@@ -116,15 +116,15 @@ class CardStatus(enum.StrEnum):
     ERROR = "error"
 
 
-class Outcome(enum.StrEnum):
-    """How the turn ended, for the cards still open."""
+class Ending(enum.StrEnum):
+    """How a reply ends, for the cards still open (a turn's own outcome is ``Turn.Outcome``)."""
 
     COMPLETED = "completed"  # the task completed
     WAITING = "waiting"  # the agent asks a question or for a tool approval
     FAILED = "failed"  # failed, canceled or rejected, or the request failed before the task ended
 
     @classmethod
-    def for_state(cls, state: TaskState | str) -> Outcome:
+    def for_state(cls, state: TaskState | str) -> Ending:
         """The outcome of a ``TaskEnded`` state (a pause is WAITING; anything not completed FAILED)."""
         state = TaskState(state)
         if state is TaskState.COMPLETED:
@@ -135,14 +135,14 @@ class Outcome(enum.StrEnum):
 
 
 _WORKING_ENDS = {
-    Outcome.COMPLETED: FINISHED,
-    Outcome.WAITING: WAITING_FOR_YOUR_ANSWER,
-    Outcome.FAILED: STOPPED,
+    Ending.COMPLETED: FINISHED,
+    Ending.WAITING: WAITING_FOR_YOUR_ANSWER,
+    Ending.FAILED: STOPPED,
 }
 _ACTIVITY_ENDS = {
-    Outcome.COMPLETED: WORKED,
-    Outcome.WAITING: WAITING_FOR_YOUR_ANSWER,
-    Outcome.FAILED: STOPPED,
+    Ending.COMPLETED: WORKED,
+    Ending.WAITING: WAITING_FOR_YOUR_ANSWER,
+    Ending.FAILED: STOPPED,
 }
 
 
@@ -300,12 +300,12 @@ def hidden_line(hidden: int) -> str:
     return "1 earlier step not shown" if hidden == 1 else f"{hidden} earlier steps not shown"
 
 
-def ended_card(card: Card, outcome: Outcome) -> Card:
+def ended_card(card: Card, outcome: Ending) -> Card:
     """A card a stream shows under way, closed as ``finish(outcome)`` closes it. For a stream a
     restarted process stops without the turn's events: all it knows is the card."""
     if card.status is not CardStatus.IN_PROGRESS:
         return card
-    status = CardStatus.ERROR if outcome is Outcome.FAILED else CardStatus.COMPLETE
+    status = CardStatus.ERROR if outcome is Ending.FAILED else CardStatus.COMPLETE
     if card.id.startswith(_WORKING + "-"):
         return replace(card, title=_WORKING_ENDS[outcome], status=status)
     if card.id == _ACTIVITY:
@@ -357,7 +357,7 @@ class Progress:
         self._started = False  # the first write was made
         self._last_view: View | None = None
         self._deferred_due: float | None = None  # alert: the update that shows the cards after the post
-        self._outcome: Outcome | None = None
+        self._outcome: Ending | None = None
 
     # -- the public surface -------------------------------------------------------------------------
 
@@ -420,11 +420,11 @@ class Progress:
             wants = True
         return self._emit(now, timed=True) if wants else []
 
-    def finish(self, outcome: Outcome | str) -> list[Write]:
+    def finish(self, outcome: Ending | str) -> list[Write]:
         """Ends the turn: closes every open card and returns the last write (a stream is stopped)."""
         if self.ended:
             return []
-        outcome = Outcome(outcome)
+        outcome = Ending(outcome)
         now = self._clock()
         self._outcome = outcome
         self._deferred_due = None
@@ -432,7 +432,7 @@ class Progress:
             if not call.ended and call.step is not None:
                 call.step.status = CardStatus.COMPLETE
                 call.step.output = NO_RESULT
-        status = CardStatus.ERROR if outcome is Outcome.FAILED else CardStatus.COMPLETE
+        status = CardStatus.ERROR if outcome is Ending.FAILED else CardStatus.COMPLETE
         if self._working is not None:  # never a tick on Working…: a title that says how it ended
             self._working.title, self._working.status = _WORKING_ENDS[outcome], status
             self._working = None

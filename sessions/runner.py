@@ -9,18 +9,20 @@ import logging
 import os
 import socket
 import uuid
+from contextlib import aclosing
 from dataclasses import dataclass
 
 from django.conf import settings
 
 from kourier.a2a import errors as a2a_errors
+from kourier.a2a import follow
 from kourier.a2a.client import A2AClient
 from kourier.a2a.dialects import Dialect, dialect_for
 from kourier.a2a.events import AgentEvent, TaskEnded, TaskStarted, TextDelta
 from kourier.a2a.factory import make_client
 from kourier.a2a.wire import Message, Role, TaskState, TextPart
 from kourier.db import in_database_thread
-from kourier.progress import Card, CardStatus, Outcome, Progress, ThreadKind
+from kourier.progress import Card, CardStatus, Ending, Progress, ThreadKind
 from kourier.slack.clients import SlackError, async_web_client, connection_workspace
 from kourier.slack.outbox import notice_key, post_notice
 from kourier.slack.people import person_name
@@ -36,13 +38,6 @@ from .turn_loop import turn_loop
 logger = logging.getLogger(__name__)
 
 LEASE_SECONDS = settings.SESSION_LEASE_SECONDS
-# Reconnections to one task after its stream dropped, before the turn is given up.
-MAX_FOLLOW_ATTEMPTS = 5
-# Sends of one message while the agent cannot be reached at all.
-MAX_SEND_ATTEMPTS = 3
-RETRY_BACKOFF_SECONDS = 1.0
-# How often a task is asked for its state when the agent cannot stream it again.
-POLL_SECONDS = 2.0
 
 TERMINAL_FAILURES = {
     "failed": notices.TASK_FAILED,
@@ -104,7 +99,9 @@ async def _run_turn_with_lease(session_id: int, turn_id: int, owner: str) -> boo
 
 
 @dataclass
-class TurnOutcome:
+class TurnEnd:
+    """How a turn ended: its outcome, the notice the thread is told, whether the agent's context is gone."""
+
     outcome: Turn.Outcome
     notice: str | None = None
     forget_context: bool = False
@@ -141,14 +138,14 @@ class TurnDisplay:
             self.reply.write(self.progress.feed(event))
             self._arm()
 
-    async def end(self, outcome: Outcome, *, notice_follows: bool = False) -> None:
+    async def end(self, outcome: Ending, *, notice_follows: bool = False) -> None:
         """Ends the reply: the last write, with every card closed as ``outcome`` says."""
         if self._ended:
             return
         self._ended = True
         self.close()
         if self.progress is None:
-            if outcome is Outcome.COMPLETED:
+            if outcome is Ending.COMPLETED:
                 await self.reply.finish(self.text)
             else:
                 await self.reply.stop()
@@ -226,9 +223,9 @@ async def run_turn(turn_id: int) -> None:
         outcome = await _converse(work, display, slack)
     except Exception:
         logger.exception("turn.crashed", extra={"turn_id": turn_id})
-        outcome = TurnOutcome(Turn.Outcome.CRASHED, notices.TASK_FAILED)
+        outcome = TurnEnd(Turn.Outcome.CRASHED, notices.TASK_FAILED)
         try:
-            await display.end(Outcome.FAILED, notice_follows=True)
+            await display.end(Ending.FAILED, notice_follows=True)
         except Exception:
             logger.exception("turn.reply_not_ended", extra={"turn_id": turn_id})
     finally:
@@ -272,7 +269,8 @@ async def _turn_text(work: turns.TurnWork, slack) -> str:
 
 
 class Conversation:
-    """One turn's exchange with the agent: send, read, and follow the task again when the stream drops."""
+    """What one turn does with its agent's events: records the task, shows the reply, and decides how
+    the turn ends (the A2A steps that bring the events are ``kourier.a2a.follow``)."""
 
     def __init__(
         self, work: turns.TurnWork, display: TurnDisplay, agent: A2AClient, dialect: Dialect
@@ -283,104 +281,42 @@ class Conversation:
         self.reader = dialect.reader()
         self.task_id = work.task_id or None
 
-    async def run(self, message: Message) -> TurnOutcome:
-        failures = 0
-        # An earlier runner sent this turn and died before the agent named its task: look before sending.
-        must_look = self.work.resumed and not self.task_id
-        while True:
-            try:
-                if self.task_id:
-                    ended = await self._follow()
-                elif must_look:
-                    if not await self._look_for_the_request():
-                        # This agent cannot be asked which task has the message: sending again could
-                        # run it twice.
-                        await self.display.end(Outcome.FAILED, notice_follows=True)
-                        return TurnOutcome(
-                            Turn.Outcome.LOST,
-                            notices.REQUEST_LOST if failures == 0 else notices.AGENT_UNREACHABLE,
-                        )
-                    must_look = False
-                    continue
-                else:
-                    ended = await self._read(self.agent.send_streaming(message))
-                if ended is not None:
-                    return await self._end(ended)
-                raise a2a_errors.StreamDropped("the stream ended before the task did")
-            except a2a_errors.TaskNotFound:
-                await self.display.end(Outcome.FAILED, notice_follows=True)
-                return TurnOutcome(Turn.Outcome.GONE, notices.CONVERSATION_GONE, forget_context=True)
-            except a2a_errors.InvalidAgentResponse:
-                await self.display.end(Outcome.FAILED, notice_follows=True)
-                return TurnOutcome(Turn.Outcome.GARBLED, notices.AGENT_GARBLED)
-            except a2a_errors.A2AError as exc:
-                failures += 1
-                if not exc.retryable or failures >= MAX_FOLLOW_ATTEMPTS:
-                    await self.display.end(Outcome.FAILED, notice_follows=True)
-                    return TurnOutcome(Turn.Outcome.UNREACHABLE, notices.AGENT_UNREACHABLE)
-                # A request that may have reached the agent is looked up before it is sent again
-                # (agents do not de-duplicate message ids); the reply stays as it is meanwhile.
-                must_look = must_look or (exc.outcome_unknown and not self.task_id)
-                logger.info(
-                    "turn.agent_retry",
-                    extra={"turn_id": self.work.turn_id, "attempt": failures, "error": type(exc).__name__},
-                )
-                await asyncio.sleep(RETRY_BACKOFF_SECONDS * failures)
-
-    async def _look_for_the_request(self) -> bool:
-        """Looks for a task the agent started for this turn's message. Finding one, the turn follows
-        it. True: the turn can go on (following it, or sending, the agent surely lacking it); False:
-        nobody can tell. A lookup that fails raises, and is tried again like any request."""
+    async def run(self, message: Message) -> TurnEnd:
         try:
-            found = await self.agent.find_task_for_message(self.work.context_id or None, self.work.message_id)
-        except a2a_errors.NotSupportedByProtocol:
-            return False
-        if found is not None:
-            await self._note_task(found.id, found.context_id)
-        return True
+            ended = await self._follow(message)
+        except follow.TaskGone:
+            outcome = TurnEnd(Turn.Outcome.GONE, notices.CONVERSATION_GONE, forget_context=True)
+        except follow.AgentGarbled:
+            outcome = TurnEnd(Turn.Outcome.GARBLED, notices.AGENT_GARBLED)
+        except follow.RequestLost as lost:
+            # Lost before this runner tried anything: an earlier one sent it and died.
+            notice = notices.REQUEST_LOST if lost.failed_attempts == 0 else notices.AGENT_UNREACHABLE
+            outcome = TurnEnd(Turn.Outcome.LOST, notice)
+        except follow.AgentOutOfReach:
+            outcome = TurnEnd(Turn.Outcome.UNREACHABLE, notices.AGENT_UNREACHABLE)
+        else:
+            return await self._end(ended)
+        await self.display.end(Ending.FAILED, notice_follows=True)
+        return outcome
 
-    async def _follow(self) -> TaskEnded | None:
-        """Asks the agent where the task got to, then subscribes to the rest of it."""
-        assert self.task_id is not None
-        ended = await self._take(await self.agent.get_task(self.task_id))
-        if ended is not None:
-            return ended
-        try:
-            return await self._read(self.agent.subscribe(self.task_id))
-        except a2a_errors.TaskNotFound:
-            # kagent 0.10 refuses tasks/resubscribe for a task it has but no live run of: poll it instead.
-            return await self._poll()
-        except a2a_errors.UnsupportedOperation:
-            # A task that ended since the look cannot be subscribed to: its end is in its state.
-            ended = await self._take(await self.agent.get_task(self.task_id))
-            return ended if ended is not None else await self._poll()
-
-    async def _poll(self) -> TaskEnded | None:
-        assert self.task_id is not None
-        deadline = asyncio.get_running_loop().time() + settings.A2A_REQUEST_TIMEOUT
-        while asyncio.get_running_loop().time() < deadline:
-            await asyncio.sleep(POLL_SECONDS)
-            ended = await self._take(await self.agent.get_task(self.task_id))
-            if ended is not None:
-                return ended
-        return None
-
-    async def _read(self, stream) -> TaskEnded | None:
-        async with stream:
-            async for wire_event in stream:
-                ended = await self._take(wire_event)
-                if ended is not None:
-                    return ended
-        return None
-
-    async def _take(self, wire_event) -> TaskEnded | None:
-        ended = None
-        for event in self.reader.feed(wire_event):
-            if isinstance(event, TaskStarted):
-                await self._note_task(event.task_id, event.context_id)
-            elif isinstance(event, TaskEnded):
-                ended = event
-            self.display.feed(event)
+    async def _follow(self, message: Message) -> TaskEnded:
+        ended: TaskEnded | None = None
+        events = follow.follow_turn(
+            self.agent,
+            self.reader,
+            message,
+            task_id=self.task_id,
+            resumed=self.work.resumed,
+            poll_timeout=settings.A2A_REQUEST_TIMEOUT,
+        )
+        async with aclosing(events):
+            async for event in events:
+                if isinstance(event, TaskStarted):
+                    await self._note_task(event.task_id, event.context_id)
+                elif isinstance(event, TaskEnded):
+                    ended = event
+                self.display.feed(event)
+        assert ended is not None, "follow_turn ends with TaskEnded or raises"
         return ended
 
     async def _note_task(self, task_id: str, context_id: str | None) -> None:
@@ -390,19 +326,19 @@ class Conversation:
                 self.work.turn_id, self.work.session_id, task_id=task_id, context_id=context_id or ""
             )
 
-    async def _end(self, ended: TaskEnded) -> TurnOutcome:
+    async def _end(self, ended: TaskEnded) -> TurnEnd:
         if ended.state == TaskState.COMPLETED:
-            await self.display.end(Outcome.COMPLETED)
-            return TurnOutcome(Turn.Outcome.COMPLETED)
+            await self.display.end(Ending.COMPLETED)
+            return TurnEnd(Turn.Outcome.COMPLETED)
         if ended.state == TaskState.INPUT_REQUIRED:
             # Until questions reach the channel (askUser), a paused task is cancelled, as the spec says.
             await self._cancel()
-            await self.display.end(Outcome.WAITING, notice_follows=True)
-            return TurnOutcome(Turn.Outcome.QUESTION_CANCELED, notices.QUESTION_NOT_ENABLED)
-        await self.display.end(Outcome.FAILED, notice_follows=True)
+            await self.display.end(Ending.WAITING, notice_follows=True)
+            return TurnEnd(Turn.Outcome.QUESTION_CANCELED, notices.QUESTION_NOT_ENABLED)
+        await self.display.end(Ending.FAILED, notice_follows=True)
         state = str(ended.state)
         outcome = Turn.Outcome(state) if state in Turn.Outcome.values else Turn.Outcome.FAILED
-        return TurnOutcome(outcome, TERMINAL_FAILURES.get(ended.state, notices.TASK_FAILED))
+        return TurnEnd(outcome, TERMINAL_FAILURES.get(ended.state, notices.TASK_FAILED))
 
     async def _cancel(self) -> None:
         if not self.task_id:
@@ -415,7 +351,7 @@ class Conversation:
             )
 
 
-async def _converse(work: turns.TurnWork, display: TurnDisplay, slack) -> TurnOutcome:
+async def _converse(work: turns.TurnWork, display: TurnDisplay, slack) -> TurnEnd:
     dialect = dialect_for(work.agent.dialect)
     async with make_client(
         work.agent.url,

@@ -104,7 +104,7 @@ from kourier.progress import (
     NO_OUTPUT,
     Card,
     CardStatus,
-    Outcome,
+    Ending,
     Progress,
     View,
     Write,
@@ -358,7 +358,7 @@ class SlackReply:
             self._queue.clear()
             async with self._lock:
                 if notice_follows and not self.wrote:
-                    await self._stop_adopted_stream(ending=Outcome.FAILED)
+                    await self._stop_adopted_stream(ending=Ending.FAILED)
                 elif writes:
                     await self._render(writes[-1], final=True)
         except Exception:
@@ -673,7 +673,7 @@ class SlackReply:
         self._blocks_made += 1
         return f"k{self._blocks_made}"
 
-    async def _stop_adopted_stream(self, *, ending: Outcome | None = None) -> None:
+    async def _stop_adopted_stream(self, *, ending: Ending | None = None) -> None:
         """A reply taken over may still stream: end it (keeping its text) before it is rewritten, or,
         ``ending`` the turn without rewriting it, with the cards it shows under way ended that way."""
         if self._mode is not ReplyMode.TAKEN_OVER:
@@ -698,7 +698,7 @@ class SlackReply:
             return
         open_cards = [card for card in self._stream_cards.values() if card.status is CardStatus.IN_PROGRESS]
         chunks = (
-            [task_update_chunk(ended_card(card, Outcome.FAILED)) for card in open_cards]
+            [task_update_chunk(ended_card(card, Ending.FAILED)) for card in open_cards]
             if not self._cards_refused
             else []
         )

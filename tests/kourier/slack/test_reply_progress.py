@@ -23,8 +23,8 @@ from kourier.progress import (
     WROTE_THE_ANSWER,
     Card,
     CardStatus,
+    Ending,
     Mode,
-    Outcome,
     Progress,
     ThreadKind,
 )
@@ -142,7 +142,7 @@ class Reply:
             await self.reply.settled()
         self.clock.now = max(self.clock.now, t)
 
-    async def end(self, outcome: Outcome = Outcome.COMPLETED, *, notice_follows: bool = False) -> None:
+    async def end(self, outcome: Ending = Ending.COMPLETED, *, notice_follows: bool = False) -> None:
         await self.reply.end(self.progress.finish(outcome), notice_follows=notice_follows)
 
     def messages(self):
@@ -245,7 +245,7 @@ def test_a_failed_turn_stops_the_stream_with_the_working_card_stopped(slack_fake
     async def scenario():
         await r.feed(text("Trying. "))
         await r.at(3.5)
-        await r.end(Outcome.FAILED, notice_follows=True)
+        await r.end(Ending.FAILED, notice_follows=True)
 
     run(scenario)
     message = r.message
@@ -278,7 +278,7 @@ def test_an_empty_chat_turn_shows_no_output_and_one_that_fails_with_nothing_show
 
     async def scenario():
         await empty.end()
-        await failed.end(Outcome.FAILED, notice_follows=True)  # the notice is the only message
+        await failed.end(Ending.FAILED, notice_follows=True)  # the notice is the only message
 
     run(scenario)
     assert empty.message.text == NO_OUTPUT
@@ -522,7 +522,7 @@ def test_an_alert_thread_in_the_activity_mode_is_one_line_until_the_text(slack_f
 
 def test_an_alert_turn_with_nothing_to_show_posts_nothing(slack_fake):
     r = Reply(slack_fake, STEPS, ALERT)
-    run(lambda: r.end(Outcome.FAILED))
+    run(lambda: r.end(Ending.FAILED))
     assert r.messages() == []
 
 
@@ -605,7 +605,7 @@ def test_a_taken_over_stream_that_ends_in_a_failure_is_stopped_and_keeps_its_tex
         await earlier.feed(text("What the earlier runner wrote."))
         later = Reply(slack_fake, STEPS, CHAT, existing_ts=earlier.reply.ts)
         later.root = earlier.root
-        await later.end(Outcome.FAILED, notice_follows=True)
+        await later.end(Ending.FAILED, notice_follows=True)
 
     run(scenario)
     message = earlier.message
@@ -647,7 +647,7 @@ def test_a_stream_taken_over_and_ended_by_a_failure_ends_the_cards_it_left_open(
         existing_ts=earlier.message.ts,
         adopted_cards=tuple(Card(card_id, "search(q=x)", CardStatus.IN_PROGRESS) for card_id in left_open),
     )
-    run(lambda: later.end(Outcome.FAILED, notice_follows=True))
+    run(lambda: later.end(Ending.FAILED, notice_follows=True))
     message = later.message
     assert not message.streaming
     assert message.text == "Looking. "
