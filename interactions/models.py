@@ -1,0 +1,55 @@
+"""An Interaction: a pause of the agent's task that waits for people (a question now; approvals next)."""
+
+from django.db import models
+from django.db.models import Q
+
+
+class Interaction(models.Model):
+    """One pause of a turn's task, put to the channel as a prompt, until it is answered or closed.
+
+    ``pause`` is the pause as the agent sent it, normalized (``kourier.a2a.events.Question.to_dict``),
+    so that the answer can be built for the agent after a restart. At most one Interaction of a
+    session is open at a time: its task is paused, so nothing else of the session can run.
+    """
+
+    class Kind(models.TextChoices):
+        QUESTION = "question"
+        APPROVAL = "approval"
+
+    class State(models.TextChoices):
+        OPEN = "open"  # the prompt waits for an answer
+        ANSWERED = "answered"  # the first complete answer won; its turn carries it to the agent
+        TIMED_OUT = "timed_out"  # the deadline passed: the task is cancelled, the thread told
+        CANCELLED = "cancelled"  # the task could not be asked (the prompt could not be posted)
+
+    turn = models.ForeignKey("threads.Turn", on_delete=models.CASCADE, related_name="interactions")
+    session = models.ForeignKey("threads.Session", on_delete=models.CASCADE, related_name="interactions")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    pause = models.JSONField(help_text="The pause as the agent sent it (questions, ids), normalized.")
+    typed_replies = models.BooleanField(
+        default=False, help_text="A reply typed in the thread answers it (the a2a dialect's text question)."
+    )
+    state = models.CharField(max_length=16, choices=State.choices, default=State.OPEN, db_index=True)
+    deadline = models.DateTimeField(db_index=True)
+    channel_id = models.CharField(max_length=32)
+    prompt_ts = models.CharField(max_length=32, blank=True, help_text="The prompt's message, once posted.")
+    answered_by = models.CharField(max_length=32, blank=True)
+    answered_at = models.DateTimeField(null=True, blank=True)
+    answer_turn = models.OneToOneField(
+        "threads.Turn", on_delete=models.SET_NULL, null=True, blank=True, related_name="answered_interaction"
+    )
+    closed_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the prompt was last rewritten to say how it ended."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["session"], condition=Q(state="open"), name="one_open_interaction_per_session"
+            ),
+            models.UniqueConstraint(fields=["turn"], name="one_interaction_per_turn"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.pk} ({self.state})"

@@ -57,6 +57,7 @@ def claim(session_id: int) -> list[Acknowledgment]:
     one: once per turn (a conditional update), in message order."""
     waiting = (
         Turn.objects.filter(session_id=session_id, acknowledged=False, state__in=OPEN_TURN_STATES)
+        .exclude(kind=Turn.Kind.ANSWER)  # a pressed answer has no message to react to
         .select_related("session__binding", "connection")
         .order_by("message_ts")
     )

@@ -50,6 +50,13 @@ class Turn(models.Model):
         FAILED = "failed"
         EXPIRED = "expired"  # arrived after the session's TTL: answered with the expiry notice
 
+    class Kind(models.TextChoices):
+        """What the turn carries to the agent."""
+
+        MESSAGE = "message"  # a person's message (or an alert), sent as text
+        ANSWER = "answer"  # the answers a Submit press gave to the agent's question
+        TYPED_ANSWER = "typed-answer"  # a reply typed in the thread that answers the agent's question
+
     class Outcome(models.TextChoices):
         """How a turn ended, as its runner (or the expiry notice) settled it."""
 
@@ -58,7 +65,9 @@ class Turn(models.Model):
         REJECTED = "rejected"
         CANCELED = "canceled"
         AUTH_REQUIRED = "auth-required"
+        ASKED = "asked"  # the task paused to ask the channel: its answer is a turn of its own
         QUESTION_CANCELED = "question-canceled"  # the agent asked; askUser is off, so it was cancelled
+        QUESTION_UNUSABLE = "question-unusable"  # the agent paused in a way no one can answer: cancelled
         GONE = "gone"  # the agent no longer has the task or conversation
         GARBLED = "garbled"  # the agent's output could not be read
         UNREACHABLE = "unreachable"  # the agent could not be reached, after bounded retries
@@ -70,9 +79,15 @@ class Turn(models.Model):
     # The turn key (invariant 1): the chat message itself.
     connection = models.ForeignKey("bindings.Connection", on_delete=models.CASCADE, related_name="+")
     channel_id = models.CharField(max_length=32)
-    message_ts = models.CharField(max_length=32)
+    message_ts = models.CharField(
+        max_length=32, help_text="The Slack message's ts; for a pressed answer, a key of its own."
+    )
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.MESSAGE)
     user_id = models.CharField(max_length=32, blank=True, help_text="Empty for a trigger's turn.")
     text = models.TextField()
+    answers = models.JSONField(
+        null=True, blank=True, help_text="An answer turn's answers: one list of strings per question."
+    )
     state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED, db_index=True)
     outcome = models.CharField(max_length=32, choices=Outcome.choices, blank=True)
     message_id = models.CharField(max_length=64, help_text="The A2A messageId, derived from the turn key.")

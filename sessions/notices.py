@@ -23,3 +23,15 @@ QUESTION_NOT_ENABLED = (
     "The agent stopped to ask a question, but questions are turned off here, so its task was cancelled. "
     "Reply with more detail to try again."
 )
+QUESTION_UNUSABLE = (
+    "The agent paused for input that cannot be given in a thread, so its task was cancelled. "
+    "Reply here to try again."
+)
+QUESTION_NOT_POSTED = "The agent asked a question that I could not post here, so its task was cancelled. Reply here to try again."
+QUESTION_TIMED_OUT = (
+    "Nobody answered the agent's question in time, so its task was cancelled. Reply here to start again."
+)
+APPROVAL_NOT_ENABLED = (
+    "The agent asked for approval to run a tool, but tool approvals are turned off here, so its task was "
+    "cancelled. Reply with more detail to try again."
+)

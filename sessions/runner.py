@@ -14,11 +14,22 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from interactions import asking
+from interactions import services as interaction_services
 from kourier.a2a import errors as a2a_errors
 from kourier.a2a import follow
 from kourier.a2a.client import A2AClient
 from kourier.a2a.dialects import Dialect, dialect_for
-from kourier.a2a.events import AgentEvent, TaskEnded, TaskStarted, TextDelta
+from kourier.a2a.events import (
+    AgentEvent,
+    AnswerFormat,
+    ApprovalRequest,
+    Question,
+    TaskEnded,
+    TaskStarted,
+    TextDelta,
+    UnusablePause,
+)
 from kourier.a2a.factory import make_client
 from kourier.a2a.wire import Message, Role, TaskState, TextPart
 from kourier.db import in_database_thread
@@ -273,13 +284,15 @@ class Conversation:
     the turn ends (the A2A steps that bring the events are ``kourier.a2a.follow``)."""
 
     def __init__(
-        self, work: turns.TurnWork, display: TurnDisplay, agent: A2AClient, dialect: Dialect
+        self, work: turns.TurnWork, display: TurnDisplay, agent: A2AClient, dialect: Dialect, slack
     ) -> None:
         self.work = work
         self.display = display
         self.agent = agent
         self.reader = dialect.reader()
         self.task_id = work.task_id or None
+        self.pause: Question | ApprovalRequest | UnusablePause | None = None
+        self.slack = slack
 
     async def run(self, message: Message) -> TurnEnd:
         try:
@@ -315,6 +328,8 @@ class Conversation:
                     await self._note_task(event.task_id, event.context_id)
                 elif isinstance(event, TaskEnded):
                     ended = event
+                elif isinstance(event, Question | ApprovalRequest | UnusablePause):
+                    self.pause = event
                 self.display.feed(event)
         assert ended is not None, "follow_turn ends with TaskEnded or raises"
         return ended
@@ -331,14 +346,41 @@ class Conversation:
             await self.display.end(Ending.COMPLETED)
             return TurnEnd(Turn.Outcome.COMPLETED)
         if ended.state == TaskState.INPUT_REQUIRED:
-            # Until questions reach the channel (askUser), a paused task is cancelled, as the spec says.
-            await self._cancel()
-            await self.display.end(Ending.WAITING, notice_follows=True)
-            return TurnEnd(Turn.Outcome.QUESTION_CANCELED, notices.QUESTION_NOT_ENABLED)
+            return await self._paused()
         await self.display.end(Ending.FAILED, notice_follows=True)
         state = str(ended.state)
         outcome = Turn.Outcome(state) if state in Turn.Outcome.values else Turn.Outcome.FAILED
         return TurnEnd(outcome, TERMINAL_FAILURES.get(ended.state, notices.TASK_FAILED))
+
+    async def _paused(self) -> TurnEnd:
+        """The task waits for people: the question goes to the channel (askUser), or the task is
+        cancelled and the thread told why."""
+        pause = self.pause
+        if isinstance(pause, Question) and self.work.ask_user:
+            await self.display.end(Ending.WAITING)
+            try:
+                await asking.put_question(
+                    self.slack,
+                    turn_id=self.work.turn_id,
+                    channel_id=self.work.channel_id,
+                    thread_ts=self.work.thread_ts,
+                    reply_key=self.work.message_id,
+                    question=pause,
+                )
+            except Exception:
+                logger.exception("turn.prompt_not_posted", extra={"turn_id": self.work.turn_id})
+                await self._cancel()
+                return TurnEnd(Turn.Outcome.QUESTION_UNUSABLE, notices.QUESTION_NOT_POSTED)
+            return TurnEnd(Turn.Outcome.ASKED)
+        # The task is cancelled; an agent that refuses (kagent 0.10 cannot cancel a paused task) still
+        # leaves the session usable: the next reply starts a task of its own.
+        await self._cancel()
+        await self.display.end(Ending.WAITING, notice_follows=True)
+        if isinstance(pause, ApprovalRequest):
+            return TurnEnd(Turn.Outcome.QUESTION_CANCELED, notices.APPROVAL_NOT_ENABLED)
+        if isinstance(pause, Question) or not self.work.ask_user:
+            return TurnEnd(Turn.Outcome.QUESTION_CANCELED, notices.QUESTION_NOT_ENABLED)
+        return TurnEnd(Turn.Outcome.QUESTION_UNUSABLE, notices.QUESTION_UNUSABLE)
 
     async def _cancel(self) -> None:
         if not self.task_id:
@@ -359,10 +401,28 @@ async def _converse(work: turns.TurnWork, display: TurnDisplay, slack) -> TurnEn
         protocol_version=work.agent.protocol_version,  # type: ignore[arg-type]  # validated on apply
         extensions=dialect.extensions,
     ) as agent:
-        message = Message(
+        message = await _message(work, dialect, slack)
+        return await Conversation(work, display, agent, dialect, slack).run(message)
+
+
+async def _message(work: turns.TurnWork, dialect: Dialect, slack) -> Message:
+    """What the turn sends: a person's message as text, or the answer to the agent's question."""
+    if work.kind == Turn.Kind.MESSAGE:
+        return Message(
             message_id=work.message_id,
             role=Role.USER,
             parts=(TextPart(await _turn_text(work, slack)),),
             context_id=work.context_id or None,
         )
-        return await Conversation(work, display, agent, dialect).run(message)
+    answer = await _db(interaction_services.answer_of)(work.turn_id)
+    if answer is None:
+        raise LookupError(f"answer turn {work.turn_id} has no Interaction")
+    answers = answer.answers
+    if answer.question.answer_format is AnswerFormat.TEXT:
+        # A text answer is a person's words to the agent: it carries who wrote it, as any turn does.
+        name = await person_name(slack, work.team_id, work.user_id)
+        answers = [
+            [build_turn_text(Author(work.user_id, name), text) for text in answer_list]
+            for answer_list in answers
+        ]
+    return dialect.answer_message(answer.question, answers, message_id=work.message_id)

@@ -92,6 +92,7 @@ class TurnWork:
     channel_id: str
     thread_ts: str
     thread_kind: ThreadKind  # chat (a person's message started it) or alert (a trigger did)
+    kind: Turn.Kind  # a message, or an answer to the agent's question
     message_ts: str
     user_id: str  # empty for a trigger's turn (no person)
     text: str
@@ -106,6 +107,7 @@ class TurnWork:
     agent: AgentSettings
     live: bool
     progress: ProgressMode
+    ask_user: bool  # interactions.askUser: a question is put to the channel, not cancelled
     acknowledgment_emoji: str | None
     notes: tuple[tuple[str, str], ...]  # (user_id, text) of replies carried as context
 
@@ -143,6 +145,7 @@ def start_turn(turn_id: int, *, now: datetime | None = None) -> TurnWork | None:
             channel_id=turn.channel_id,
             thread_ts=session.thread_ts,
             thread_kind=ThreadKind(session.kind),
+            kind=Turn.Kind(turn.kind),
             message_ts=turn.message_ts,
             user_id=turn.user_id,
             text=turn.text,
@@ -162,6 +165,7 @@ def start_turn(turn_id: int, *, now: datetime | None = None) -> TurnWork | None:
             ),
             live=binding.output == Output.LIVE,
             progress=ProgressMode(binding.progress),
+            ask_user=binding.ask_user,
             acknowledgment_emoji=binding.acknowledgment_emoji if binding.acknowledgment_enabled else None,
             notes=notes,
         )

@@ -32,12 +32,14 @@ logger = logging.getLogger(__name__)
 
 REPLY_METADATA_EVENT = "kourier_reply"
 NOTICE_METADATA_EVENT = "kourier_notice"
+PROMPT_METADATA_EVENT = "kourier_prompt"
 
 
 class PostKind(enum.StrEnum):
     REPLY = "reply"
     NOTICE = "notice"
     PART = "part"  # a part of a long answer, after the reply's message
+    PROMPT = "prompt"  # a question put to the channel
 
 
 class IntentState(enum.Enum):
@@ -82,6 +84,10 @@ def part_metadata(reply_key: str, part: int) -> dict[str, Any]:
 
 def notice_metadata(key: str) -> dict[str, Any]:
     return {"event_type": NOTICE_METADATA_EVENT, "event_payload": {"notice": key}}
+
+
+def prompt_metadata(key: str) -> dict[str, Any]:
+    return {"event_type": PROMPT_METADATA_EVENT, "event_payload": {"prompt": key}}
 
 
 def part_key(reply_key: str, part: int) -> str:

@@ -1,0 +1,3 @@
+"""The names of the interactions app's Celery tasks (services enqueue by name; see kourier/queue.py)."""
+
+CLOSE_PROMPT = "interactions.tasks.close_prompt"

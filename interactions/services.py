@@ -1,0 +1,221 @@
+"""What the interactions app does: opens an Interaction when a task pauses to ask, takes the first
+complete answer (a Submit press or a typed reply), times Interactions out and closes their prompts.
+
+An answer becomes a turn of the session (``Turn.Kind.ANSWER`` or ``TYPED_ANSWER``), queued ahead of
+the replies that wait, and goes through the same lease, outbox, reply and recovery as any turn.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from audit.services import record
+from kourier.a2a.events import AnswerFormat, Question
+from kourier.queue import enqueue_after_commit
+from sessions.models import Session, Turn
+from sessions.queue import DRIVE_SESSION
+from sessions.turns import message_id_for
+
+from .answers import Answers, Incomplete, Mismatch, read_answers
+from .audit import answer_shape
+from .models import Interaction
+from .queue import CLOSE_PROMPT
+
+logger = logging.getLogger(__name__)
+
+
+def open_question(turn_id: int, question: Question, *, now: datetime | None = None) -> Interaction:
+    """Opens the Interaction of a turn whose task paused to ask; the same one when called again."""
+    now = now or timezone.now()
+    turn = Turn.objects.select_related("session__binding").get(pk=turn_id)
+    binding = turn.session.binding
+    assert binding is not None, "a turn that runs has its Binding"
+    interaction, _ = Interaction.objects.get_or_create(
+        turn=turn,
+        defaults={
+            "session": turn.session,
+            "kind": Interaction.Kind.QUESTION,
+            "pause": question.to_dict(),
+            "typed_replies": question.answer_format is AnswerFormat.TEXT,
+            "deadline": now + binding.interaction_timeout,
+            "channel_id": turn.channel_id,
+        },
+    )
+    return interaction
+
+
+def record_prompt(interaction_id: int, prompt_ts: str) -> None:
+    Interaction.objects.filter(pk=interaction_id, prompt_ts="").update(prompt_ts=prompt_ts)
+
+
+def give_up(interaction_id: int) -> None:
+    """The prompt could not be put to the channel: nothing can answer it."""
+    Interaction.objects.filter(pk=interaction_id, state=Interaction.State.OPEN).update(
+        state=Interaction.State.CANCELLED, closed_at=timezone.now()
+    )
+
+
+class Refusal(enum.StrEnum):
+    """Why a press is not taken; each has a message only the person sees (``REFUSALS``)."""
+
+    UNKNOWN = "unknown"
+    CLOSED = "closed"
+    ANSWERED = "answered"
+    MISMATCH = "mismatch"
+    NOT_A_MEMBER = "not-a-member"
+    INCOMPLETE = "incomplete"
+
+
+REFUSALS = {
+    Refusal.UNKNOWN: "This question is not one I can take an answer for.",
+    Refusal.CLOSED: "This question is closed: it timed out or was cancelled, so the answer was not sent.",
+    Refusal.ANSWERED: "Someone answered this question already; your answer was not sent.",
+    Refusal.MISMATCH: "This answer does not fit the question as it was asked, so it was not sent.",
+    Refusal.NOT_A_MEMBER: "Only members of this channel can answer the agent's questions.",
+}
+
+
+@dataclass(frozen=True)
+class Taken:
+    """The answer won: its turn is queued."""
+
+    interaction_id: int
+    turn_id: int
+
+
+@dataclass(frozen=True)
+class Refused:
+    refusal: Refusal
+    message: str  # for the person alone
+
+
+def _refused(refusal: Refusal, detail: str | None = None) -> Refused:
+    return Refused(refusal, detail if detail is not None else REFUSALS[refusal])
+
+
+def take_pressed_answer(
+    interaction_id: int,
+    *,
+    channel_id: str,
+    prompt_ts: str,
+    user_id: str,
+    values: dict[str, Any],
+    now: datetime | None = None,
+) -> Taken | Refused:
+    """Takes a Submit press on a prompt: the first complete answer wins (a conditional update)."""
+    interaction = Interaction.objects.select_related("session__binding").filter(pk=interaction_id).first()
+    if interaction is None or interaction.kind != Interaction.Kind.QUESTION:
+        return _refused(Refusal.UNKNOWN)
+    if interaction.channel_id != channel_id or interaction.prompt_ts != prompt_ts:
+        return _refused(Refusal.UNKNOWN)
+    if interaction.state == Interaction.State.ANSWERED:
+        return _refused(Refusal.ANSWERED)
+    if interaction.state != Interaction.State.OPEN:
+        return _refused(Refusal.CLOSED)
+    question = Question.from_dict(interaction.pause)
+    answers = read_answers(question, values)
+    if isinstance(answers, Mismatch):
+        logger.info(
+            "interaction.answer_mismatch", extra={"interaction_id": interaction_id, "reason": answers.reason}
+        )
+        return _refused(Refusal.MISMATCH)
+    if isinstance(answers, Incomplete):
+        return _refused(Refusal.INCOMPLETE, f"Your answer was not sent: {answers.message}")
+    turn_key = f"answer-{interaction_id}"
+    return _take(interaction, question, answers, user_id, turn_key, Turn.Kind.ANSWER, text="", now=now)
+
+
+def take_typed_answer(
+    session: Session, *, message_ts: str, user_id: str, text: str, now: datetime | None = None
+) -> Taken | None:
+    """A reply typed in a thread whose open question takes typed replies: the first reply is the answer.
+    None when the thread has no such question open (the reply is then routed as any other)."""
+    interaction = (
+        Interaction.objects.select_related("session__binding")
+        .filter(session=session, state=Interaction.State.OPEN, typed_replies=True)
+        .first()
+    )
+    if interaction is None or not text.strip():
+        return None
+    question = Question.from_dict(interaction.pause)
+    taken = _take(
+        interaction,
+        question,
+        [[text.strip()]],
+        user_id,
+        message_ts,
+        Turn.Kind.TYPED_ANSWER,
+        text=text,
+        now=now,
+    )
+    return taken if isinstance(taken, Taken) else None
+
+
+def _take(
+    interaction: Interaction,
+    question: Question,
+    answers: Answers,
+    user_id: str,
+    turn_key: str,
+    kind: str,
+    *,
+    text: str,
+    now: datetime | None,
+) -> Taken | Refused:
+    now = now or timezone.now()
+    session = interaction.session
+    with transaction.atomic():
+        won = (
+            Interaction.objects.filter(pk=interaction.pk, state=Interaction.State.OPEN).update(
+                state=Interaction.State.ANSWERED, answered_by=user_id, answered_at=now
+            )
+            == 1
+        )
+        if not won:
+            return _refused(Refusal.ANSWERED)
+        turn = Turn.objects.create(
+            session=session,
+            connection_id=session.connection_id,
+            channel_id=session.channel_id,
+            message_ts=turn_key,
+            kind=kind,
+            user_id=user_id,
+            text=text,
+            answers=answers,
+            state=Turn.State.QUEUED,
+            message_id=message_id_for(session.connection_id, session.channel_id, turn_key),
+        )
+        Interaction.objects.filter(pk=interaction.pk).update(answer_turn=turn)
+        record(
+            "interaction.answered",
+            binding_name=session.binding.name if session.binding else "",
+            actor_id=user_id,
+            subject=f"interaction {interaction.pk}",
+            details=answer_shape(question, answers),
+        )
+        enqueue_after_commit(DRIVE_SESSION, session.pk)
+        enqueue_after_commit(CLOSE_PROMPT, interaction.pk)
+    logger.info("interaction.answered", extra={"interaction_id": interaction.pk, "turn_id": turn.pk})
+    return Taken(interaction.pk, turn.pk)
+
+
+@dataclass(frozen=True)
+class AnswerWork:
+    """What an answer turn carries to the agent's paused task."""
+
+    question: Question
+    answers: Answers
+
+
+def answer_of(turn_id: int) -> AnswerWork | None:
+    interaction = Interaction.objects.filter(answer_turn_id=turn_id).select_related("answer_turn").first()
+    if interaction is None or interaction.answer_turn is None:
+        return None
+    return AnswerWork(Question.from_dict(interaction.pause), interaction.answer_turn.answers or [])
