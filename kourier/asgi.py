@@ -8,7 +8,7 @@ django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter  # noqa: E402  (needs Django set up first)
 
-from kourier.slack.ingress import serve_slack_events_ahead_of  # noqa: E402
+from kourier.routing import http_routes  # noqa: E402
 
 # Seconds a busy thread keeps the GIL while another waits for it (Python's default: 0.005). The
 # event loop is busy under load, and the thread doing ingress's database work needs the GIL back
@@ -17,6 +17,6 @@ from kourier.slack.ingress import serve_slack_events_ahead_of  # noqa: E402
 WEB_SWITCH_INTERVAL_SECONDS = 0.0005
 sys.setswitchinterval(WEB_SWITCH_INTERVAL_SECONDS)
 
-# Slack's events skip Django's middleware and request thread (kourier/slack/ingress.py); the health
-# checks and the admin go to Django.
-application = ProtocolTypeRouter({"http": serve_slack_events_ahead_of(django_asgi_app)})
+# Slack's requests skip Django's middleware and request thread (kourier/routing.py,
+# kourier/slack/door.py); the health checks and the admin go to Django.
+application = ProtocolTypeRouter({"http": http_routes(django_asgi_app)})

@@ -3,7 +3,7 @@ from django.urls import path
 
 from kourier import health
 
-# POST /slack/events is served ahead of Django, in kourier/asgi.py.
+# Slack's requests (POST /slack/events) are served ahead of Django: kourier/routing.py.
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),

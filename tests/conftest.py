@@ -15,7 +15,7 @@ def _forget_per_process_caches():
     """Each test starts with nothing remembered from rows an earlier test wrote and rolled back."""
     from bindings import directory
     from bindings.services import forget_noted_identities
-    from kourier.slack.app import forget_apps
+    from kourier.slack.listeners import forget_apps
 
     directory.forget()
     forget_noted_identities()

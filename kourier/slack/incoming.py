@@ -1,11 +1,15 @@
-"""Reads Slack message events into the platform-neutral shape the sessions app routes (ChatMessage).
+"""What the product reads in Slack's requests: whether a payload is one Slack sends, and message
+events as the platform-neutral shape the sessions app routes (ChatMessage).
 
 Pure: no I/O. Slack's two events for one mention (app_mention and message) read the same here,
-so whichever arrives first makes the turn and the other collapses onto it.
+so whichever arrives first makes the turn and the other collapses onto it. A payload or an event
+with a field missing or of the wrong type is unreadable: it is never half read into a row.
 """
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 # Subtypes that change or remove an existing message, or that are not a person's message.
 _NOT_A_NEW_MESSAGE = frozenset(
@@ -50,29 +54,95 @@ class ChatMessage:
 
 @dataclass(frozen=True)
 class IgnoredEvent:
+    """An event that is not a person's new message (an edit, a bot's post): acked and dropped."""
+
     reason: str
+
+
+@dataclass(frozen=True)
+class UnreadableEvent:
+    """An event Slack does not send: a field it always has is missing or of another type."""
+
+    reason: str
+
+
+def why_unreadable(payload: object) -> str | None:
+    """Why a request's payload is not one Slack sends, or None when it can be dispatched.
+
+    Covers what Bolt and the listeners read before an event reaches read_message_event: the
+    payload's type, and per type the fields they index into.
+    """
+    if not isinstance(payload, dict):
+        return "not a JSON object"
+    kind = payload.get("type")
+    if not isinstance(kind, str) or not kind:
+        return "no type"
+    check = _PAYLOAD_CHECKS.get(kind)
+    return check(payload) if check is not None else None
+
+
+def _event_callback_problem(payload: Mapping[str, Any]) -> str | None:
+    event = payload.get("event")
+    if not isinstance(event, dict):
+        return "event_callback without an event"
+    if not isinstance(event.get("type"), str) or not event["type"]:
+        return "event without a type"
+    if not _absent_or_string(payload.get("team_id")):
+        return "team_id is not a string"
+    authorizations = payload.get("authorizations", [])
+    # Bolt takes the workspace from the first authorization; the listeners record it.
+    if not isinstance(authorizations, list) or not all(
+        isinstance(each, dict) and _absent_or_string(each.get("team_id")) for each in authorizations
+    ):
+        return "authorizations are not objects with a team_id"
+    return None
+
+
+def _url_verification_problem(payload: Mapping[str, Any]) -> str | None:
+    challenge = payload.get("challenge")
+    return None if isinstance(challenge, str) and challenge else "url_verification without a challenge"
+
+
+def _block_actions_problem(payload: Mapping[str, Any]) -> str | None:
+    actions = payload.get("actions")
+    if isinstance(actions, list) and actions and all(isinstance(each, dict) for each in actions):
+        return None
+    return "block_actions without actions"
+
+
+_PAYLOAD_CHECKS: dict[str, Callable[[Mapping[str, Any]], str | None]] = {
+    "event_callback": _event_callback_problem,
+    "url_verification": _url_verification_problem,
+    "block_actions": _block_actions_problem,
+}
 
 
 def mention_pattern(bot_user_id: str) -> re.Pattern[str]:
     return re.compile(rf"<@{re.escape(bot_user_id)}(?:\|[^>]*)?>")
 
 
-def read_message_event(event: dict, *, team_id: str, bot_user_id: str) -> ChatMessage | IgnoredEvent:
+def read_message_event(
+    event: Mapping[str, Any], *, team_id: str, bot_user_id: str
+) -> ChatMessage | IgnoredEvent | UnreadableEvent:
     """Turns an app_mention or message event into a ChatMessage, or says why it is not one."""
     subtype = event.get("subtype")
+    if not _absent_or_string(subtype):
+        return UnreadableEvent("subtype is not a string")
     if subtype in _NOT_A_NEW_MESSAGE or event.get("hidden"):
         return IgnoredEvent(f"subtype {subtype}")
     if event.get("bot_id") or event.get("bot_profile"):
         return IgnoredEvent("from a bot")
-    user_id = event.get("user")
-    if not user_id:
-        return IgnoredEvent("no user")
+    if event.get("user") is None and subtype is not None:
+        # Slack sends some kinds of message (subtypes) that no person wrote; a person's always has a user.
+        return IgnoredEvent(f"subtype {subtype} without a user")
+    problem = _field_problem(
+        event, required=("user", "channel", "ts"), optional=("text", "thread_ts", "team")
+    )
+    if problem is not None:
+        return UnreadableEvent(problem)
+    user_id, channel_id, ts = event["user"], event["channel"], event["ts"]
     if user_id == bot_user_id:
         return IgnoredEvent("from this app")
-    channel_id = event.get("channel")
-    ts = event.get("ts")
-    if not channel_id or not ts:
-        return IgnoredEvent("no channel or ts")
     text = event.get("text") or ""
     thread_ts = event.get("thread_ts")
     return ChatMessage(
@@ -84,3 +154,21 @@ def read_message_event(event: dict, *, team_id: str, bot_user_id: str) -> ChatMe
         text=text,
         mentions_bot=bool(bot_user_id) and bool(mention_pattern(bot_user_id).search(text)),
     )
+
+
+def _field_problem(
+    event: Mapping[str, Any], *, required: tuple[str, ...], optional: tuple[str, ...]
+) -> str | None:
+    for name in required:
+        if not event.get(name):
+            return f"no {name}"
+        if not isinstance(event[name], str):
+            return f"{name} is not a string"
+    for name in optional:
+        if not _absent_or_string(event.get(name)):
+            return f"{name} is not a string"
+    return None
+
+
+def _absent_or_string(value: object) -> bool:
+    return value is None or isinstance(value, str)

@@ -30,10 +30,22 @@ class World:
     def channel(self) -> str:
         return defaults.CHANNEL_ID
 
+    def says(self, text: str, *, user: str = defaults.ADA, thread_ts: str | None = None, **options) -> str:
+        """A person posts in the bound channel; returns the message's ts once the app acked Slack's events
+        for it with the 200 Slack needs (anything else, or no answer within 3 s, and Slack retries)."""
+        ts = self.slack.user_says(user, self.channel, text, thread_ts, **options)
+        assert_acked(self.slack, ts)
+        return ts
+
     def mention(self, text: str, *, user: str = defaults.ADA, thread_ts: str | None = None, **options) -> str:
-        return self.slack.user_says(
-            user, self.channel, f"{self.slack.bot_mention} {text}", thread_ts, **options
-        )
+        return self.says(f"{self.slack.bot_mention} {text}", user=user, thread_ts=thread_ts, **options)
+
+
+def assert_acked(slack: SlackFake, ts: str) -> None:
+    """Every event Slack sent the app about message ``ts`` was answered 200 in time."""
+    answers = [(delivery.kind, delivery.status) for delivery in slack.deliveries(ts=ts)]
+    assert answers, f"Slack sent the app no event for {ts}"
+    assert answers == [(kind, 200) for kind, _ in answers]
 
 
 @pytest.fixture

@@ -19,8 +19,8 @@ def world(make_world):
 def test_a_mention_is_acked_and_stored_as_one_turn(world):
     ts = world.mention("hello")
     deliveries = world.slack.deliveries(ts=ts)
-    assert sorted(d.kind for d in deliveries) == ["app_mention", "message"]
-    assert all(d.status == 200 for d in deliveries)
+    assert sorted((d.kind, d.status) for d in deliveries) == [("app_mention", 200), ("message", 200)]
+    assert all(d.acked_in_time for d in deliveries)
     turn = Turn.objects.get()
     assert (turn.message_ts, turn.user_id, turn.state) == (ts, defaults.ADA, Turn.State.QUEUED)
     assert Session.objects.get().thread_ts == ts
@@ -29,35 +29,39 @@ def test_a_mention_is_acked_and_stored_as_one_turn(world):
 @pytest.mark.parametrize("order", ["app_mention_first", "message_first"])
 def test_both_events_of_a_mention_and_their_retries_are_one_turn(world, order):
     ts = world.mention("hello", order=order)
-    for delivery in world.slack.deliveries(ts=ts):
-        assert world.slack.redeliver(delivery, retry_num=1).status == 200
+    retried = [world.slack.redeliver(delivery, retry_num=1) for delivery in world.slack.deliveries(ts=ts)]
+    assert sorted((d.kind, d.status) for d in retried) == [("app_mention", 200), ("message", 200)]
     assert Turn.objects.filter(message_ts=ts).count() == 1
 
 
 def test_both_events_arriving_at_once_are_one_turn(world):
     ts = world.mention("hello", concurrent=True)
-    assert all(d.status == 200 for d in world.slack.deliveries(ts=ts))
+    assert sorted(d.status for d in world.slack.deliveries(ts=ts)) == [200, 200]
     assert Turn.objects.filter(message_ts=ts).count() == 1
 
 
 @pytest.mark.parametrize("only", ["app_mention", "message"])
 def test_either_event_alone_makes_the_turn(world, only):
     ts = world.mention("hello", deliver=only)
+    assert [(d.kind, d.status) for d in world.slack.deliveries(ts=ts)] == [(only, 200)]
     assert Turn.objects.filter(message_ts=ts).count() == 1
 
 
 def test_a_message_without_mention_at_the_top_level_is_not_a_turn(world):
-    world.slack.user_says(defaults.ADA, world.channel, "just chatting")
+    ts = world.says("just chatting")
+    assert [(d.kind, d.status) for d in world.slack.deliveries(ts=ts)] == [("message", 200)]
     assert not Turn.objects.exists()
 
 
 def test_edits_deletions_and_other_bots_are_not_turns(world):
     ts = world.mention("hello")
-    world.slack.user_edits(defaults.ADA, world.channel, ts, f"{world.slack.bot_mention} edited")
+    edit = world.slack.user_edits(defaults.ADA, world.channel, ts, f"{world.slack.bot_mention} edited")
     world.slack.add_bot("U0OTHERBOT", "Other bot")
     world.slack.join(world.channel, "U0OTHERBOT")
-    world.slack.bot_says("U0OTHERBOT", world.channel, f"{world.slack.bot_mention} hi", thread_ts=ts)
-    world.slack.user_deletes(defaults.ADA, world.channel, ts)
+    bot_ts = world.slack.bot_says("U0OTHERBOT", world.channel, f"{world.slack.bot_mention} hi", thread_ts=ts)
+    deletion = world.slack.user_deletes(defaults.ADA, world.channel, ts)
+    answers = [d.status for d in [*edit, *world.slack.deliveries(ts=bot_ts), *deletion]]
+    assert answers == [200, 200, 200, 200]  # the edit, the bot's app_mention and message, the deletion
     assert Turn.objects.count() == 1
 
 
@@ -88,6 +92,8 @@ def test_an_unknown_connection_path_is_refused(world):
 def test_the_connection_can_be_named_in_the_path(world):
     world.slack.deliver_events_to(f"{world.stack.base_url}/slack/events/acme", defaults.SIGNING_SECRET)
     ts = world.mention("hello")
+    deliveries = world.slack.deliveries(ts=ts)
+    assert [(d.url.rsplit("/", 1)[-1], d.status) for d in deliveries] == [("acme", 200), ("acme", 200)]
     assert Turn.objects.filter(message_ts=ts).count() == 1
 
 

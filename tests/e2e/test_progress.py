@@ -28,6 +28,7 @@ from kourier.redaction import format_call
 from kourier.slack.status import ASSISTANT_STATUS_WORKING
 from sessions import notices, services
 from sessions.models import Session, Turn
+from tests.e2e.conftest import assert_acked
 from tests.factories import BindingFactory
 from tests.fakes.a2a_agent import steps
 from tests.fakes.slack import defaults
@@ -165,6 +166,7 @@ def modes_world(make_world, a2a_agent, start_alerts_here):
 
 def chat(world, mode: str, script: str) -> Thread:
     root = world.slack.user_says(defaults.ADA, CHANNELS[mode], f"{world.slack.bot_mention} {script}")
+    assert_acked(world.slack, root)
     return Thread(world, CHANNELS[mode], root, mode)
 
 

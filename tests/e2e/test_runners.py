@@ -57,7 +57,7 @@ def test_queued_replies_survive_a_worker_killed_between_turns(make_world, a2a_ag
     world = make_world(agent_url=a2a_agent.url, beat=True, env=FAST_RECOVERY)
     ts = world.mention("start")
     gate.wait_reached(1, timeout=WAIT)
-    world.slack.user_says(defaults.GRACE, world.channel, "next", thread_ts=ts)
+    world.says("next", user=defaults.GRACE, thread_ts=ts)
     world.slack.wait_until(lambda: Turn.objects.count() == 2, timeout=WAIT)
     world.stack.kill("worker", signal.SIGKILL)
     world.stack.start_worker(name="worker2")

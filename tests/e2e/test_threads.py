@@ -58,7 +58,7 @@ def test_every_turn_of_a_thread_goes_to_the_same_context_and_threads_to_differen
     world = make_world(agent_url=agent.url)
     first = world.mention("one")
     wait_for_reply_count(world, first, 1)
-    world.slack.user_says(defaults.GRACE, world.channel, "two", thread_ts=first)
+    world.says("two", user=defaults.GRACE, thread_ts=first)
     wait_for_reply_count(world, first, 2)
     other = world.mention("three")
     wait_for_reply_count(world, other, 1)
@@ -122,8 +122,8 @@ def test_replies_while_the_agent_works_are_queued_and_sent_in_order_one_per_turn
     world = make_world(agent_url=a2a_agent.url)
     ts = world.mention("start")
     gate.wait_reached(1, timeout=WAIT)
-    world.slack.user_says(defaults.GRACE, world.channel, "second", thread_ts=ts)
-    world.slack.user_says(defaults.ADA, world.channel, "third", thread_ts=ts)
+    world.says("second", user=defaults.GRACE, thread_ts=ts)
+    world.says("third", user=defaults.ADA, thread_ts=ts)
     world.slack.wait_until(lambda: Turn.objects.count() == 3, timeout=WAIT)
     assert len(a2a_agent.received) == 1  # nothing more is sent while the task runs
     gate.open()
@@ -195,8 +195,8 @@ def test_with_threadreplies_mention_plain_replies_ride_along_with_the_next_menti
     world = make_world(agent_url=agent.url, thread_replies="mention")
     ts = world.mention("first")
     wait_for_reply_count(world, ts, 1)
-    world.slack.user_says(defaults.GRACE, world.channel, "the build is red", thread_ts=ts)
-    world.slack.user_says(defaults.ADA, world.channel, f"{world.slack.bot_mention} why?", thread_ts=ts)
+    world.says("the build is red", user=defaults.GRACE, thread_ts=ts)
+    world.says(f"{world.slack.bot_mention} why?", user=defaults.ADA, thread_ts=ts)
     wait_for_reply_count(world, ts, 2)
     received = agent.wait_for_received(2)
     assert received[1].text == (
@@ -280,7 +280,7 @@ def test_a_task_that_does_not_complete_is_told_in_plain_words_and_the_queue_move
     world = make_world(agent_url=a2a_agent.url)
     ts = world.mention("start")
     gate.wait_reached(1, timeout=WAIT)
-    world.slack.user_says(defaults.ADA, world.channel, "again", thread_ts=ts)
+    world.says("again", user=defaults.ADA, thread_ts=ts)
     gate.open()
     answers = wait_for_reply_count(world, ts, 3)
     assert [a.text for a in answers] == ["Trying. ", notice, "next answer"]
@@ -302,7 +302,7 @@ def test_a_reply_after_the_ttl_is_told_the_conversation_expired(make_world, agen
     wait_for_reply_count(world, ts, 1)
     wait_for_turns_to_end(world, 1)
     Session.objects.update(expires_at="2000-01-01T00:00:00Z")
-    world.slack.user_says(defaults.ADA, world.channel, "still there?", thread_ts=ts)
+    world.says("still there?", user=defaults.ADA, thread_ts=ts)
     answers = wait_for_reply_count(world, ts, 2)
     assert answers[1].text == notices.EXPIRED
     assert len(agent.received) == 1
@@ -321,7 +321,7 @@ def test_a_task_the_agent_forgot_is_told_and_the_next_message_starts_a_fresh_con
     answers = wait_for_reply_count(world, ts, 2)
     assert answers[1].text == notices.CONVERSATION_GONE
     wait_for_turns_to_end(world, 1)
-    world.slack.user_says(defaults.ADA, world.channel, "again", thread_ts=ts)
+    world.says("again", user=defaults.ADA, thread_ts=ts)
     answers = wait_for_reply_count(world, ts, 3)
     assert answers[2].text == "fresh start"
     second = [r.message for r in a2a_agent.calls("SendStreamingMessage")][1]

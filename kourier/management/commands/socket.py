@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
 from bindings.models import Connection
-from kourier.slack.app import bolt_app_for
+from kourier.slack.listeners import bolt_app_for
 
 logger = logging.getLogger(__name__)
 

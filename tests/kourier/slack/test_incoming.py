@@ -1,6 +1,12 @@
 import pytest
 
-from kourier.slack.incoming import ChatMessage, IgnoredEvent, read_message_event
+from kourier.slack.incoming import (
+    ChatMessage,
+    IgnoredEvent,
+    UnreadableEvent,
+    read_message_event,
+    why_unreadable,
+)
 
 BOT = "U0BOT"
 
@@ -46,8 +52,74 @@ def test_a_thread_root_is_not_a_reply_to_itself():
         pytest.param({"subtype": "bot_message", "bot_id": "B1"}, id="a legacy bot message"),
         pytest.param({"bot_id": "B1"}, id="a bot's message"),
         pytest.param({"user": BOT}, id="the product's own message"),
-        pytest.param({"user": None}, id="a message with no user"),
+        pytest.param({"subtype": "huddle_thread", "user": None}, id="a kind of message no person wrote"),
     ],
 )
 def test_what_is_not_a_new_message_from_a_person_is_ignored(overrides):
     assert isinstance(read_message_event(event(**overrides), team_id="T1", bot_user_id=BOT), IgnoredEvent)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "reason"),
+    [
+        pytest.param({"user": None}, "no user", id="a person's message without a user"),
+        pytest.param({"channel": None}, "no channel", id="no channel"),
+        pytest.param({"channel": ""}, "no channel", id="an empty channel"),
+        pytest.param({"ts": None}, "no ts", id="no ts"),
+        pytest.param({"text": ["hello"]}, "text is not a string", id="text a list"),
+        pytest.param({"channel": 42}, "channel is not a string", id="channel a number"),
+        pytest.param({"thread_ts": {"ts": "1"}}, "thread_ts is not a string", id="thread_ts an object"),
+        pytest.param({"user": {"id": "U0ADA"}}, "user is not a string", id="user an object"),
+        pytest.param({"ts": 1700000001.0001}, "ts is not a string", id="ts a number"),
+        pytest.param({"team": ["T1"]}, "team is not a string", id="team a list"),
+        pytest.param({"subtype": ["bot_message"]}, "subtype is not a string", id="subtype a list"),
+    ],
+)
+def test_an_event_with_a_field_missing_or_of_another_type_is_unreadable(overrides, reason):
+    read = read_message_event(event(**overrides), team_id="T1", bot_user_id=BOT)
+    assert read == UnreadableEvent(reason)
+
+
+ENVELOPE = {"type": "event_callback", "team_id": "T1", "event_id": "Ev1", "event": event(),
+            "authorizations": [{"team_id": "T1", "user_id": BOT}]}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        pytest.param(ENVELOPE, id="an event"),
+        pytest.param({**ENVELOPE, "event": {"type": "emoji_changed"}}, id="an event of a type not used"),
+        pytest.param({"type": "url_verification", "challenge": "c-1"}, id="url_verification"),
+        pytest.param({"type": "block_actions", "actions": [{"action_id": "a"}]}, id="block_actions"),
+        pytest.param({"type": "view_submission"}, id="a payload type read no further here"),
+    ],
+)
+def test_a_payload_slack_sends_can_be_dispatched(payload):
+    assert why_unreadable(payload) is None
+
+
+@pytest.mark.parametrize(
+    ("payload", "reason"),
+    [
+        pytest.param([ENVELOPE], "not a JSON object", id="a list"),
+        pytest.param({"event": event()}, "no type", id="no type"),
+        pytest.param({**ENVELOPE, "type": 7}, "no type", id="a type that is not a string"),
+        pytest.param({"type": "event_callback"}, "event_callback without an event", id="no event"),
+        pytest.param({**ENVELOPE, "event": "message"}, "event_callback without an event", id="event a string"),
+        pytest.param({**ENVELOPE, "event": {"user": "U0ADA"}}, "event without a type", id="event without a type"),
+        pytest.param({**ENVELOPE, "team_id": 1}, "team_id is not a string", id="team_id a number"),
+        pytest.param({**ENVELOPE, "authorizations": ["T1"]}, "authorizations are not objects with a team_id",
+                     id="authorizations strings"),
+        pytest.param({**ENVELOPE, "authorizations": [{"team_id": 1}]},
+                     "authorizations are not objects with a team_id", id="an authorization's team_id a number"),
+        pytest.param({"type": "url_verification"}, "url_verification without a challenge", id="no challenge"),
+        pytest.param({"type": "url_verification", "challenge": ["c"]}, "url_verification without a challenge",
+                     id="challenge a list"),
+        pytest.param({"type": "block_actions"}, "block_actions without actions", id="no actions"),
+        pytest.param({"type": "block_actions", "actions": []}, "block_actions without actions", id="no action"),
+        pytest.param({"type": "block_actions", "actions": ["a"]}, "block_actions without actions",
+                     id="actions not objects"),
+    ],
+)  # fmt: skip
+def test_a_payload_slack_does_not_send_is_unreadable(payload, reason):
+    assert why_unreadable(payload) == reason

@@ -1,8 +1,10 @@
-"""The Bolt app of each Connection: verifies Slack's requests and hands messages to the sessions app.
+"""The Bolt app of each Connection and its listeners: verify Slack's requests and hand messages to the
+sessions app. Served over HTTP by kourier/slack/door.py and over Socket Mode by `manage.py socket`.
 
-Listeners only read the event and call a service; the service commits the rows and enqueues the
-work, and Bolt acks once the listener returns (process_before_response), so an acked event is
-always stored.
+Listeners only read the event (kourier/slack/incoming.py) and call a service; the service commits
+the rows and enqueues the work, and Bolt acks once the listener returns (process_before_response),
+so an acked event is always stored. An event they cannot read is acked and dropped, with a log line
+saying why (never its text).
 """
 
 import asyncio
@@ -19,11 +21,10 @@ from bindings import directory
 from bindings.models import Connection
 from bindings.services import note_slack_identity
 from kourier.db import in_database_thread
-from kourier.slack.incoming import ChatMessage
 from sessions.services import route_message
 
 from .clients import async_web_client, connection_workspace
-from .incoming import IgnoredEvent, read_message_event
+from .incoming import ChatMessage, IgnoredEvent, UnreadableEvent, read_message_event
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +86,11 @@ def _build_app(connection: Connection) -> AsyncApp:
         read = read_message_event(
             event, team_id=body.get("team_id", ""), bot_user_id=context.bot_user_id or ""
         )
+        if isinstance(read, UnreadableEvent):
+            logger.warning(
+                "slack.event_unreadable", extra={"reason": read.reason, "connection_id": connection_id}
+            )
+            return
         if isinstance(read, IgnoredEvent):
             logger.debug("slack.event_ignored", extra={"reason": read.reason, "connection_id": connection_id})
             return
@@ -97,8 +103,10 @@ def _build_app(connection: Connection) -> AsyncApp:
     app.event("app_mention")(take_message)
     app.event("message")(take_message)
 
-    async def ignore_other_events(ack) -> None:
+    async def ignore_other_events(ack, event: dict) -> None:
         # Slack retries events that are not answered 2xx; the ones we don't use are acked and dropped.
+        reason = f"event type not used: {event['type']}"
+        logger.debug("slack.event_ignored", extra={"reason": reason, "connection_id": connection_id})
         await ack()
 
     app.event(re.compile(".*"))(ignore_other_events)

@@ -1,6 +1,7 @@
-"""POST /slack/events served ahead of Django: which requests it refuses, and what else it passes on.
+"""Slack's door, served ahead of Django: which requests it refuses, and what else it passes on.
 
-Requests that reach Bolt's listeners (and Slack's auth.test) are in tests/e2e/test_ingress.py.
+Requests that reach Bolt's listeners (and Slack's auth.test) are in tests/e2e/test_ingress.py, and
+signed bodies the door cannot read in tests/e2e/test_bad_input.py.
 """
 
 import json
@@ -9,7 +10,7 @@ import time
 import pytest
 
 from bindings import directory
-from kourier.slack.ingress import serve_slack_events_ahead_of
+from kourier.routing import http_routes
 from sessions.models import Turn
 from tests.factories import ConnectionFactory
 from tests.fakes.slack.events import signed_headers
@@ -46,7 +47,10 @@ class Django:
         await send({"type": "http.response.body", "body": b""})
 
 
-async def request(path: str, body: bytes = b"", *, method: str = "POST", headers=None, django=None):
+async def request(
+    path: str, body: bytes | list[bytes] = b"", *, method: str = "POST", headers=None, django=None
+):
+    """Sends one request through the web process's routing; a list body arrives in those chunks."""
     scope = {
         "type": "http",
         "method": method,
@@ -54,7 +58,11 @@ async def request(path: str, body: bytes = b"", *, method: str = "POST", headers
         "query_string": b"",
         "headers": [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()],
     }
-    chunks = [{"type": "http.request", "body": body, "more_body": False}]
+    parts = body if isinstance(body, list) else [body]
+    chunks = [
+        {"type": "http.request", "body": part, "more_body": index < len(parts) - 1}
+        for index, part in enumerate(parts)
+    ]
     sent: list[dict] = []
 
     async def receive():
@@ -63,7 +71,7 @@ async def request(path: str, body: bytes = b"", *, method: str = "POST", headers
     async def send(message):
         sent.append(message)
 
-    await serve_slack_events_ahead_of(django or Django())(scope, receive, send)
+    await http_routes(django or Django())(scope, receive, send)
     start, *bodies = sent
     response_headers = {k.decode(): v.decode() for k, v in start["headers"]}
     return start["status"], response_headers, b"".join(m.get("body", b"") for m in bodies)
@@ -120,3 +128,41 @@ async def test_a_body_larger_than_django_takes_is_refused(acme, settings):
     big = json.dumps({"type": "url_verification", "challenge": "x" * 200}).encode()
     status, _, _ = await request("/slack/events", big, headers=signed(big))
     assert status == 413
+
+
+async def test_a_body_arriving_in_parts_is_read_whole(acme):
+    parts = [URL_VERIFICATION[:10], URL_VERIFICATION[10:20], URL_VERIFICATION[20:]]
+    status, _, body = await request("/slack/events", parts, headers=signed(URL_VERIFICATION))
+    assert (status, json.loads(body)) == (200, {"challenge": "c-123"})
+
+
+async def test_a_body_is_refused_at_the_part_that_passes_the_limit_and_the_rest_is_not_read(acme, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 100
+    parts = [b"x" * 60, b"x" * 60, b"never read"]
+    scope = {"type": "http", "method": "POST", "path": "/slack/events", "query_string": b"", "headers": []}
+    received: list[bytes] = []
+    sent: list[dict] = []
+
+    async def receive():
+        part = parts[len(received)]
+        received.append(part)
+        return {"type": "http.request", "body": part, "more_body": len(received) < len(parts)}
+
+    async def send(message):
+        sent.append(message)
+
+    await http_routes(Django())(scope, receive, send)
+    assert sent[0]["status"] == 413
+    assert len(received) == 2
+
+
+async def test_a_signed_body_the_door_cannot_read_is_a_bad_request(acme):
+    body = b"{not json"
+    status, _, answer = await request("/slack/events/acme", body, headers=signed(body))
+    assert (status, json.loads(answer)) == (400, {"error": "unreadable request"})
+
+
+async def test_an_unsigned_body_the_door_cannot_read_is_refused_before_it_is_read(acme):
+    body = b"{not json"
+    status, _, _ = await request("/slack/events/acme", body, headers=signed(body, "forged"))
+    assert status == 401

@@ -1,0 +1,159 @@
+"""Slack's door: POST /slack/events (and /slack/events/<connection>), Events API and interactivity on one URL.
+
+A Channels consumer that kourier/routing.py serves ahead of Django: a Slack request needs none of
+the admin's middleware, nor Django's thread per request. The request stays on the event loop; only a
+listener's database work hops to a thread.
+
+The door answers itself what it can tell from the request alone: 405 for another method, 413 for a
+body over DATA_UPLOAD_MAX_MEMORY_SIZE (read no further), 400 for a body that is not UTF-8 (Slack's
+signature helpers verify text), 401 when no Connection signed it (an unknown name in the path too),
+503 when the Connection is not configured, and 400 for a signed body it cannot read (not JSON or
+form data, not a payload Slack sends). Everything else is the answer of the Connection's Bolt app
+(kourier/slack/listeners.py).
+"""
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from channels.exceptions import StopConsumer
+from channels.generic.http import AsyncHttpConsumer
+from django.conf import settings
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_sdk.signature import SignatureVerifier
+
+from bindings import directory
+from bindings.models import Connection, MissingSecret
+
+from .incoming import why_unreadable
+from .listeners import bolt_app_for
+
+logger = logging.getLogger(__name__)
+
+# What reading a body of unexpected shape raises in Bolt's parsing (JSON that is not an object, a
+# nested field of another type, JSON nested deeper than Python recurses).
+_UNREADABLE = (ValueError, TypeError, AttributeError, LookupError, RecursionError)
+
+
+class SlackEvents(AsyncHttpConsumer):
+    """One Slack request: the Connection named in the path (``connection``), else the one that signed it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.body_size = 0
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        # Channels' dispatch first closes the database connections past their age, on the one thread
+        # that also does the listeners' database work, for every message: each request would queue
+        # behind that thread. The listeners' database calls reset a broken connection themselves
+        # (kourier/db.in_database_thread).
+        if message["type"] == "http.request":
+            await self.http_request(message)
+        elif message["type"] == "http.disconnect":
+            raise StopConsumer()
+
+    async def http_request(self, message: dict[str, Any]) -> None:
+        """Reads the body as it arrives, up to the limit: a larger one is refused, not held in memory."""
+        if self.scope["method"] != "POST":
+            await self._respond(405, b"", [(b"allow", b"POST")])
+            raise StopConsumer()
+        chunk = message.get("body", b"")
+        self.body_size += len(chunk)
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        if limit is not None and self.body_size > limit:
+            self.body.clear()
+            logger.warning("slack.request_refused", extra={"reason": "body over the size limit"})
+            await self._respond_json(413, {"error": "request too large"})
+            raise StopConsumer()
+        self.body.append(chunk)
+        if not message.get("more_body", False):
+            await self.handle(b"".join(self.body))
+            raise StopConsumer()
+
+    async def handle(self, raw_body: bytes) -> None:
+        try:
+            body = raw_body.decode("utf-8")
+        except UnicodeDecodeError:
+            await self._unreadable("not UTF-8", connection_id=None)
+            return
+        name: str | None = self.scope["url_route"]["kwargs"].get("connection")
+        headers = {
+            key.decode("latin-1").lower(): value.decode("latin-1") for key, value in self.scope["headers"]
+        }
+        try:
+            connection = signed_by(await directory.acurrent(), name, body, headers)
+        except MissingSecret as exc:
+            await self._misconfigured(name, exc)
+            return
+        if connection is None:
+            # Unknown path, or a signature no Connection made: the same answer, so nothing is revealed.
+            logger.warning("slack.request_refused", extra={"reason": "no connection verifies it"})
+            await self._respond_json(401, {"error": "invalid request"})
+            return
+        try:
+            app = bolt_app_for(connection)
+        except MissingSecret as exc:
+            await self._misconfigured(connection.name, exc)
+            return
+        request = read_request(body, headers, self.scope.get("query_string", b"").decode("latin-1"))
+        if isinstance(request, str):
+            await self._unreadable(request, connection_id=connection.pk)
+            return
+        response = await app.async_dispatch(request)
+        response_headers = [
+            (key.encode("latin-1"), value.encode("latin-1"))
+            for key, value in response.first_headers_without_set_cookie().items()
+        ]
+        await self._respond(response.status, response.body.encode("utf-8"), response_headers)
+
+    async def _unreadable(self, reason: str, *, connection_id: int | None) -> None:
+        logger.warning("slack.request_unreadable", extra={"reason": reason, "connection_id": connection_id})
+        await self._respond_json(400, {"error": "unreadable request"})
+
+    async def _misconfigured(self, connection_name: str | None, problem: MissingSecret) -> None:
+        logger.error(
+            "slack.connection_misconfigured", extra={"connection": connection_name, "detail": str(problem)}
+        )
+        await self._respond_json(503, {"error": "connection is not configured"})
+
+    async def _respond_json(self, status: int, content: dict[str, str]) -> None:
+        await self._respond(status, json.dumps(content).encode(), [(b"content-type", b"application/json")])
+
+    async def _respond(self, status: int, body: bytes, headers: Sequence[tuple[bytes, bytes]]) -> None:
+        await self.send_response(
+            status, body, headers=[(b"content-length", str(len(body)).encode()), *headers]
+        )
+
+
+def signed_by(
+    connections: directory.Directory, name: str | None, body: str, headers: dict[str, str]
+) -> Connection | None:
+    """The Connection that signed the request: the one named in the path, else any whose secret verifies it.
+
+    A named Connection whose signing secret is not set raises MissingSecret: that is a server's
+    misconfiguration, not a request to refuse.
+    """
+    if name is not None:
+        named = connections.by_name.get(name)
+        if named is not None and SignatureVerifier(named.signing_secret()).is_valid_request(body, headers):
+            return named
+        return None
+    for connection in connections.connections:
+        try:
+            secret = connection.signing_secret()
+        except MissingSecret:
+            continue
+        if SignatureVerifier(secret).is_valid_request(body, headers):
+            return connection
+    return None
+
+
+def read_request(body: str, headers: dict[str, str], query: str) -> AsyncBoltRequest | str:
+    """The request as Bolt reads it, or why it cannot be read."""
+    bolt_headers: dict[str, str | Sequence[str]] = dict(headers)
+    try:
+        request = AsyncBoltRequest(body=body, query=query, headers=bolt_headers)
+    except _UNREADABLE as exc:
+        return f"Bolt cannot read it ({type(exc).__name__})"
+    return why_unreadable(request.body) or request
