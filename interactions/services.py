@@ -19,10 +19,12 @@ from django.utils import timezone
 from audit.services import record
 from kourier.a2a.events import AnswerFormat, Question
 from kourier.queue import enqueue_after_commit
+from kourier.slack.clients import connection_workspace, web_client
 from sessions.models import Session, Turn
 from sessions.queue import DRIVE_SESSION
 from sessions.turns import message_id_for
 
+from . import prompts
 from .answers import Answers, Incomplete, Mismatch, read_answers
 from .audit import answer_shape
 from .models import Interaction
@@ -219,3 +221,55 @@ def answer_of(turn_id: int) -> AnswerWork | None:
     if interaction is None or interaction.answer_turn is None:
         return None
     return AnswerWork(Question.from_dict(interaction.pause), interaction.answer_turn.answers or [])
+
+
+def close_prompt(interaction_id: int) -> bool:
+    """Rewrites an ended Interaction's prompt to say how it ended, its controls removed. Safe to repeat
+    (``chat.update`` shows the same however often it is sent). False when there is nothing to close."""
+    interaction = Interaction.objects.select_related("session__connection").filter(pk=interaction_id).first()
+    if interaction is None or interaction.state == Interaction.State.OPEN:
+        return False
+    rewrite_prompt(interaction)
+    Interaction.objects.filter(pk=interaction_id).update(closed_at=timezone.now())
+    return True
+
+
+def rewrite_prompt(interaction: Interaction) -> None:
+    """The prompt, once its Interaction ended: the questions, and a line that says how it ended."""
+    if not interaction.prompt_ts:
+        return  # never posted
+    question = Question.from_dict(interaction.pause)
+    if interaction.state == Interaction.State.ANSWERED and interaction.answered_at is not None:
+        line = prompts.answered_line(interaction.answered_by, interaction.answered_at)
+    else:
+        line = prompts.TIMED_OUT_LINE
+    connection = interaction.session.connection
+    web_client(connection.bot_token(), workspace=connection_workspace(connection.pk)).chat_update(
+        channel=interaction.channel_id,
+        ts=interaction.prompt_ts,
+        blocks=prompts.closed_prompt(question, line),
+        text=prompts.fallback_text(question),
+    )
+
+
+def claim_timeouts(*, now: datetime | None = None) -> int:
+    """Marks every open Interaction past its deadline timed out (a conditional update: an answer that
+    wins meanwhile keeps it); how many."""
+    now = now or timezone.now()
+    return Interaction.objects.filter(state=Interaction.State.OPEN, deadline__lte=now).update(
+        state=Interaction.State.TIMED_OUT
+    )
+
+
+def timed_out_to_close() -> list[Interaction]:
+    """Timed-out Interactions whose task, prompt and thread are not yet all told (a sweep that stopped
+    half-way leaves them here)."""
+    return list(
+        Interaction.objects.filter(state=Interaction.State.TIMED_OUT, closed_at=None)
+        .select_related("turn", "session__binding", "session__connection")
+        .order_by("deadline")
+    )
+
+
+def mark_closed(interaction_id: int) -> None:
+    Interaction.objects.filter(pk=interaction_id).update(closed_at=timezone.now())

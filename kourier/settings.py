@@ -171,6 +171,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "sessions.tasks.post_owed_notices",
         "schedule": env("RECOVERY_INTERVAL_SECONDS"),
     },
+    "time-out-interactions": {
+        "task": "interactions.tasks.time_out_interactions",
+        "schedule": env("RECOVERY_INTERVAL_SECONDS"),
+    },
     "delete-expired-sessions": {"task": "sessions.tasks.delete_expired_sessions", "schedule": 3600.0},
 }
 

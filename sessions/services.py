@@ -18,6 +18,7 @@ from django.utils import timezone
 from bindings import directory
 from bindings.manifest import ThreadReplies
 from bindings.models import Binding, Connection
+from interactions.services import take_typed_answer
 from kourier.db import insert_unless_taken
 from kourier.progress import ThreadKind
 from kourier.queue import enqueue_after_commit
@@ -67,6 +68,13 @@ def route_message(
     )
     session: Session | None = found
     thread = ThreadState(has_session=session is not None, expired=bool(session and session.expires_at <= now))
+    if found is not None and not thread.expired and message.thread_ts and found.message_turn_id is None:
+        # The agent's open question may take a typed reply: the first one is its answer, mention or not.
+        answered = take_typed_answer(
+            found, message_ts=message.ts, user_id=message.user_id, text=message.text, now=now
+        )
+        if answered is not None:
+            return RouteResult(route=Route.TURN, created=True, turn_id=answered.turn_id)
     decision = route(message, thread, thread_replies=ThreadReplies(binding.thread_replies))
     if decision is Route.IGNORE:
         return RouteResult(route=decision)

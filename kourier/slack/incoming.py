@@ -172,3 +172,46 @@ def _field_problem(
 
 def _absent_or_string(value: object) -> bool:
     return value is None or isinstance(value, str)
+
+
+@dataclass(frozen=True)
+class SubmitPress:
+    """A press of a prompt's Submit button: who pressed what, where, with the prompt's inputs."""
+
+    value: str  # the button's value: the product's id of what the prompt asks
+    team_id: str
+    channel_id: str
+    message_ts: str  # the prompt's message
+    thread_ts: str | None
+    user_id: str
+    values: dict[str, Any]  # state.values: block_id → action_id → the input's value
+
+
+def read_submit(payload: Mapping[str, Any], action: Mapping[str, Any]) -> SubmitPress | UnreadableEvent:
+    """Reads a block_actions payload for one of its actions (a button), or says why it cannot."""
+    user = payload.get("user")
+    channel = payload.get("channel")
+    container = payload.get("container")
+    state = payload.get("state") or {}
+    if not isinstance(user, Mapping) or not isinstance(user.get("id"), str):
+        return UnreadableEvent("block_actions without a user")
+    if not isinstance(channel, Mapping) or not isinstance(channel.get("id"), str):
+        return UnreadableEvent("block_actions without a channel")
+    if not isinstance(container, Mapping) or not isinstance(container.get("message_ts"), str):
+        return UnreadableEvent("block_actions without a message")
+    if not isinstance(state, Mapping) or not isinstance(state.get("values", {}), Mapping):
+        return UnreadableEvent("block_actions state is not an object")
+    value = action.get("value")
+    if not isinstance(value, str):
+        return UnreadableEvent("button without a value")
+    team = payload.get("team")
+    thread_ts = container.get("thread_ts")
+    return SubmitPress(
+        value=value,
+        team_id=str(team.get("id", "")) if isinstance(team, Mapping) else "",
+        channel_id=channel["id"],
+        message_ts=container["message_ts"],
+        thread_ts=thread_ts if isinstance(thread_ts, str) else None,
+        user_id=user["id"],
+        values=dict(state.get("values", {})),
+    )

@@ -20,11 +20,13 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from bindings import directory
 from bindings.models import Connection
 from bindings.services import note_slack_identity
+from interactions.presses import take_submit
+from interactions.prompts import SUBMIT_ACTION
 from kourier.db import in_database_thread
 from sessions.services import route_message
 
 from .clients import async_web_client, connection_workspace
-from .incoming import ChatMessage, IgnoredEvent, UnreadableEvent, read_message_event
+from .incoming import ChatMessage, IgnoredEvent, UnreadableEvent, read_message_event, read_submit
 
 logger = logging.getLogger(__name__)
 
@@ -110,6 +112,26 @@ def _build_app(connection: Connection) -> AsyncApp:
         await ack()
 
     app.event(re.compile(".*"))(ignore_other_events)
+
+    async def take_answer(ack, body: dict, action: dict) -> None:
+        await ack()
+        press = read_submit(body, action)
+        if isinstance(press, UnreadableEvent):
+            logger.warning(
+                "slack.press_unreadable", extra={"reason": press.reason, "connection_id": connection_id}
+            )
+            return
+        await take_submit(press, connection_id=connection_id, bot_token=bot_token)
+
+    bot_token = connection.bot_token()
+    app.action(SUBMIT_ACTION)(take_answer)
+
+    async def ignore_other_actions(ack) -> None:
+        # Choosing an option in a prompt's inputs sends nothing (they are input blocks); anything else
+        # is acked so that Slack shows no error.
+        await ack()
+
+    app.action(re.compile(".*"))(ignore_other_actions)
     return app
 
 

@@ -42,3 +42,42 @@ async def person_name(client: AsyncWebClient, team_id: str, user_id: str) -> str
         return None
     await shared_cache.aset(key, name or "", NAME_CACHE_SECONDS)
     return name
+
+
+MEMBERS_CACHE_SECONDS = 60  # who is in a channel: read again at least once a minute
+MEMBERS_PAGE_SIZE = 200
+
+
+async def channel_members(client: AsyncWebClient, channel_id: str) -> frozenset[str]:
+    """Everyone in the channel (conversations.members, every page), cached for at most a minute.
+
+    Raises the Slack error when Slack cannot tell: the caller must not guess.
+    """
+    key = f"slack-members:{channel_id}"
+    cached = await shared_cache.aget(key)
+    if cached is not None:
+        return frozenset(cached)
+    members: list[str] = []
+    cursor = None
+    while True:
+        response = await client.conversations_members(
+            channel=channel_id, limit=MEMBERS_PAGE_SIZE, cursor=cursor
+        )
+        members += response.get("members") or []
+        cursor = (response.get("response_metadata") or {}).get("next_cursor")
+        if not cursor:
+            break
+    await shared_cache.aset(key, members, MEMBERS_CACHE_SECONDS)
+    return frozenset(members)
+
+
+async def is_bot(client: AsyncWebClient, user_id: str) -> bool:
+    """Whether the user is a bot or an app (users.info). Raises the Slack error when Slack cannot tell."""
+    key = f"slack-bot:{user_id}"
+    cached = await shared_cache.aget(key)
+    if cached is not None:
+        return bool(cached)
+    user = (await client.users_info(user=user_id))["user"]
+    bot = bool(user.get("is_bot") or user.get("is_app_user")) or user_id == "USLACKBOT"
+    await shared_cache.aset(key, bot, NAME_CACHE_SECONDS)
+    return bot

@@ -24,8 +24,8 @@ from kourier.progress import (
     Card,
     CardStatus,
     Ending,
-    Mode,
     Progress,
+    ProgressMode,
     ThreadKind,
 )
 from kourier.slack import status as assistant_status
@@ -34,7 +34,7 @@ from kourier.slack.writer import STREAM_CARD_LIMIT, ReplyTarget, SlackReply
 from tests.fakes.slack import defaults
 from tests.fakes.slack.clock import ManualClock
 
-STEPS, SAA, ACTIVITY = Mode.STEPS, Mode.STEPS_AND_ACTIVITY, Mode.ACTIVITY
+STEPS, SAA, ACTIVITY = ProgressMode.STEPS, ProgressMode.STEPS_AND_ACTIVITY, ProgressMode.ACTIVITY
 CHAT, ALERT = ThreadKind.CHAT, ThreadKind.ALERT
 REPLY_METHODS = (
     "chat.startStream",
@@ -81,7 +81,7 @@ class Reply:
     """One turn's reply: its Progress on a fake clock and the SlackReply that renders it."""
 
     fake: Any
-    mode: Mode
+    mode: ProgressMode
     thread: ThreadKind
     min_interval: float = 0.0
     status: bool = False
