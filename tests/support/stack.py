@@ -86,6 +86,17 @@ class Stack:
         process.send_signal(sig)
         process.wait(timeout=30)
 
+    def wait_for_log(self, name: str, text: str, *, count: int = 1, timeout: float) -> None:
+        """Waits until the process's log holds ``text`` at least ``count`` times (a sign it did
+        something, such as beat sending a sweep), or fails naming what was missing."""
+        path = self.logs / f"{name}.log"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if path.exists() and path.read_text(errors="replace").count(text) >= count:
+                return
+            time.sleep(0.1)  # polling a log file for a condition, not timing a race
+        raise TimeoutError(f"{name}'s log did not show {text!r} {count} times:\n{self.log_tail(name)}")
+
     def log_tail(self, name: str, lines: int = 60) -> str:
         path = self.logs / f"{name}.log"
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""

@@ -1,0 +1,374 @@
+"""The agent asks, a channel member answers in the thread, and the same task carries on (askUser),
+end to end: signed events and block_actions into Daphne, a Celery worker running turns against the
+scripted a2a-sdk agent, the prompt and the answers in the Slack fake."""
+
+import json
+import signal
+from datetime import timedelta
+
+import pytest
+
+from audit.models import AuditEvent
+from interactions.models import Interaction
+from interactions.prompts import SUBMIT_ACTION, TIMED_OUT_LINE
+from sessions import notices
+from sessions.models import Turn
+from tests.fakes.a2a_agent import HITL_EXTENSION, ReceivedMessage, kagent
+from tests.fakes.a2a_agent.steps import Step, input_required, jsonrpc_error, text
+from tests.fakes.slack import defaults
+
+pytestmark = pytest.mark.slow
+
+WAIT = 20.0
+ACK = "hourglass_flowing_sand"
+QUESTIONS = [
+    kagent.Question("Which database should I use?", ["PostgreSQL", "MySQL", "SQLite"]),
+    kagent.Question("Which features?", ["Auth", "Caching", "Search"], multiple=True),
+    kagent.Question("Anything else?"),
+]
+
+
+def answers_received(received: ReceivedMessage) -> dict:
+    [payload] = [part["metadata"] for part in received.parts if "metadata" in part] or [received.metadata]
+    return payload[HITL_EXTENSION]
+
+
+def ask_then_finish(received: ReceivedMessage) -> list[Step]:
+    if received.is_continuation:
+        return [text("Thanks, carrying on.")]
+    return kagent.v1.ask_user_pause(QUESTIONS, request_id="adk-ask")
+
+
+@pytest.fixture
+def kagent_agent(make_a2a_agent):
+    agent = make_a2a_agent(text_style="kagent-1.0", extensions=[HITL_EXTENSION])
+    agent.on_message(ask_then_finish)
+    return agent
+
+
+def bot_messages(world, thread_ts):
+    return [m for m in world.slack.thread(world.channel, thread_ts)[1:] if m.is_bot]
+
+
+def wait_for_prompt(world, thread_ts):
+    def prompt():
+        found = [m for m in bot_messages(world, thread_ts) if _has_submit(m.blocks)]
+        return found[0] if found else None
+
+    world.slack.wait_until(lambda: prompt() is not None, timeout=WAIT)
+    return prompt()
+
+
+def _has_submit(blocks) -> bool:
+    return any(
+        element.get("action_id") == SUBMIT_ACTION
+        for block in blocks
+        if block.get("type") == "actions"
+        for element in block.get("elements", [])
+    )
+
+
+def submit(world, prompt_ts, *, user=defaults.GRACE, choices=None):
+    delivery = world.slack.press_button(user, world.channel, prompt_ts, SUBMIT_ACTION, choices=choices or {})
+    assert delivery.status == 200  # Slack needs its 200 within three seconds, whatever the press
+    return delivery
+
+
+def wait_for_turns_to_end(world, count):
+    world.slack.wait_until(
+        lambda: Turn.objects.exclude(state__in=[Turn.State.QUEUED, Turn.State.RUNNING]).count() >= count,
+        timeout=WAIT,
+    )
+
+
+def test_a_kagent_question_is_answered_in_the_thread_and_the_same_task_carries_on(make_world, kagent_agent):
+    world = make_world(agent_url=kagent_agent.url, dialect="kagent-v1", ask_user=True)
+    ts = world.mention("set up the service")
+    prompt = wait_for_prompt(world, ts)
+    assert [kagent_agent.received[0].text.endswith("set up the service")] == [True]
+    inputs = {
+        block["block_id"]: block["element"]["type"] for block in prompt.blocks if block["type"] == "input"
+    }
+    assert inputs == {
+        "question-0": "radio_buttons",
+        "question-1": "checkboxes",
+        "question-2": "plain_text_input",
+    }
+    world.slack.wait_until(lambda: ACK not in world.slack.message(world.channel, ts).reactions, timeout=WAIT)
+
+    submit(world, prompt.ts, choices={"answer-0": "0", "answer-1": ["0", "1"], "answer-2": "Use the backups"})
+
+    world.slack.wait_until(lambda: len(kagent_agent.received) == 2, timeout=WAIT)
+    answer = kagent_agent.received[1]
+    assert answer.task_id == kagent_agent.received[0].server_task_id  # the same task carries on
+    assert answers_received(answer) == {
+        "type": "ask_user_response",
+        "id": "adk-ask",
+        "answers": [
+            {"answer": ["PostgreSQL"]},
+            {"answer": ["Auth", "Caching"]},
+            {"answer": ["Use the backups"]},
+        ],
+    }
+    assert answer.headers.get("authorization") == kagent_agent.received[0].headers.get("authorization")
+    world.slack.wait_until(
+        lambda: any(m.text == "Thanks, carrying on." for m in bot_messages(world, ts)), timeout=WAIT
+    )
+    closed = world.slack.message(world.channel, prompt.ts)
+    assert not _has_submit(closed.blocks)
+    assert f"Answered by <@{defaults.GRACE}>" in json.dumps(closed.blocks)
+    [row] = AuditEvent.objects.filter(action="interaction.answered")
+    assert row.actor_id == defaults.GRACE
+    assert row.details["answers"] == [
+        {"question": 1, "choices": 3, "picked": 1},
+        {"question": 2, "choices": 3, "picked": 2},
+        {"question": 3, "text_length": "1-20"},
+    ]
+    assert "backups" not in json.dumps(row.details)
+
+
+def test_without_askuser_a_paused_task_is_cancelled_and_the_thread_told(make_world, kagent_agent):
+    world = make_world(agent_url=kagent_agent.url, dialect="kagent-v1", ask_user=False)
+    ts = world.mention("set up the service")
+    world.slack.wait_until(
+        lambda: any(m.text == notices.QUESTION_NOT_ENABLED for m in bot_messages(world, ts)), timeout=WAIT
+    )
+    world.slack.wait_until(lambda: len(kagent_agent.calls("CancelTask")) == 1, timeout=WAIT)
+    assert not Interaction.objects.exists()
+    assert not any(_has_submit(m.blocks) for m in bot_messages(world, ts))
+
+
+def test_a_cancel_the_agent_refuses_still_tells_the_thread_and_the_next_reply_starts_a_new_task(
+    make_world, a2a_agent
+):
+    a2a_agent.on_message(
+        lambda received: (
+            [input_required("Which environment?")]
+            if received.text.endswith("deploy")
+            else [text("A fresh start.")]
+        )
+    )
+    # kagent 0.10 answers a cancel of a paused task so.
+    a2a_agent.fail_next_call(jsonrpc_error(-32603, "Cancellation is not supported"), method="CancelTask")
+    world = make_world(agent_url=a2a_agent.url, ask_user=False)
+    ts = world.mention("deploy")
+    world.slack.wait_until(
+        lambda: any(m.text == notices.QUESTION_NOT_ENABLED for m in bot_messages(world, ts)), timeout=WAIT
+    )
+    wait_for_turns_to_end(world, 1)
+    world.slack.user_says(defaults.ADA, world.channel, "try again please", thread_ts=ts)
+    world.slack.wait_until(
+        lambda: any(m.text == "A fresh start." for m in bot_messages(world, ts)), timeout=WAIT
+    )
+    assert a2a_agent.received[1].task_id is None  # not sent to the paused task
+
+
+class TestTheA2ADialect:
+    @pytest.fixture
+    def agent(self, a2a_agent):
+        def ask_then_deploy(received: ReceivedMessage) -> list[Step]:
+            if received.is_continuation:
+                return [text(f"Deploying to {received.text.rsplit(': ', 1)[-1]}.")]
+            if received.text.endswith("deploy"):
+                return [input_required("Which environment?")]
+            return [text("Next turn.")]
+
+        a2a_agent.on_message(ask_then_deploy)
+        return a2a_agent
+
+    def test_a_typed_reply_is_the_answer_without_a_mention_and_gets_its_own_reaction(self, make_world, agent):
+        world = make_world(agent_url=agent.url, ask_user=True, thread_replies="mention")
+        ts = world.mention("deploy")
+        prompt = wait_for_prompt(world, ts)
+        hint = json.dumps(prompt.blocks)
+        assert "reply in this thread" in hint
+        reply = world.slack.user_says(defaults.GRACE, world.channel, "staging", thread_ts=ts)
+        world.slack.wait_until(
+            lambda: any(m.text == "Deploying to staging." for m in bot_messages(world, ts)), timeout=WAIT
+        )
+        assert agent.received[1].task_id == agent.received[0].server_task_id
+        assert agent.received[1].text == "Slack: Grace Hopper (U0GRACE): staging"
+        adds = [call.args["timestamp"] for call in world.slack.calls("reactions.add")]
+        assert adds == [ts, reply]
+        world.slack.wait_until(
+            lambda: ACK not in world.slack.message(world.channel, reply).reactions, timeout=WAIT
+        )
+        assert Interaction.objects.get().state == Interaction.State.ANSWERED
+
+    def test_the_text_question_can_be_answered_with_submit_too(self, make_world, agent):
+        world = make_world(agent_url=agent.url, ask_user=True)
+        ts = world.mention("deploy")
+        prompt = wait_for_prompt(world, ts)
+        submit(world, prompt.ts, choices={"answer-0": "production"})
+        world.slack.wait_until(
+            lambda: any(m.text == "Deploying to production." for m in bot_messages(world, ts)), timeout=WAIT
+        )
+
+    def test_a_pause_with_structured_parts_is_cancelled_and_the_thread_told(self, make_world, a2a_agent):
+        a2a_agent.script([input_required(None, data_parts=[{"form": {"env": "string"}}])])
+        world = make_world(agent_url=a2a_agent.url, ask_user=True)
+        ts = world.mention("deploy")
+        world.slack.wait_until(
+            lambda: any(m.text == notices.QUESTION_UNUSABLE for m in bot_messages(world, ts)), timeout=WAIT
+        )
+        world.slack.wait_until(lambda: len(a2a_agent.calls("CancelTask")) == 1, timeout=WAIT)
+        assert not Interaction.objects.exists()
+
+
+def test_only_a_member_answers_a_non_member_and_an_incomplete_answer_are_told_privately(
+    make_world, kagent_agent
+):
+    world = make_world(agent_url=kagent_agent.url, dialect="kagent-v1", ask_user=True)
+    world.slack.add_user("U0EVE", "Eve Outsider")
+    ts = world.mention("set up the service")
+    prompt = wait_for_prompt(world, ts)
+
+    submit(world, prompt.ts, user="U0EVE", choices={"answer-0": "0", "answer-1": ["0"], "answer-2": "x"})
+    submit(world, prompt.ts, user=defaults.ADA, choices={"answer-0": "0"})
+    world.slack.wait_until(
+        lambda: world.slack.ephemerals(defaults.ADA) and world.slack.ephemerals("U0EVE"), timeout=WAIT
+    )
+
+    [outsider] = world.slack.ephemerals("U0EVE")
+    assert outsider.text == "Only members of this channel can answer the agent's questions."
+    [incomplete] = world.slack.ephemerals(defaults.ADA)
+    assert incomplete.text.startswith("Your answer was not sent: Question 2")
+    assert "Question 3" in incomplete.text
+    assert len(kagent_agent.received) == 1  # nothing reached the agent
+    assert Interaction.objects.get().state == Interaction.State.OPEN
+    assert _has_submit(world.slack.message(world.channel, prompt.ts).blocks)
+
+
+def test_a_reply_that_is_not_the_answer_waits_with_its_reaction_and_goes_after_it(make_world, kagent_agent):
+    kagent_agent.on_message(
+        lambda received: (
+            kagent.v1.ask_user_pause(QUESTIONS[2:], request_id="adk-ask")
+            if received.text.endswith("set up the service")
+            else [text("done" if received.is_continuation else "the reply's turn")]
+        )
+    )
+    world = make_world(agent_url=kagent_agent.url, dialect="kagent-v1", ask_user=True)
+    ts = world.mention("set up the service")
+    prompt = wait_for_prompt(world, ts)
+    reply = world.slack.user_says(defaults.ADA, world.channel, "also, hurry", thread_ts=ts)
+    world.slack.wait_until(lambda: ACK in world.slack.message(world.channel, reply).reactions, timeout=WAIT)
+    assert len(kagent_agent.received) == 1  # it waits for the answer
+
+    submit(world, prompt.ts, choices={"answer-0": "nothing"})
+    world.slack.wait_until(lambda: len(kagent_agent.received) == 3, timeout=WAIT)
+    assert kagent_agent.received[1].is_continuation  # the answer first
+    assert kagent_agent.received[2].text.endswith("also, hurry")
+    world.slack.wait_until(
+        lambda: ACK not in world.slack.message(world.channel, reply).reactions, timeout=WAIT
+    )
+
+
+def test_at_the_deadline_the_task_is_cancelled_the_prompt_closed_and_the_thread_told_once(
+    make_world, kagent_agent
+):
+    world = make_world(
+        agent_url=kagent_agent.url,
+        dialect="kagent-v1",
+        ask_user=True,
+        interaction_timeout=timedelta(seconds=1),
+        beat=True,
+        env={"RECOVERY_INTERVAL_SECONDS": "1"},
+    )
+    ts = world.mention("set up the service")
+    prompt = wait_for_prompt(world, ts)
+    world.slack.wait_until(
+        lambda: any(m.text == notices.QUESTION_TIMED_OUT for m in bot_messages(world, ts)), timeout=WAIT
+    )
+    world.slack.wait_until(
+        lambda: TIMED_OUT_LINE in json.dumps(world.slack.message(world.channel, prompt.ts).blocks),
+        timeout=WAIT,
+    )
+    assert not _has_submit(world.slack.message(world.channel, prompt.ts).blocks)
+    assert len(kagent_agent.calls("CancelTask")) == 1
+    # Beat runs the sweep every second: once it has run on after closing, the thread was still told once.
+    world.slack.wait_until(lambda: Interaction.objects.get().closed_at is not None, timeout=WAIT)
+    world.stack.wait_for_log("beat", "interactions.tasks.time_out_interactions", count=3, timeout=WAIT)
+    assert [m.text for m in bot_messages(world, ts)].count(notices.QUESTION_TIMED_OUT) == 1
+    assert len(kagent_agent.calls("CancelTask")) == 1
+
+    submit(world, prompt.ts, choices={"answer-0": "0", "answer-1": ["0"], "answer-2": "late"})  # too late
+    world.slack.wait_until(lambda: world.slack.ephemerals(defaults.GRACE), timeout=WAIT)
+    assert world.slack.ephemerals(defaults.GRACE)[0].text.startswith("This question is closed")
+    assert len(kagent_agent.received) == 1
+
+
+def restart(world) -> None:
+    """Every process of the product killed and started again (the web on a new port)."""
+    world.stack.kill("worker", signal.SIGKILL)
+    world.stack.kill("web", signal.SIGKILL)
+    world.stack.start_web()
+    world.slack.deliver_events_to(f"{world.stack.base_url}/slack/events", defaults.SIGNING_SECRET)
+    world.stack.start_worker(name="worker2")
+
+
+def test_a_press_on_a_prompt_posted_before_a_restart_is_taken_after_it(make_world, kagent_agent):
+    world = make_world(agent_url=kagent_agent.url, dialect="kagent-v1", ask_user=True)
+    ts = world.mention("set up the service")
+    prompt = wait_for_prompt(world, ts)
+    wait_for_turns_to_end(world, 1)
+    restart(world)
+    submit(world, prompt.ts, choices={"answer-0": "1", "answer-1": ["2"], "answer-2": "ok"})
+    world.slack.wait_until(
+        lambda: any(m.text == "Thanks, carrying on." for m in bot_messages(world, ts)), timeout=WAIT
+    )
+    assert answers_received(kagent_agent.received[1])["answers"][0] == {"answer": ["MySQL"]}
+
+
+def test_an_answer_taken_while_no_worker_runs_is_sent_once_by_the_next(make_world, kagent_agent):
+    world = make_world(agent_url=kagent_agent.url, dialect="kagent-v1", ask_user=True, beat=True,
+                       env={"RECOVERY_INTERVAL_SECONDS": "1"})  # fmt: skip
+    ts = world.mention("set up the service")
+    prompt = wait_for_prompt(world, ts)
+    wait_for_turns_to_end(world, 1)
+    world.stack.kill("worker", signal.SIGKILL)  # killed between taking the answer and sending it
+    submit(world, prompt.ts, choices={"answer-0": "2", "answer-1": ["1"], "answer-2": "ok"})
+    world.slack.wait_until(lambda: Turn.objects.filter(kind=Turn.Kind.ANSWER).exists(), timeout=WAIT)
+    assert len(kagent_agent.received) == 1
+    world.stack.start_worker(name="worker2")
+    world.slack.wait_until(
+        lambda: any(m.text == "Thanks, carrying on." for m in bot_messages(world, ts)), timeout=WAIT
+    )
+    wait_for_turns_to_end(world, 2)
+    world.stack.wait_for_log("beat", "sessions.tasks.recover_sessions", count=3, timeout=WAIT)
+    assert len(kagent_agent.received) == 2
+
+
+@pytest.mark.parametrize(
+    "press",
+    ["closed", "unknown", "another channel", "values that do not match"],
+)
+def test_a_bad_press_is_turned_away_privately_and_changes_nothing(make_world, kagent_agent, press):
+    world = make_world(agent_url=kagent_agent.url, dialect="kagent-v1", ask_user=True)
+    world.slack.add_channel("C0002", "elsewhere", members=[defaults.ADA, defaults.GRACE])
+    ts = world.mention("set up the service")
+    prompt = wait_for_prompt(world, ts)
+    interaction = Interaction.objects.get()
+    button = {
+        "type": "button",
+        "action_id": SUBMIT_ACTION,
+        "block_id": "submit",
+        "value": str(interaction.pk),
+    }
+    values = {"question-0": {"answer-0": {"type": "radio_buttons", "selected_option": {"value": "0"}}}}
+    channel = world.channel
+    if press == "closed":
+        Interaction.objects.filter(pk=interaction.pk).update(state=Interaction.State.TIMED_OUT)
+    elif press == "unknown":
+        button["value"] = "987654"
+    else:
+        values = {"question-0": {"answer-0": {"type": "radio_buttons", "selected_option": {"value": "7"}}}}
+    message_ts = prompt.ts
+    if press == "another channel":  # the same button and values, pressed on a message elsewhere
+        channel = "C0002"
+        message_ts = world.slack.user_says(defaults.ADA, channel, "hello there", deliver="none")
+    delivery = world.slack.send_block_actions(defaults.GRACE, channel, message_ts, [button], values)
+    assert delivery.status == 200
+    world.slack.wait_until(lambda: world.slack.ephemerals(defaults.GRACE), timeout=WAIT)
+    assert len(kagent_agent.received) == 1
+    assert not Turn.objects.filter(kind__in=[Turn.Kind.ANSWER, Turn.Kind.TYPED_ANSWER]).exists()
+    assert not AuditEvent.objects.filter(action="interaction.answered").exists()
