@@ -87,7 +87,7 @@ async def _run_session(session_id: int) -> None:
         finally:
             await _db(turns.release_lease)(session_id, owner)
         # A turn queued between the last look and the release found the lease taken; look once more.
-        if not await _db(turns.has_pending_turns)(session_id):
+        if not await _db(turns.has_runnable_turns)(session_id):
             return
 
 

@@ -61,8 +61,9 @@ def next_queued_turn(session_id: int) -> Turn | None:
     )
 
 
-def has_pending_turns(session_id: int) -> bool:
-    return Turn.objects.filter(session_id=session_id, state__in=OPEN_TURN_STATES).exists()
+def has_runnable_turns(session_id: int) -> bool:
+    """Whether a turn could run now (a turn that waits for an answer cannot)."""
+    return next_queued_turn(session_id) is not None
 
 
 def turn_is_over(turn_id: int) -> bool:

@@ -205,7 +205,7 @@ class TestTheA2ADialect:
         )
 
     def test_a_pause_with_structured_parts_is_cancelled_and_the_thread_told(self, make_world, a2a_agent):
-        a2a_agent.script([input_required(None, data_parts=[{"form": {"env": "string"}}])])
+        a2a_agent.script([input_required(None, data_parts=[{"data": {"form": {"env": "string"}}}])])  # a form
         world = make_world(agent_url=a2a_agent.url, ask_user=True)
         ts = world.mention("deploy")
         world.slack.wait_until(

@@ -79,7 +79,9 @@ def find_source(state: SlackState, user: User, channel_id: str, ts: str) -> Acti
     message = state.live_message(channel_id, ts)
     if message is None:
         raise FakeMisuse(f"{user.id} sees no message {ts} in {channel_id}")
-    if user.id not in channel.members:
+    # Anyone in the workspace can open a public channel and use its messages without joining it.
+    readable = not (channel.is_private or channel.is_im) and user.team_id == channel.team_id
+    if user.id not in channel.members and not readable:
         raise FakeMisuse(f"{user.id} is not in {channel_id}, so cannot use its messages")
     return ActionSource(channel, message=message)
 

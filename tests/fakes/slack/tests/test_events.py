@@ -273,9 +273,20 @@ def test_a_person_can_only_use_what_is_there(app_fake: SlackFake, slack_client: 
         app_fake.press_button(ADA, CHANNEL_ID, prompt["ts"], "submit", choices={"choice": "z"})
     with pytest.raises(FakeMisuse):
         app_fake.press_button(ADA, CHANNEL_ID, prompt["ts"], "pick")  # a select is chosen, not pressed
+    app_fake.add_channel("G0SECRET", "secret", members=[ADA], private=True)
+    secret = slack_client.chat_postMessage(channel="G0SECRET", text="Which?", blocks=FORM_BLOCKS)
     app_fake.add_user("U0OUT", "Out Sider")
     with pytest.raises(FakeMisuse):
-        app_fake.press_button("U0OUT", CHANNEL_ID, prompt["ts"], "submit")
+        app_fake.press_button("U0OUT", "G0SECRET", secret["ts"], "submit")
+
+
+def test_anyone_in_the_workspace_can_use_a_public_channels_messages_without_joining(
+    app_fake: SlackFake, receiver: Receiver, slack_client: WebClient
+) -> None:
+    prompt = slack_client.chat_postMessage(channel=CHANNEL_ID, text="Which?", blocks=FORM_BLOCKS)
+    app_fake.add_user("U0OUT", "Out Sider")
+    assert app_fake.press_button("U0OUT", CHANNEL_ID, prompt["ts"], "submit").ok
+    assert receiver.interactions()[-1]["user"]["id"] == "U0OUT"
 
 
 def test_an_ephemeral_prompt_is_answered_through_its_response_url(
