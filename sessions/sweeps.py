@@ -13,6 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.services import record
+from interactions.models import Interaction
 from kourier.queue import enqueue_after_commit
 from kourier.slack.clients import async_web_client, connection_workspace
 from kourier.slack.outbox import post_notice
@@ -42,6 +43,7 @@ def recover_sessions() -> Swept:
     stranded = list(
         Session.objects.filter(turns__state__in=OPEN_TURN_STATES)
         .exclude(lease_expires_at__gt=now)
+        .exclude(interactions__state=Interaction.State.OPEN)  # its task waits for people, not a runner
         .values_list("pk", flat=True)
         .distinct()
     )

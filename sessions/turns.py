@@ -10,10 +10,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Case, Q, Value, When
 from django.utils import timezone
 
 from bindings.manifest import Output, ThreadReplies
+from interactions.models import Interaction
 from kourier.progress import ProgressMode, ThreadKind
 
 from .models import OPEN_TURN_STATES, Session, ThreadNote, Turn
@@ -56,8 +57,15 @@ def release_lease(session_id: int, owner: str) -> None:
 
 
 def next_queued_turn(session_id: int) -> Turn | None:
+    """The turn to run next: none while the session's task waits for an answer; then the answer first
+    (the paused task waits for it), then the other turns in message order."""
+    if Interaction.objects.filter(session_id=session_id, state=Interaction.State.OPEN).exists():
+        return None
     return (
-        Turn.objects.filter(session_id=session_id, state__in=OPEN_TURN_STATES).order_by("message_ts").first()
+        Turn.objects.filter(session_id=session_id, state__in=OPEN_TURN_STATES)
+        .annotate(is_answer=Case(When(kind=Turn.Kind.MESSAGE, then=Value(0)), default=Value(1)))
+        .order_by("-is_answer", "message_ts")
+        .first()
     )
 
 
