@@ -41,7 +41,7 @@ async def take_submit(press: SubmitPress, *, connection_id: int, bot_token: str)
         )
         refusal = result.message
     try:
-        await tell_privately(slack, press.channel_id, press.user_id, refusal, thread_ts=press.thread_ts)
+        await tell_privately(press.response_url, refusal)
     except SlackError as exc:
         logger.warning(
             "interaction.refusal_not_told", extra={"interaction": press.value, "error": error_name(exc)}

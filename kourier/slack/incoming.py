@@ -185,6 +185,7 @@ class SubmitPress:
     thread_ts: str | None
     user_id: str
     values: dict[str, Any]  # state.values: block_id → action_id → the input's value
+    response_url: str  # where to answer the person who pressed
 
 
 def read_submit(payload: Mapping[str, Any], action: Mapping[str, Any]) -> SubmitPress | UnreadableEvent:
@@ -204,6 +205,9 @@ def read_submit(payload: Mapping[str, Any], action: Mapping[str, Any]) -> Submit
     value = action.get("value")
     if not isinstance(value, str):
         return UnreadableEvent("button without a value")
+    response_url = payload.get("response_url")
+    if not isinstance(response_url, str) or not response_url.startswith(("https://", "http://")):
+        return UnreadableEvent("block_actions without a response_url")
     team = payload.get("team")
     thread_ts = container.get("thread_ts")
     return SubmitPress(
@@ -214,4 +218,5 @@ def read_submit(payload: Mapping[str, Any], action: Mapping[str, Any]) -> Submit
         thread_ts=thread_ts if isinstance(thread_ts, str) else None,
         user_id=user["id"],
         values=dict(state.get("values", {})),
+        response_url=response_url,
     )
