@@ -12,7 +12,7 @@ from audit.models import AuditEvent
 from interactions.models import Interaction
 from interactions.prompts import SUBMIT_ACTION, TIMED_OUT_LINE
 from sessions import notices
-from sessions.models import Turn
+from sessions.models import Session, Turn
 from tests.fakes.a2a_agent import HITL_EXTENSION, ReceivedMessage, kagent
 from tests.fakes.a2a_agent.steps import Step, input_required, jsonrpc_error, text
 from tests.fakes.slack import defaults
@@ -291,15 +291,28 @@ def test_at_the_deadline_the_task_is_cancelled_the_prompt_closed_and_the_thread_
     assert [m.text for m in bot_messages(world, ts)].count(notices.QUESTION_TIMED_OUT) == 1
     assert len(kagent_agent.calls("CancelTask")) == 1
 
-    submit(world, prompt.ts, choices={"answer-0": "0", "answer-1": ["0"], "answer-2": "late"})  # too late
+    # A client that still shows the old prompt sends its press: too late.
+    button = {
+        "type": "button",
+        "action_id": SUBMIT_ACTION,
+        "block_id": "submit",
+        "value": str(Interaction.objects.get().pk),
+    }
+    delivery = world.slack.send_block_actions(defaults.GRACE, world.channel, prompt.ts, [button], {})
+    assert delivery.status == 200
     world.slack.wait_until(lambda: world.slack.ephemerals(defaults.GRACE), timeout=WAIT)
     assert world.slack.ephemerals(defaults.GRACE)[0].text.startswith("This question is closed")
     assert len(kagent_agent.received) == 1
 
 
+def wait_until_the_session_is_let_go(world) -> None:
+    """The runner has released the session's lease (a runner killed holding it leaves it to expire)."""
+    world.slack.wait_until(lambda: not Session.objects.exclude(lease_owner="").exists(), timeout=WAIT)
+
+
 def restart(world) -> None:
-    """Every process of the product killed and started again (the web on a new port)."""
-    world.stack.kill("worker", signal.SIGKILL)
+    """Every process of the product stopped and started again (the web killed, on a new port)."""
+    world.stack.kill("worker", signal.SIGTERM)
     world.stack.kill("web", signal.SIGKILL)
     world.stack.start_web()
     world.slack.deliver_events_to(f"{world.stack.base_url}/slack/events", defaults.SIGNING_SECRET)
@@ -311,6 +324,7 @@ def test_a_press_on_a_prompt_posted_before_a_restart_is_taken_after_it(make_worl
     ts = world.mention("set up the service")
     prompt = wait_for_prompt(world, ts)
     wait_for_turns_to_end(world, 1)
+    wait_until_the_session_is_let_go(world)
     restart(world)
     submit(world, prompt.ts, choices={"answer-0": "1", "answer-1": ["2"], "answer-2": "ok"})
     world.slack.wait_until(
@@ -325,6 +339,7 @@ def test_an_answer_taken_while_no_worker_runs_is_sent_once_by_the_next(make_worl
     ts = world.mention("set up the service")
     prompt = wait_for_prompt(world, ts)
     wait_for_turns_to_end(world, 1)
+    wait_until_the_session_is_let_go(world)
     world.stack.kill("worker", signal.SIGKILL)  # killed between taking the answer and sending it
     submit(world, prompt.ts, choices={"answer-0": "2", "answer-1": ["1"], "answer-2": "ok"})
     world.slack.wait_until(lambda: Turn.objects.filter(kind=Turn.Kind.ANSWER).exists(), timeout=WAIT)
