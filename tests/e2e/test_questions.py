@@ -387,3 +387,83 @@ def test_a_bad_press_is_turned_away_privately_and_changes_nothing(make_world, ka
     assert len(kagent_agent.received) == 1
     assert not Turn.objects.filter(kind__in=[Turn.Kind.ANSWER, Turn.Kind.TYPED_ANSWER]).exists()
     assert not AuditEvent.objects.filter(action="interaction.answered").exists()
+
+
+def test_long_choice_lists_are_a_select_and_a_numbered_list_whose_numbers_are_checked(
+    make_world, make_a2a_agent
+):
+    many = [f"region-{number}" for number in range(1, 13)]
+    huge = [f"host-{number}" for number in range(1, 151)]
+    agent = make_a2a_agent(text_style="kagent-1.0", extensions=[HITL_EXTENSION])
+    questions = [kagent.Question("Which region?", many), kagent.Question("Which hosts?", huge, multiple=True)]
+    agent.on_message(
+        lambda received: (
+            [text("ok")]
+            if received.is_continuation
+            else kagent.v1.ask_user_pause(questions, request_id="adk-long")
+        )
+    )
+    world = make_world(agent_url=agent.url, dialect="kagent-v1", ask_user=True)
+    ts = world.mention("pick for me")
+    prompt = wait_for_prompt(world, ts)
+    inputs = {
+        block["block_id"]: block["element"]["type"] for block in prompt.blocks if block["type"] == "input"
+    }
+    assert inputs == {"question-0": "static_select", "question-1": "plain_text_input"}
+    listed = "\n".join(
+        block["text"]["text"] for block in prompt.blocks if block["block_id"].startswith("choices-1-")
+    )
+    assert listed.splitlines()[0] == "1. host-1" and listed.splitlines()[-1] == "150. host-150"
+
+    submit(world, prompt.ts, user=defaults.ADA, choices={"answer-0": "11", "answer-1": "3, 151"})
+    submit(world, prompt.ts, user=defaults.GRACE, choices={"answer-0": "11", "answer-1": "3, 3"})
+    world.slack.wait_until(
+        lambda: world.slack.ephemerals(defaults.ADA) and world.slack.ephemerals(defaults.GRACE), timeout=WAIT
+    )
+    assert "151 is not on the list (1 to 150)" in world.slack.ephemerals(defaults.ADA)[0].text
+    assert "each number may be given once" in world.slack.ephemerals(defaults.GRACE)[0].text
+    assert len(agent.received) == 1
+
+    submit(world, prompt.ts, choices={"answer-0": "11", "answer-1": "3, 150"})
+    world.slack.wait_until(lambda: len(agent.received) == 2, timeout=WAIT)
+    assert answers_received(agent.received[1])["answers"] == [
+        {"answer": ["region-12"]},
+        {"answer": ["host-3", "host-150"]},
+    ]
+
+
+def test_a_sub_agents_question_is_labelled_with_it_and_answered_with_its_ids(make_world, make_a2a_agent):
+    agent = make_a2a_agent(text_style="kagent-1.0", extensions=[HITL_EXTENSION])
+    nested = {
+        "type": "ask_user_request",
+        "id": "adk-parent",
+        "questions": [{"question": "Which cluster?", "choices": [], "multiple": False}],
+        "nested": {
+            "subagent_name": "k8s_agent",
+            "task_id": "child-task",
+            "context_id": "child-context",
+            "tools": [{"id": "adk-child-ask", "call_id": "call_child", "name": "ask_user", "args": {}}],
+        },
+    }
+    agent.on_message(
+        lambda received: (
+            [text("ok")]
+            if received.is_continuation
+            else [
+                input_required(
+                    "Which cluster?", {HITL_EXTENSION: nested}, [HITL_EXTENSION], only_if_requested=True
+                )
+            ]
+        )
+    )
+    world = make_world(agent_url=agent.url, dialect="kagent-v1", ask_user=True)
+    ts = world.mention("scale it")
+    prompt = wait_for_prompt(world, ts)
+    assert "The sub-agent *k8s_agent* asks" in prompt.blocks[0]["text"]["text"]
+    submit(world, prompt.ts, choices={"answer-0": "prod-east"})
+    world.slack.wait_until(lambda: len(agent.received) == 2, timeout=WAIT)
+    assert answers_received(agent.received[1]) == {
+        "type": "ask_user_response",
+        "id": "adk-child-ask",
+        "answers": [{"answer": ["prod-east"]}],
+    }
