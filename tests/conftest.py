@@ -7,6 +7,7 @@ pytest_plugins = [
     "tests.support.stack",
     "tests.fakes.slack.fixtures",
     "tests.fakes.a2a_agent.fixtures",
+    "tests.support.kagent_runtime.fixtures",
 ]
 
 

@@ -1,0 +1,122 @@
+"""What a test scripts the runtime's model to do, and what the runtime records back (agent_server.py).
+
+A script is the model's turns in order, one per model call, and the tools the agent has. A turn is
+text and/or function calls; ``ask_user`` is kagent's built-in tool, every other name must be one of
+the script's tools. What the model received and which tools ran come back as ``ModelRequest`` and
+``ToolRun`` values.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A tool of the agent that answers ``result`` when it runs; ``requires_approval`` as an MCP
+    binding with ``require_approval: true`` would mark it."""
+
+    name: str
+    result: Any = field(default_factory=dict)
+    requires_approval: bool = False
+
+
+@dataclass(frozen=True)
+class Call:
+    call_id: str
+    name: str
+    args: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Turn:
+    text: str = ""
+    calls: Sequence[Call] = ()
+
+
+@dataclass(frozen=True)
+class Script:
+    turns: Sequence[Turn]
+    tools: Sequence[Tool] = ()
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "tools": [
+                    {"name": tool.name, "result": tool.result, "requires_approval": tool.requires_approval}
+                    for tool in self.tools
+                ],
+                "turns": [
+                    {
+                        "text": turn.text,
+                        "calls": [
+                            {"id": c.call_id, "name": c.name, "args": dict(c.args)} for c in turn.calls
+                        ],
+                    }
+                    for turn in self.turns
+                ],
+            }
+        )
+
+
+def question(
+    text: str, choices: Sequence[str] | None = None, *, multiple: bool | None = None
+) -> dict[str, Any]:
+    """One question of an ``ask_user`` call, in the tool's own argument shape.
+
+    Only ``question`` is required by the tool's schema: what is not given is left out of the call, as a
+    model may leave it out.
+    """
+    asked: dict[str, Any] = {"question": text}
+    if choices is not None:
+        asked["choices"] = list(choices)
+    if multiple is not None:
+        asked["multiple"] = multiple
+    return asked
+
+
+def ask_user(call_id: str, *questions: dict[str, Any]) -> Call:
+    return Call(call_id, "ask_user", {"questions": list(questions)})
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """What the model received in one call since its own previous turn, in order."""
+
+    parts: Sequence[Mapping[str, Any]]
+
+    @property
+    def function_responses(self) -> dict[str, Any]:
+        """The function responses by call id: what tools (and people, through them) answered."""
+        return {
+            part["function_response"]["id"]: part["function_response"]["response"]
+            for part in self.parts
+            if "function_response" in part
+        }
+
+    @property
+    def text(self) -> str:
+        return "".join(part["text"] for part in self.parts if "text" in part)
+
+
+@dataclass(frozen=True)
+class ToolRun:
+    call_id: str
+    name: str
+    args: Mapping[str, Any]
+
+
+def read_record(lines: Sequence[str]) -> tuple[list[ModelRequest], list[ToolRun]]:
+    """The record's model requests and tool runs, each in the order they happened."""
+    requests, runs = [], []
+    for line in lines:
+        entry = json.loads(line)
+        if "model_request" in entry:
+            requests.append(ModelRequest(entry["model_request"]))
+        elif "tool_ran" in entry:
+            ran = entry["tool_ran"]
+            runs.append(ToolRun(ran["id"], ran["name"], ran["args"]))
+    return requests, runs
