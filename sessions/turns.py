@@ -10,10 +10,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Case, Q, When
 from django.utils import timezone
 
 from bindings.manifest import Output, ThreadReplies
+from interactions.models import Interaction
 from kourier.progress import ProgressMode, ThreadKind
 
 from .models import OPEN_TURN_STATES, Session, ThreadNote, Turn
@@ -56,13 +57,21 @@ def release_lease(session_id: int, owner: str) -> None:
 
 
 def next_queued_turn(session_id: int) -> Turn | None:
-    return (
-        Turn.objects.filter(session_id=session_id, state__in=OPEN_TURN_STATES).order_by("message_ts").first()
-    )
+    """The turn the session's runner runs next: one a runner left half-way, then an answer to the
+    agent's question, then people's messages in order. While a question is open they wait: the agent's
+    task is paused on it, and only the turn that asked may still be running."""
+    waiting = Turn.objects.filter(session_id=session_id, state__in=OPEN_TURN_STATES)
+    if Interaction.objects.filter(session_id=session_id, state=Interaction.State.OPEN).exists():
+        waiting = waiting.filter(state=Turn.State.RUNNING)
+    return waiting.order_by(
+        Case(When(state=Turn.State.RUNNING, then=0), When(kind=Turn.Kind.MESSAGE, then=2), default=1),
+        "message_ts",
+    ).first()
 
 
 def has_pending_turns(session_id: int) -> bool:
-    return Turn.objects.filter(session_id=session_id, state__in=OPEN_TURN_STATES).exists()
+    """Whether the session has a turn to run now (replies behind an open question wait for it)."""
+    return next_queued_turn(session_id) is not None
 
 
 def turn_is_over(turn_id: int) -> bool:
