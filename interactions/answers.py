@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from kourier.a2a.events import AskedQuestion, Question
 
@@ -39,8 +39,10 @@ def read_answers(question: Question, values: Mapping[str, Any]) -> Answers | Inc
     answers: Answers = []
     problems: list[str] = []
     for index, asked in enumerate(question.questions):
-        entry = values.get(block_id(index), {}).get(action_id(index))
-        read = _read_one(index, asked, entry)
+        block = values.get(block_id(index), {})
+        if not isinstance(block, Mapping):
+            return Mismatch("block value not an object")
+        read = _read_one(index, asked, block.get(action_id(index)))
         if isinstance(read, Mismatch):
             return read
         if isinstance(read, Incomplete):
@@ -97,13 +99,18 @@ def _choices(asked: AskedQuestion, options: list[Any]) -> list[str] | Mismatch:
     picked: list[str] = []
     for option in options:
         value = option.get("value") if isinstance(option, Mapping) else None
-        if not isinstance(value, str) or not value.isdigit() or int(value) >= len(asked.choices):
+        if not _is_index(value) or int(value) >= len(asked.choices):
             return Mismatch("option not among the question's choices")
         choice = asked.choices[int(value)]
         if choice in picked:
             return Mismatch("option chosen twice")
         picked.append(choice)
     return picked
+
+
+def _is_index(value: Any) -> TypeGuard[str]:
+    # isdigit alone lets through digits int() refuses ("²").
+    return isinstance(value, str) and value.isascii() and value.isdigit()
 
 
 def _numbers(index: int, asked: AskedQuestion, text: str) -> list[str] | Incomplete:

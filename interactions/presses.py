@@ -26,7 +26,7 @@ async def take_submit(press: SubmitPress, *, connection_id: int, bot_token: str)
     slack = async_web_client(bot_token, workspace=connection_workspace(connection_id))
     refusal = await _why_not_allowed(slack, press)
     if refusal is None:
-        interaction_id = int(press.value) if press.value.isdigit() else 0
+        interaction_id = int(press.value) if press.value.isascii() and press.value.isdigit() else 0
         result = await in_database_thread(services.take_pressed_answer)(
             interaction_id,
             channel_id=press.channel_id,

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Case, Q, Value, When
+from django.db.models import Case, Q, When
 from django.utils import timezone
 
 from bindings.manifest import Output, ThreadReplies
@@ -57,20 +57,20 @@ def release_lease(session_id: int, owner: str) -> None:
 
 
 def next_queued_turn(session_id: int) -> Turn | None:
-    """The turn to run next: none while the session's task waits for an answer; then the answer first
-    (the paused task waits for it), then the other turns in message order."""
+    """The turn the session's runner runs next: one a runner left half-way, then an answer to the
+    agent's question, then people's messages in order. While a question is open they wait: the agent's
+    task is paused on it, and only the turn that asked may still be running."""
+    waiting = Turn.objects.filter(session_id=session_id, state__in=OPEN_TURN_STATES)
     if Interaction.objects.filter(session_id=session_id, state=Interaction.State.OPEN).exists():
-        return None
-    return (
-        Turn.objects.filter(session_id=session_id, state__in=OPEN_TURN_STATES)
-        .annotate(is_answer=Case(When(kind=Turn.Kind.MESSAGE, then=Value(0)), default=Value(1)))
-        .order_by("-is_answer", "message_ts")
-        .first()
-    )
+        waiting = waiting.filter(state=Turn.State.RUNNING)
+    return waiting.order_by(
+        Case(When(state=Turn.State.RUNNING, then=0), When(kind=Turn.Kind.MESSAGE, then=2), default=1),
+        "message_ts",
+    ).first()
 
 
 def has_runnable_turns(session_id: int) -> bool:
-    """Whether a turn could run now (a turn that waits for an answer cannot)."""
+    """Whether the session has a turn to run now (replies behind an open question wait for it)."""
     return next_queued_turn(session_id) is not None
 
 

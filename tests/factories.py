@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import factory
+from django.utils import timezone
 from factory.django import DjangoModelFactory
 
 from bindings.models import Binding, BindingChannel, Connection
+from sessions.models import Session, Turn
+from sessions.turns import message_id_for
 
 # --- bindings ----------------------------------------------------------------------------------------
 
@@ -53,3 +58,37 @@ class BindingChannelFactory(DjangoModelFactory[BindingChannel]):
     binding = factory.SubFactory(BindingFactory, channels=[])
     connection = factory.SelfAttribute("binding.connection")
     channel_id = factory.Sequence(lambda n: f"C{n:09d}X")
+
+
+# --- sessions ----------------------------------------------------------------------------------------
+
+
+class SessionFactory(DjangoModelFactory[Session]):
+    """A chat thread's session on its Binding's first channel, live for a day."""
+
+    class Meta:
+        model = Session
+
+    binding = factory.SubFactory(BindingFactory)
+    connection = factory.SelfAttribute("binding.connection")
+    channel_id = factory.LazyAttribute(lambda session: session.binding.channel_ids()[0])
+    thread_ts = factory.Sequence(lambda n: f"1700000000.{n:06d}")
+    last_activity_at = factory.LazyFunction(timezone.now)
+    expires_at = factory.LazyFunction(lambda: timezone.now() + timedelta(days=1))
+
+
+class TurnFactory(DjangoModelFactory[Turn]):
+    """A person's message in the session's thread, queued."""
+
+    class Meta:
+        model = Turn
+
+    session = factory.SubFactory(SessionFactory)
+    connection = factory.SelfAttribute("session.connection")
+    channel_id = factory.SelfAttribute("session.channel_id")
+    message_ts = factory.Sequence(lambda n: f"1700000100.{n:06d}")
+    user_id = "U0ADA"
+    text = "hello"
+    message_id = factory.LazyAttribute(
+        lambda turn: message_id_for(turn.connection.pk, turn.channel_id, turn.message_ts)
+    )

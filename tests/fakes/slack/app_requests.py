@@ -73,6 +73,12 @@ class AppRequests:
         body = events.url_verification(self.target(workspace), challenge)
         return self.signed(workspace, "url_verification", json.dumps(body).encode())
 
+    def response_url(self, person: User, source: interactivity.ActionSource) -> str:
+        """A response_url for a press of ``person`` on ``source``, registered as a press registers one."""
+        workspace = self._state.workspace(source.channel.team_id)
+        registered = interactivity.register_response_url(self._state, workspace, source, person)
+        return f"{self._server_root()}actions/{workspace.team_id}/{registered.id}/{secrets.token_urlsafe(12)}"
+
     def block_actions(
         self,
         person: User,

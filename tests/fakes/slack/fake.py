@@ -606,6 +606,14 @@ class SlackFake:
         """A person picks an option in a select, radio group, checkboxes or overflow menu that sends at once."""
         return self._act(user, channel, ts, action_id, block_id, choice, choices or {})
 
+    def response_url(self, user: str, channel: str, ts: str) -> str:
+        """The response_url a press by ``user`` on message ``ts`` would carry, for tests that hand a
+        press to the app's code directly instead of delivering it."""
+        with self._state.lock:
+            person = self._user(user)
+            source = interactivity.find_source(self._state, person, channel, ts)
+            return self._requests.response_url(person, source)
+
     def send_block_actions(
         self,
         user: str,

@@ -242,11 +242,17 @@ def apply_response_url(
                 user=target.user,
                 text=text,
                 blocks=blocks or [],
-                thread_ts=payload.get("thread_ts"),
+                # Shown beside the message that was pressed: in its thread when it is in one.
+                thread_ts=payload.get("thread_ts") or _thread_of(state, target),
                 bot_id=workspace.app.bot_id,
             )
         )
     return 200, {"ok": True}, target.team_id, emitted
+
+
+def _thread_of(state: SlackState, target: ResponseUrl) -> str | None:
+    message = state.live_message(target.channel, target.message_ts)
+    return message.thread_ts if message is not None else None
 
 
 def _change_original(

@@ -1,0 +1,223 @@
+"""A Submit press as the door's listener hands it over, against the Slack fake: only a channel member
+who is not a bot may answer (members read from Slack, every page, kept a minute), and every press that
+is not taken is told why in a message only that person sees."""
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import pytest
+from django import db
+from django.core.cache import caches
+
+from interactions import prompts, services
+from interactions.models import Interaction
+from interactions.presses import MEMBERSHIP_UNKNOWN, take_submit
+from kourier.slack.incoming import SubmitPress
+from kourier.slack.people import MEMBERS_PAGE_SIZE
+from sessions.models import Turn
+from tests.factories import BindingFactory, TurnFactory
+from tests.fakes.slack import defaults
+from tests.fakes.slack.interactivity import state_values
+
+from .questions import FREE_TEXT, ONE_OF_THREE, question
+
+# The press is taken from the database threads async code uses: they must see the test's rows.
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ASKED = question(ONE_OF_THREE, FREE_TEXT)
+COMPLETE = {"answer-0": "0", "answer-1": "Whenever suits."}
+OUTSIDER = "U0EVE"  # in the workspace, not in the channel
+OTHER_BOT = "U0ALERTS"
+NOT_A_MEMBER = services.REFUSALS[services.Refusal.NOT_A_MEMBER]
+
+
+@dataclass(frozen=True)
+class Prompt:
+    interaction_id: int
+    connection_id: int
+    thread_ts: str
+    ts: str
+    blocks: list
+
+
+@pytest.fixture(autouse=True)
+def _nobody_remembered():
+    """Who is in the channel, and who is a bot, as an earlier test's Slack said, is forgotten."""
+    # A cache of the settings as they are now: this thread's may predate the test Redis.
+    caches.create_connection("default").delete_many(
+        [f"slack-members:{defaults.CHANNEL_ID}"]
+        + [f"slack-bot:{user}" for user in (defaults.ADA, defaults.GRACE, OUTSIDER, OTHER_BOT)]
+    )
+
+
+@pytest.fixture
+def prompt(slack_fake, slack_client, settings, monkeypatch) -> Prompt:
+    """The agent's question, posted in a thread of the fake's channel; the app's calls so far forgotten."""
+    settings.SLACK_API_URL = slack_fake.url
+    monkeypatch.setenv("SLACK_BOT_TOKEN", slack_fake.bot_token)
+    slack_fake.add_user(OUTSIDER, "Eve Outsider")
+    binding = BindingFactory(channels=[defaults.CHANNEL_ID], ask_user=True)
+    root = slack_fake.user_says(
+        defaults.ADA, defaults.CHANNEL_ID, f"{slack_fake.bot_mention} hi", deliver="none"
+    )
+    turn = TurnFactory(
+        session__binding=binding,
+        session__thread_ts=root,
+        message_ts=root,
+        state=Turn.State.DONE,
+        outcome=Turn.Outcome.ASKED,
+    )
+    interaction = services.open_question(turn.pk, ASKED)
+    blocks = prompts.open_prompt(ASKED, interaction.pk, typed_replies=False)
+    ts = slack_client.chat_postMessage(
+        channel=defaults.CHANNEL_ID, thread_ts=root, blocks=blocks, text=prompts.fallback_text(ASKED)
+    )["ts"]
+    services.record_prompt(interaction.pk, ts)
+    slack_fake.reset_calls()
+    return Prompt(interaction.pk, binding.connection_id, root, ts, blocks)
+
+
+def submit(
+    slack_fake,
+    prompt: Prompt,
+    user: str,
+    picked=COMPLETE,
+    *,
+    value: str | None = None,
+    response_url: str | None = None,
+) -> None:
+    """``user`` picks or types ``picked`` (by action_id) in the prompt and presses Submit."""
+    press = SubmitPress(
+        value=str(prompt.interaction_id) if value is None else value,
+        team_id=defaults.TEAM_ID,
+        channel_id=defaults.CHANNEL_ID,
+        message_ts=prompt.ts,
+        thread_ts=prompt.thread_ts,
+        user_id=user,
+        values=state_values(prompt.blocks, picked),
+        response_url=response_url or slack_fake.response_url(user, defaults.CHANNEL_ID, prompt.ts),
+    )
+
+    async def scenario() -> None:
+        # One database thread, whose connection is closed after: it must not hold the test database.
+        database_thread = ThreadPoolExecutor(max_workers=1)
+        asyncio.get_running_loop().set_default_executor(database_thread)
+        try:
+            await take_submit(press, connection_id=prompt.connection_id, bot_token=slack_fake.bot_token)
+        finally:
+            await asyncio.get_running_loop().run_in_executor(database_thread, lambda: db.connection.close())
+
+    asyncio.run(scenario())
+
+
+def told(slack_fake, user: str) -> list[tuple[str, str | None]]:
+    """What the user alone was shown in the channel, and in which thread."""
+    return [(shown.text, shown.thread_ts) for shown in slack_fake.ephemerals(user, defaults.CHANNEL_ID)]
+
+
+def answered() -> bool:
+    return Interaction.objects.get().state == Interaction.State.ANSWERED
+
+
+def answer_turns() -> int:
+    return Turn.objects.filter(kind=Turn.Kind.ANSWER).count()
+
+
+def test_a_members_complete_answer_is_taken_and_nobody_is_told_anything(prompt, slack_fake):
+    submit(slack_fake, prompt, defaults.ADA)
+    assert answered()
+    assert Turn.objects.get(kind=Turn.Kind.ANSWER).answers == [["Europe"], ["Whenever suits."]]
+    assert slack_fake.count("chat.postEphemeral") == 0
+
+
+def test_someone_outside_the_channel_is_refused_in_their_own_message_and_nothing_is_taken(prompt, slack_fake):
+    submit(slack_fake, prompt, OUTSIDER)
+    assert not answered()
+    assert answer_turns() == 0
+    # Through the press's response_url, which reaches them though they are not in the channel
+    # (chat.postEphemeral would be refused: user_not_in_channel).
+    assert told(slack_fake, OUTSIDER) == [(NOT_A_MEMBER, prompt.thread_ts)]
+
+
+def test_a_bot_in_the_channel_is_refused_privately_and_nothing_is_taken(prompt, slack_fake):
+    slack_fake.add_bot(OTHER_BOT, "alerts")
+    slack_fake.join(defaults.CHANNEL_ID, OTHER_BOT)
+    submit(slack_fake, prompt, OTHER_BOT)
+    assert not answered()
+    assert told(slack_fake, OTHER_BOT) == [(NOT_A_MEMBER, prompt.thread_ts)]
+    assert told(slack_fake, defaults.ADA) == []
+
+
+def test_a_member_who_left_an_answer_incomplete_is_told_privately_what_to_fix(prompt, slack_fake):
+    submit(slack_fake, prompt, defaults.ADA, {"answer-0": "1"})
+    assert not answered()
+    assert told(slack_fake, defaults.ADA) == [
+        ("Your answer was not sent: Question 2 (Anything else?) needs an answer.", prompt.thread_ts)
+    ]
+    assert told(slack_fake, defaults.GRACE) == []
+
+
+def test_a_member_who_answers_second_is_told_privately_it_was_already_answered(prompt, slack_fake):
+    submit(slack_fake, prompt, defaults.ADA)
+    submit(slack_fake, prompt, defaults.GRACE, {"answer-0": "2", "answer-1": "Now."})
+    assert told(slack_fake, defaults.GRACE) == [
+        (services.REFUSALS[services.Refusal.ANSWERED], prompt.thread_ts)
+    ]
+    assert answer_turns() == 1
+    assert Interaction.objects.get().answered_by == defaults.ADA
+
+
+@pytest.mark.parametrize("value", ["not-an-id", "²", "99999999999999999999999999"])
+def test_a_press_that_names_no_question_is_refused_privately(prompt, slack_fake, value):
+    submit(slack_fake, prompt, defaults.ADA, value=value)
+    assert not answered()
+    assert told(slack_fake, defaults.ADA) == [(services.REFUSALS[services.Refusal.UNKNOWN], prompt.thread_ts)]
+
+
+class TestTheChannelsMembers:
+    @pytest.fixture
+    def crowd(self, slack_fake) -> list[str]:
+        """More people join the channel than one page of conversations.members holds."""
+        people = [f"U1{number:06d}" for number in range(MEMBERS_PAGE_SIZE + 50)]
+        for person in people:
+            slack_fake.add_user(person, f"Person {person}")
+            slack_fake.join(defaults.CHANNEL_ID, person)
+        return people
+
+    def test_are_read_page_by_page_so_that_a_member_on_the_last_page_may_answer(
+        self, crowd, prompt, slack_fake
+    ):
+        submit(slack_fake, prompt, crowd[-1])
+        assert answered()
+        pages = slack_fake.calls("conversations.members")
+        assert len(pages) == 2
+        assert "cursor" not in pages[0].args or not pages[0].args["cursor"]
+        assert pages[1].args["cursor"] == pages[0].response["response_metadata"]["next_cursor"]
+
+    def test_are_read_once_for_the_presses_of_a_minute(self, prompt, slack_fake):
+        submit(slack_fake, prompt, defaults.GRACE, {"answer-0": "1"})
+        submit(slack_fake, prompt, defaults.ADA)
+        submit(slack_fake, prompt, defaults.GRACE)
+        assert slack_fake.count("conversations.members") == 1
+        assert answered()
+
+    @pytest.mark.parametrize("method", ["conversations.members", "users.info"])
+    def test_that_slack_cannot_tell_refuse_the_press_saying_why_and_take_nothing(
+        self, prompt, slack_fake, method
+    ):
+        slack_fake.fail(method, "internal_error", times=None)
+        submit(slack_fake, prompt, defaults.ADA)
+        assert not answered()
+        assert answer_turns() == 0
+        assert told(slack_fake, defaults.ADA) == [(MEMBERSHIP_UNKNOWN, prompt.thread_ts)]
+        slack_fake.clear_faults()
+        submit(slack_fake, prompt, defaults.ADA)
+        assert answered()
+
+
+def test_a_refusal_slack_will_not_show_does_not_fail_the_press(prompt, slack_fake):
+    dead_url = f"{slack_fake.url}/actions/{defaults.TEAM_ID}/R0GONE/secret"  # Slack: no_active_hooks
+    submit(slack_fake, prompt, defaults.ADA, {}, response_url=dead_url)  # does not raise
+    assert not answered()
+    assert told(slack_fake, defaults.ADA) == []
