@@ -4,9 +4,12 @@ scripted a2a-sdk agent, the prompt and the answers in the Slack fake."""
 
 import json
 import signal
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
+from django import db
 
 from audit.models import AuditEvent
 from interactions.models import Interaction
@@ -467,3 +470,42 @@ def test_a_sub_agents_question_is_labelled_with_it_and_answered_with_its_ids(mak
         "id": "adk-child-ask",
         "answers": [{"answer": ["prod-east"]}],
     }
+
+
+@pytest.mark.postgres
+@pytest.mark.skipif(
+    db.connection.vendor != "postgresql",
+    reason="concurrent claims are settled by PostgreSQL's row locks; SQLite serializes every write",
+)
+def test_of_twenty_concurrent_answers_one_reaches_the_agent_and_the_others_are_told_privately(
+    make_world, kagent_agent
+):
+    world = make_world(agent_url=kagent_agent.url, dialect="kagent-v1", ask_user=True)
+    people = [f"U0P{number:02d}" for number in range(20)]
+    for person in people:
+        world.slack.add_user(person, f"Person {person}")
+        world.slack.join(world.channel, person)
+    ts = world.mention("set up the service")
+    prompt = wait_for_prompt(world, ts)
+    choices = {"answer-0": "0", "answer-1": ["1"], "answer-2": "ok"}
+    start = threading.Barrier(len(people))
+
+    def press(person: str) -> int:
+        start.wait()
+        return world.slack.press_button(
+            person, world.channel, prompt.ts, SUBMIT_ACTION, choices=choices
+        ).status
+
+    with ThreadPoolExecutor(len(people)) as pool:
+        statuses = list(pool.map(press, people))
+
+    assert statuses == [200] * len(people)
+    world.slack.wait_until(
+        lambda: sum(len(world.slack.ephemerals(p)) for p in people) == len(people) - 1, timeout=WAIT
+    )
+    told = [shown.text for person in people for shown in world.slack.ephemerals(person)]
+    assert told == ["Someone answered this question already; your answer was not sent."] * (len(people) - 1)
+    wait_for_turns_to_end(world, 2)
+    assert len(kagent_agent.received) == 2
+    assert Turn.objects.filter(kind=Turn.Kind.ANSWER).count() == 1
+    assert AuditEvent.objects.filter(action="interaction.answered").count() == 1
