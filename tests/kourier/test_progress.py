@@ -356,6 +356,7 @@ def test_s12_steps_in_an_alert_thread_is_the_line_first_then_a_card_for_each_cal
     tool call in every update after it."""
     t = turn(STEPS, ALERT, [(0, call("a")), (0.2, call("b")), (5, ok("a")), (6, ok("b")), (7, COMPLETED)])
     assert (t.writes[0].view.line, t.writes[0].view.cards) == ("Calling search()", ())
+    assert t.writes[1:]
     for w in t.writes[1:]:
         assert [c.id for c in w.view.cards] == ["call-a", "call-b"]
         assert w.view.line is None
