@@ -32,7 +32,7 @@ import pytest
 
 from kourier.a2a.text import SEGMENT_SEPARATOR
 from sessions.models import PostIntent, Session, Turn
-from tests.e2e.test_threads import ACK
+from tests.e2e.test_threads import ACK, poll_until
 from tests.fakes.a2a_agent import steps
 from tests.fakes.a2a_agent.gates import Gate
 from tests.fakes.slack import defaults
@@ -229,17 +229,6 @@ def make_schedule(seed: int) -> Schedule:
     return Schedule(seed, turns, kills, faults, gates)
 
 
-def poll_until(condition, timeout: float, interval: float = 0.25) -> bool:
-    """Re-checks ``condition`` until it holds or ``timeout`` passes. (The Slack fake's ``wait_until``
-    holds the fake's lock while it checks, so it is not for conditions that read the database.)"""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(interval)  # polling a condition, bounded by the deadline
-    return True
-
-
 # --- what a person sees ----------------------------------------------------------------------------
 
 
@@ -376,9 +365,9 @@ def test_chaos_nothing_lost_nothing_repeated(seed, make_world, a2a_agent, record
         )
 
     all_ended_at = None
-    if poll_until(ended, timeout=ENDED_WITHIN):
+    if poll_until(ended, timeout=ENDED_WITHIN, interval=0.25):
         all_ended_at = run.at()
-        poll_until(settled, timeout=SETTLED_WITHIN)
+        poll_until(settled, timeout=SETTLED_WITHIN, interval=0.25)
     # Either way, the assertions below say what is missing.
     run.note("settled" if settled() else "NOT settled in time")
 

@@ -11,7 +11,7 @@ import pytest
 from kourier.progress import NO_RESULT
 from sessions import notices, services
 from sessions.models import Turn
-from tests.e2e.test_threads import WAIT, replies, wait_for_turns_to_end
+from tests.e2e.test_threads import WAIT, replies, wait_for, wait_for_turns_to_end
 from tests.fakes.a2a_agent import steps
 from tests.fakes.a2a_agent.gates import Gate
 
@@ -34,7 +34,7 @@ def kill_the_worker_and_start_another(world) -> None:
 
 
 def the_reply_is_recorded(world) -> None:
-    world.slack.wait_until(lambda: Turn.objects.filter(reply_ts__gt="").exists(), timeout=WAIT)
+    wait_for(lambda: Turn.objects.filter(reply_ts__gt="").exists(), "the reply recorded")
 
 
 def kill_mid_turn_with_cards(world, thread_ts: str, gate: Gate) -> None:

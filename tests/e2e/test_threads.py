@@ -37,6 +37,24 @@ def wait_for_reply_count(world, thread_ts, count, *, done=True):
     return replies(world, thread_ts)
 
 
+def poll_until(condition, timeout: float, interval: float = 0.1) -> bool:
+    """Re-checks ``condition`` until it holds or ``timeout`` passes. For conditions that read the
+    database: the Slack fake's ``wait_until`` holds the fake's lock while it checks, so a database read
+    there would hold up every Slack call the product makes meanwhile."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(interval)  # polling a condition, bounded by the deadline
+    return True
+
+
+def wait_for(condition, what: str, *, timeout: float = WAIT) -> None:
+    """Waits until ``condition`` (a read of the database) holds; fails saying what never came."""
+    if not poll_until(condition, timeout):
+        pytest.fail(f"{what}: not within {timeout} s")
+
+
 def wait_for_turns_to_end(world, count, *, timeout=WAIT):
     """Waits until ``count`` turns have ended and the product is done with each: its failure notice
     posted, its acknowledgment reaction taken off (the last thing a runner does for a turn). Only then
@@ -54,9 +72,7 @@ def wait_for_turns_to_end(world, count, *, timeout=WAIT):
             ).exists()
         )
 
-    try:
-        world.slack.wait_until(done, timeout=timeout)
-    except TimeoutError:
+    if not poll_until(done, timeout):
         turns = list(Turn.objects.order_by("message_ts").values_list("message_ts", "state", "acknowledged"))
         owed = list(
             PostIntent.objects.filter(
@@ -154,7 +170,7 @@ def test_replies_while_the_agent_works_are_queued_and_sent_in_order_one_per_turn
     gate.wait_reached(1, timeout=WAIT)
     world.slack.user_says(defaults.GRACE, world.channel, "second", thread_ts=ts)
     world.slack.user_says(defaults.ADA, world.channel, "third", thread_ts=ts)
-    world.slack.wait_until(lambda: Turn.objects.count() == 3, timeout=WAIT)
+    wait_for(lambda: Turn.objects.count() == 3, "three turns")
     states = list(Turn.objects.order_by("message_ts").values_list("state", flat=True))
     assert states == [Turn.State.RUNNING, Turn.State.QUEUED, Turn.State.QUEUED]
     gate.open()
@@ -325,7 +341,7 @@ def test_a_reply_after_the_ttl_is_told_the_conversation_expired(make_world, agen
     Session.objects.update(expires_at="2000-01-01T00:00:00Z")
     world.slack.user_says(defaults.ADA, world.channel, "still there?", thread_ts=ts)
     # The product is done with the late message once its notice is posted and its turn says so.
-    world.slack.wait_until(lambda: Turn.objects.filter(outcome="expired").exists(), timeout=WAIT)
+    wait_for(lambda: Turn.objects.filter(outcome="expired").exists(), "the late message told it expired")
     assert [a.text for a in replies(world, ts)] == ["Hello from the agent.", notices.EXPIRED]
     assert list(Turn.objects.order_by("message_ts").values_list("state", flat=True)) == [
         Turn.State.DONE,
