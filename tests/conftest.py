@@ -5,6 +5,7 @@ import pytest
 pytest_plugins = [
     "tests.support.private_redis",
     "tests.support.stack",
+    "tests.support.seeds_report",
     "tests.fakes.slack.fixtures",
     "tests.fakes.a2a_agent.fixtures",
     "tests.support.kagent_runtime.fixtures",

@@ -155,8 +155,8 @@ async def test_list_tasks_by_context(make_a2a_agent):
         await run_turn(client, hello(key="three", context_id="ctx-other"))
         tasks = await client.list_tasks("ctx-list")
 
-    assert {task.id for task in tasks} == {first[0].task_id, second[0].task_id}
-    assert all(task.context_id == "ctx-list" for task in tasks)
+    assert sorted(task.id for task in tasks) == sorted([first[0].task_id, second[0].task_id])
+    assert [task.context_id for task in tasks] == ["ctx-list", "ctx-list"]
     assert agent.calls("ListTasks")[0].params["contextId"] == "ctx-list"
 
 

@@ -41,7 +41,7 @@ def test_stream_of_a_turn_decodes_with_final_flag_and_partial_metadata():
     turn = exchanges(V010, "01_two_tools_approve_one_deny_one")[0]
     events = [CODEC.decode_stream_event(result) for result in turn.results]
 
-    assert all(isinstance(event, StatusUpdate) for event in events)
+    assert [type(event) for event in events] == [StatusUpdate] * 8
     assert events[0].message.role is Role.USER  # the request echoed back
     assert events[2].message.metadata["kagent_adk_partial"] is True
     assert events[2].message.parts == (TextPart("I will add the num"),)

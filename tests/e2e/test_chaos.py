@@ -4,36 +4,54 @@ agent dropping streams and stalling. Afterwards nothing is lost, nothing is repe
 half-done.
 
 One run is one seed. The seed drives the whole schedule (who says what and when, the agent's script
-for each message, which worker is killed and when, which Slack call fails and how); it is printed at
-the start and named in every assertion, so a failure can be replayed:
+for each message, which worker is killed and when, which Slack call fails and how); it is in the
+test's id, printed at the start, named in every assertion and, passed or failed, in pytest's summary
+(its "seeds" section), so any run can be replayed:
 
     CHAOS_SEED=1234 pytest tests/e2e/test_chaos.py
 
+Without CHAOS_SEED the test runs CI's fixed seeds (``CI_SEEDS``), so a CI run is the same every time.
 Replaying a seed replays the schedule, not the exact interleaving of real processes on a busy host.
 The figures of a run are printed as one ``CHAOS-FIGURES {json}`` line (see docs/reliability.md).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import random
 import signal
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
 from kourier.a2a.text import SEGMENT_SEPARATOR
-from sessions.models import Session, Turn
-from tests.e2e.test_threads import ACK
+from kourier.slack.outbox import PostKind
+from sessions.models import PostIntent, Session, Turn
+from tests.e2e.test_threads import ACK, poll_until
 from tests.fakes.a2a_agent import steps
 from tests.fakes.a2a_agent.gates import Gate
 from tests.fakes.slack import defaults
+from tests.support import seeds_report
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(330)]
+# The timeout only stops a run that hangs: the waits below are bounded by construction (the
+# schedule's 40 s, then ENDED_WITHIN and SETTLED_WITHIN), well within it. It counts the test itself,
+# not the wait for another run to finish (see ``one_chaos_run_at_a_time``).
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(330, func_only=True),
+    pytest.mark.xdist_group("chaos"),  # one worker for every run, once xdist groups again (below)
+]
+
+# The seeds CI runs, chosen once (not at random) so that every CI run is the same. Both passed on the
+# tree they were first run on (docs/reliability.md): 206 runs into all five kinds of Slack fault with
+# five kills; 203 four kinds (no 10 s timeout), with ratelimited three times and four kills.
+CI_SEEDS = (206, 203)
 
 # Leases expire fast and beat sweeps every second, so a killed worker's sessions move on quickly.
 FAST_RECOVERY = {"SESSION_LEASE_SECONDS": "3", "RECOVERY_INTERVAL_SECONDS": "1"}
@@ -44,8 +62,8 @@ KILLS = (3, 5)
 SLACK_FAULTS = (8, 14)
 MAX_TIMEOUTS = 3  # each costs the product's Slack timeout (10 s) before it gives up on the call
 ACTIVE_SECONDS = 40.0  # messages, kills, faults and gate openings all happen in this window
-SETTLE_SECONDS = 180.0  # after it: every turn ends, every reaction goes, no reply streams
-TEST_BUDGET_SECONDS = 300.0  # issue #5: the chaos test is bounded to five minutes
+ENDED_WITHIN = 180.0  # after the schedule: every turn has ended (that includes the killed ones' leases)
+SETTLED_WITHIN = 30.0  # then: every reaction gone, no reply streaming, no notice still owed
 
 FAULT_METHODS = (
     "chat.startStream",
@@ -60,9 +78,34 @@ FAULT_KINDS = ("ratelimited", "http_500", "http_503", "timeout", "timeout_after_
 PEOPLE = (defaults.ADA, defaults.GRACE)
 
 
-def chaos_seed() -> int:
-    value = os.environ.get("CHAOS_SEED", "").strip()
-    return int(value) if value else random.SystemRandom().randrange(1, 2**31)
+def chaos_seeds() -> list[int | str]:
+    """The seeds to run: CHAOS_SEED's (one, or several as "101,102"; "random" for a new one), else
+    CI's. A random seed is drawn inside the test, so that every xdist worker collects the same tests."""
+    chosen = os.environ.get("CHAOS_SEED", "").replace(",", " ").split()
+    if not chosen:
+        return list(CI_SEEDS)
+    return [value if value == "random" else int(value) for value in chosen]
+
+
+def replay_command(seed: int) -> str:
+    return f"CHAOS_SEED={seed} pytest tests/e2e/test_chaos.py"
+
+
+@pytest.fixture
+def one_chaos_run_at_a_time(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Under xdist two runs would otherwise overlap: two stacks of five processes on two cores, which
+    tells more about the host than about the product. ``xdist_group`` says so, but pytest-xdist's
+    loadgroup no longer groups on pytest 9.2 (pytest-xdist#1386), so the runs of one session take a
+    lock in the session's temporary folder, the one its xdist workers share."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # each worker's folder is one level down
+    with (root / "chaos.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 # --- the schedule ----------------------------------------------------------------------------------
@@ -187,17 +230,6 @@ def make_schedule(seed: int) -> Schedule:
     return Schedule(seed, turns, kills, faults, gates)
 
 
-def poll_until(condition, timeout: float, interval: float = 0.25) -> bool:
-    """Re-checks ``condition`` until it holds or ``timeout`` passes. (The Slack fake's ``wait_until``
-    holds the fake's lock while it checks, so it is not for conditions that read the database.)"""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(interval)  # polling a condition, bounded by the deadline
-    return True
-
-
 # --- what a person sees ----------------------------------------------------------------------------
 
 
@@ -275,9 +307,14 @@ class Run:
 # --- the test --------------------------------------------------------------------------------------
 
 
-def test_chaos_nothing_lost_nothing_repeated(make_world, a2a_agent):
-    seed = chaos_seed()
-    print(f"\nCHAOS_SEED={seed}  (replay: CHAOS_SEED={seed} pytest tests/e2e/test_chaos.py)")
+@pytest.mark.parametrize("seed", chaos_seeds(), ids=lambda seed: f"seed={seed}")
+@pytest.mark.usefixtures("one_chaos_run_at_a_time")
+def test_chaos_nothing_lost_nothing_repeated(seed, make_world, a2a_agent, record_property):
+    if seed == "random":
+        seed = random.SystemRandom().randrange(1, 2**31)
+    record_property(seeds_report.SEED, seed)  # pytest's summary names it, passed or failed
+    record_property(seeds_report.REPLAY, replay_command(seed))
+    print(f"\nCHAOS_SEED={seed}  (replay: {replay_command(seed)})")
     begun = time.monotonic()
     schedule = make_schedule(seed)
     scripts = {turn.label: turn.script for turn in schedule.turns}
@@ -288,7 +325,6 @@ def test_chaos_nothing_lost_nothing_repeated(make_world, a2a_agent):
     a2a_agent.on_message(script_for)
     world = make_world(agent_url=a2a_agent.url, workers=WORKERS, beat=True, env=FAST_RECOVERY)
     run = Run(schedule, world, a2a_agent, workers=["worker", *(f"worker{n}" for n in range(2, WORKERS + 1))])
-    where = f"[CHAOS_SEED={seed}]"
     try:
         run.play()
     finally:
@@ -318,19 +354,21 @@ def test_chaos_nothing_lost_nothing_repeated(make_world, a2a_agent):
         return [m for root in run.roots.values() for m in slack.thread(world.channel, root)[1:] if m.is_bot]
 
     def settled() -> bool:
+        """Nothing more is coming: a notice still owed would be posted by beat's sweep later, so the
+        threads are read only once none is (the checks below would otherwise pass too early)."""
         return (
             ended()
             and not any(m.streaming for m in bot_messages())
             and not any(ACK in slack.message(world.channel, ts).reactions for ts in run.said)
+            and not PostIntent.objects.filter(kind=PostKind.NOTICE, state=PostIntent.State.INTENDED).exists()
         )
 
-    budget = min(SETTLE_SECONDS, TEST_BUDGET_SECONDS - (time.monotonic() - begun) - 10)
     all_ended_at = None
-    if poll_until(ended, timeout=budget):
+    if poll_until(ended, timeout=ENDED_WITHIN, interval=0.25):
         all_ended_at = run.at()
-        poll_until(settled, timeout=max(5.0, TEST_BUDGET_SECONDS - (time.monotonic() - begun) - 5))
+        poll_until(settled, timeout=SETTLED_WITHIN, interval=0.25)
     # Either way, the assertions below say what is missing.
-    run.note("settled" if settled() else "NOT settled within the budget")
+    run.note("settled" if settled() else "NOT settled in time")
 
     # --- figures ---
     turns = {turn.message_ts: turn for turn in Turn.objects.all()}
@@ -375,11 +413,12 @@ def test_chaos_nothing_lost_nothing_repeated(make_world, a2a_agent):
         ),
         "elapsed_seconds": round(time.monotonic() - begun, 1),
     }
+    record_property(seeds_report.FIGURES, figures)
     print("CHAOS-FIGURES " + json.dumps(figures))
     print("\n".join(run.log))
     for number, texts in sorted(per_thread.items()):
         print(f"thread of session {number}: {texts!r}")
-    where = f"[CHAOS_SEED={seed}] figures={json.dumps(figures)}"
+    where = f"[CHAOS_SEED={seed}] replay: {replay_command(seed)}\nfigures={json.dumps(figures)}"
 
     # Every check is made, and every one that fails is named, so one run tells all it found.
     problems: list[str] = []
@@ -390,6 +429,7 @@ def test_chaos_nothing_lost_nothing_repeated(make_world, a2a_agent):
 
     # --- every accepted message got exactly one turn, and the turns ended in message order ---
     check(accepted == set(run.said), f"messages never acknowledged: {sorted(set(run.said) - accepted)}")
+    check(bool(run.said), "no message was said")
     check(
         set(turns) == accepted,
         f"messages without a turn: {sorted(accepted - set(turns))}; "
@@ -436,5 +476,10 @@ def test_chaos_nothing_lost_nothing_repeated(make_world, a2a_agent):
     check(not streaming, f"replies left streaming: {streaming}")
     acked = [run.said[ts].label for ts in run.said if ACK in slack.message(world.channel, ts).reactions]
     check(not acked, f"acknowledgment reactions left on: {acked}")
-    check(time.monotonic() - begun <= TEST_BUDGET_SECONDS, "the run took over five minutes")
+    owed = list(
+        PostIntent.objects.filter(kind=PostKind.NOTICE, state=PostIntent.State.INTENDED).values_list(
+            "turn__message_ts", flat=True
+        )
+    )
+    check(not owed, f"notices never posted: {[run.said[ts].label if ts in run.said else ts for ts in owed]}")
     assert not problems, f"{where}\n" + "\n".join(f"- {problem}" for problem in problems)

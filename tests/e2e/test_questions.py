@@ -16,6 +16,7 @@ from interactions.models import Interaction
 from interactions.prompts import SUBMIT_ACTION, TIMED_OUT_LINE
 from sessions import notices
 from sessions.models import Session, Turn
+from tests.e2e.test_threads import wait_for, wait_for_turns_to_end
 from tests.fakes.a2a_agent import HITL_EXTENSION, ReceivedMessage, kagent
 from tests.fakes.a2a_agent.steps import Step, input_required, jsonrpc_error, text
 from tests.fakes.slack import defaults
@@ -75,13 +76,6 @@ def submit(world, prompt_ts, *, user=defaults.GRACE, choices=None):
     delivery = world.slack.press_button(user, world.channel, prompt_ts, SUBMIT_ACTION, choices=choices or {})
     assert delivery.status == 200  # Slack needs its 200 within three seconds, whatever the press
     return delivery
-
-
-def wait_for_turns_to_end(world, count):
-    world.slack.wait_until(
-        lambda: Turn.objects.exclude(state__in=[Turn.State.QUEUED, Turn.State.RUNNING]).count() >= count,
-        timeout=WAIT,
-    )
 
 
 def test_a_kagent_question_is_answered_in_the_thread_and_the_same_task_carries_on(make_world, kagent_agent):
@@ -289,7 +283,7 @@ def test_at_the_deadline_the_task_is_cancelled_the_prompt_closed_and_the_thread_
     assert not _has_submit(world.slack.message(world.channel, prompt.ts).blocks)
     assert len(kagent_agent.calls("CancelTask")) == 1
     # Beat runs the sweep every second: once it has run on after closing, the thread was still told once.
-    world.slack.wait_until(lambda: Interaction.objects.get().closed_at is not None, timeout=WAIT)
+    wait_for(lambda: Interaction.objects.get().closed_at is not None, "the prompt closed")
     world.stack.wait_for_log("beat", "interactions.tasks.time_out_interactions", count=3, timeout=WAIT)
     assert [m.text for m in bot_messages(world, ts)].count(notices.QUESTION_TIMED_OUT) == 1
     assert len(kagent_agent.calls("CancelTask")) == 1
@@ -310,7 +304,10 @@ def test_at_the_deadline_the_task_is_cancelled_the_prompt_closed_and_the_thread_
 
 def wait_until_the_session_is_let_go(world) -> None:
     """The runner has released the session's lease (a runner killed holding it leaves it to expire)."""
-    world.slack.wait_until(lambda: not Session.objects.exclude(lease_owner="").exists(), timeout=WAIT)
+    wait_for(
+        lambda: not Session.objects.exclude(lease_owner="").exists(),
+        "the session let go",
+    )
 
 
 def restart(world) -> None:
@@ -345,7 +342,10 @@ def test_an_answer_taken_while_no_worker_runs_is_sent_once_by_the_next(make_worl
     wait_until_the_session_is_let_go(world)
     world.stack.kill("worker", signal.SIGKILL)  # killed between taking the answer and sending it
     submit(world, prompt.ts, choices={"answer-0": "2", "answer-1": ["1"], "answer-2": "ok"})
-    world.slack.wait_until(lambda: Turn.objects.filter(kind=Turn.Kind.ANSWER).exists(), timeout=WAIT)
+    wait_for(
+        lambda: Turn.objects.filter(kind=Turn.Kind.ANSWER).exists(),
+        "the answer taken",
+    )
     assert len(kagent_agent.received) == 1
     world.stack.start_worker(name="worker2")
     world.slack.wait_until(

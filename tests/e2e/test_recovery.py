@@ -11,7 +11,7 @@ import pytest
 from kourier.progress import NO_RESULT
 from sessions import notices, services
 from sessions.models import Turn
-from tests.e2e.test_threads import WAIT, replies, wait_for_turns_to_end
+from tests.e2e.test_threads import WAIT, replies, wait_for, wait_for_turns_to_end
 from tests.fakes.a2a_agent import steps
 from tests.fakes.a2a_agent.gates import Gate
 
@@ -34,7 +34,7 @@ def kill_the_worker_and_start_another(world) -> None:
 
 
 def the_reply_is_recorded(world) -> None:
-    world.slack.wait_until(lambda: Turn.objects.filter(reply_ts__gt="").exists(), timeout=WAIT)
+    wait_for(lambda: Turn.objects.filter(reply_ts__gt="").exists(), "the reply recorded")
 
 
 def kill_mid_turn_with_cards(world, thread_ts: str, gate: Gate) -> None:
@@ -171,7 +171,7 @@ def test_a_worker_killed_while_slack_posted_its_notice_leaves_one_notice(make_wo
     ts = world.mention("go")
     world.slack.wait_until(lambda: world.slack.count("chat.postMessage") == 1, timeout=WAIT)
     kill_the_worker_and_start_another(world)
-    wait_for_turns_to_end(world, 1)
+    wait_for_turns_to_end(world, 1)  # and its notice confirmed: nothing more is coming
 
     assert [m.text for m in replies(world, ts)] == [notices.TASK_FAILED]
 
@@ -184,12 +184,11 @@ def test_a_wedged_task_is_given_up_and_the_reply_keeps_its_text(make_world, a2a_
     ts = world.mention("go")
     try:
         # Five reads of the task, each timing out after 1 s, with 1 + 2 + 3 + 4 s between them.
-        world.slack.wait_until(
-            lambda: Turn.objects.filter(state=Turn.State.FAILED).exists(), timeout=3 * WAIT
-        )
+        wait_for_turns_to_end(world, 1, timeout=3 * WAIT)
     finally:
         gate.open()
 
+    assert Turn.objects.get().state == Turn.State.FAILED
     reply, notice = replies(world, ts)
     assert reply.text == "Half of it. "
     assert not reply.streaming

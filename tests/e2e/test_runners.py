@@ -5,7 +5,7 @@ import signal
 import pytest
 
 from sessions.models import Session, Turn
-from tests.e2e.test_threads import WAIT, replies, wait_for_reply_count, wait_for_turns_to_end
+from tests.e2e.test_threads import WAIT, replies, wait_for, wait_for_reply_count, wait_for_turns_to_end
 from tests.fakes.a2a_agent import steps
 from tests.fakes.a2a_agent.gates import Gate
 from tests.fakes.slack import defaults
@@ -23,8 +23,9 @@ def test_many_sessions_run_at_once_across_workers(make_world, a2a_agent):
     gate.wait_reached(6, timeout=WAIT)  # every session's task is running at the same moment
     gate.open()
     for ts in threads:
-        [answer] = wait_for_reply_count(world, ts, 1)
-        assert answer.text == "done"
+        wait_for_reply_count(world, ts, 1)
+    wait_for_turns_to_end(world, 6)
+    assert [[answer.text for answer in replies(world, ts)] for ts in threads] == [["done"]] * 6
 
 
 def test_a_session_whose_worker_dies_is_taken_over_and_its_reply_finished_once(make_world, a2a_agent):
@@ -35,7 +36,7 @@ def test_a_session_whose_worker_dies_is_taken_over_and_its_reply_finished_once(m
     gate.wait_reached(1, timeout=WAIT)
     world.slack.wait_until(lambda: any(m.text == "Half of it. " for m in replies(world, ts)), timeout=WAIT)
     # The runner has recorded where its reply is (a kill before that record is issue 5's outbox).
-    world.slack.wait_until(lambda: Turn.objects.filter(reply_ts__gt="").exists(), timeout=WAIT)
+    wait_for(lambda: Turn.objects.filter(reply_ts__gt="").exists(), "the reply recorded")
     world.stack.kill("worker", signal.SIGKILL)
     world.stack.start_worker(name="worker2")
     gate.open()
@@ -58,7 +59,7 @@ def test_queued_replies_survive_a_worker_killed_between_turns(make_world, a2a_ag
     ts = world.mention("start")
     gate.wait_reached(1, timeout=WAIT)
     world.says("next", user=defaults.GRACE, thread_ts=ts)
-    world.slack.wait_until(lambda: Turn.objects.count() == 2, timeout=WAIT)
+    wait_for(lambda: Turn.objects.count() == 2, "two turns")
     world.stack.kill("worker", signal.SIGKILL)
     world.stack.start_worker(name="worker2")
     gate.open()
@@ -73,7 +74,7 @@ def test_sigterm_hands_a_running_turn_over_within_bounded_time(make_world, a2a_a
     world = make_world(agent_url=a2a_agent.url, progress="steps", beat=True, env=FAST_RECOVERY)
     ts = world.mention("go")
     gate.wait_reached(1, timeout=WAIT)
-    world.slack.wait_until(lambda: Turn.objects.filter(reply_ts__gt="").exists(), timeout=WAIT)
+    wait_for(lambda: Turn.objects.filter(reply_ts__gt="").exists(), "the reply recorded")
     world.stack.kill("worker", signal.SIGTERM)  # waits at most 30 s for the worker to exit
     assert Session.objects.get().lease_owner == ""  # released, not left to expire
     world.stack.start_worker(name="worker2")

@@ -5,8 +5,9 @@ import time
 
 import pytest
 
+from kourier.slack.outbox import PostKind
 from sessions import notices
-from sessions.models import Session, Turn
+from sessions.models import PostIntent, Session, Turn
 from tests.fakes.a2a_agent import steps
 from tests.fakes.a2a_agent.gates import Gate
 from tests.fakes.slack import defaults
@@ -14,7 +15,7 @@ from tests.fakes.slack import defaults
 pytestmark = pytest.mark.slow
 
 ACK = "hourglass_flowing_sand"
-WAIT = 20.0
+WAIT = 30.0  # a bound to fail on, not a speed: generous for a busy 2-core host
 
 
 @pytest.fixture
@@ -37,20 +38,62 @@ def wait_for_reply_count(world, thread_ts, count, *, done=True):
     return replies(world, thread_ts)
 
 
-def wait_for_turns_to_end(world, count):
-    world.slack.wait_until(
-        lambda: Turn.objects.exclude(state__in=[Turn.State.QUEUED, Turn.State.RUNNING]).count() >= count,
-        timeout=WAIT,
-    )
+def poll_until(condition, timeout: float, interval: float = 0.1) -> bool:
+    """Re-checks ``condition`` until it holds or ``timeout`` passes. For conditions that read the
+    database: the Slack fake's ``wait_until`` holds the fake's lock while it checks, so a database read
+    there would hold up every Slack call the product makes meanwhile."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(interval)  # polling a condition, bounded by the deadline
+    return True
+
+
+def wait_for(condition, what: str, *, timeout: float = WAIT) -> None:
+    """Waits until ``condition`` (a read of the database) holds; fails saying what never came."""
+    if not poll_until(condition, timeout):
+        pytest.fail(f"{what}: not within {timeout} s")
+
+
+def wait_for_turns_to_end(world, count, *, timeout=WAIT):
+    """Waits until ``count`` turns have ended and the product is done with each: its failure notice
+    posted, its acknowledgment reaction taken off (the last thing a runner does for a turn). Only then
+    can a test count what the product did, for nothing more is coming for those turns."""
+
+    def ended():
+        return Turn.objects.exclude(state__in=[Turn.State.QUEUED, Turn.State.RUNNING])
+
+    def done():
+        return (
+            ended().count() >= count
+            and not ended().filter(acknowledged=True).exists()
+            and not PostIntent.objects.filter(
+                turn__in=ended(), kind=PostKind.NOTICE, state=PostIntent.State.INTENDED
+            ).exists()
+        )
+
+    if not poll_until(done, timeout):
+        turns = list(Turn.objects.order_by("message_ts").values_list("message_ts", "state", "acknowledged"))
+        owed = list(
+            PostIntent.objects.filter(kind=PostKind.NOTICE, state=PostIntent.State.INTENDED).values_list(
+                "turn__message_ts", flat=True
+            )
+        )
+        pytest.fail(
+            f"{count} turns were not over within {timeout} s; turns (message, state, reaction on): "
+            f"{turns}; notices never posted for: {owed}"
+        )
 
 
 def test_a_mention_is_answered_in_its_thread(make_world, agent):
     world = make_world(agent_url=agent.url)
     ts = world.mention("hello")
-    [answer] = wait_for_reply_count(world, ts, 1)
+    wait_for_reply_count(world, ts, 1)
+    wait_for_turns_to_end(world, 1)
+    [answer] = replies(world, ts)
     assert answer.text == "Hello from the agent."
     assert answer.is_bot
-    wait_for_turns_to_end(world, 1)
     assert Turn.objects.get().state == Turn.State.DONE
 
 
@@ -62,7 +105,9 @@ def test_every_turn_of_a_thread_goes_to_the_same_context_and_threads_to_differen
     wait_for_reply_count(world, first, 2)
     other = world.mention("three")
     wait_for_reply_count(world, other, 1)
-    received = agent.wait_for_received(3)
+    wait_for_turns_to_end(world, 3)
+    received = agent.received
+    assert len(received) == 3
     # Names are looked up once and cached: Ada wrote twice, Grace once.
     assert sorted(call.args["user"] for call in world.slack.calls("users.info")) == [
         defaults.ADA,
@@ -85,6 +130,7 @@ def test_the_agent_hears_who_wrote_under_the_bindings_identity(make_world, agent
     )
     ts = world.mention("what is up?")
     wait_for_reply_count(world, ts, 1)
+    wait_for_turns_to_end(world, 1)
     [received] = agent.received
     assert received.text == "Slack: Ada Lovelace (U0ADA): what is up?"
     assert received.headers.get("Authorization") == "Bearer service-identity"
@@ -106,6 +152,7 @@ def test_both_events_and_retries_of_one_mention_reach_the_agent_once(make_world,
         world.slack.redeliver(delivery, retry_num=1)
     wait_for_reply_count(world, ts, 1)
     wait_for_turns_to_end(world, 1)
+    assert Turn.objects.count() == 1
     assert len(agent.received) == 1
     assert len(replies(world, ts)) == 1
 
@@ -124,12 +171,20 @@ def test_replies_while_the_agent_works_are_queued_and_sent_in_order_one_per_turn
     gate.wait_reached(1, timeout=WAIT)
     world.says("second", user=defaults.GRACE, thread_ts=ts)
     world.says("third", user=defaults.ADA, thread_ts=ts)
-    world.slack.wait_until(lambda: Turn.objects.count() == 3, timeout=WAIT)
-    assert len(a2a_agent.received) == 1  # nothing more is sent while the task runs
+    wait_for(lambda: Turn.objects.count() == 3, "three turns")
+    states = list(Turn.objects.order_by("message_ts").values_list("state", flat=True))
+    assert states == [Turn.State.RUNNING, Turn.State.QUEUED, Turn.State.QUEUED]
     gate.open()
-    answers = wait_for_reply_count(world, ts, 3)
-    assert [a.text for a in answers] == ["first answer", "answer to second", "answer to third"]
+    wait_for_turns_to_end(world, 3)
+    assert [a.text for a in replies(world, ts)] == ["first answer", "answer to second", "answer to third"]
     assert [r.text.rsplit(": ", 1)[-1] for r in a2a_agent.received] == ["start", "second", "third"]
+    # A turn is sent once it runs, and each ran only once the one before it had ended: their starts
+    # and ends, in message order, are in time order.
+    turns = list(Turn.objects.order_by("message_ts"))
+    assert [turn.state for turn in turns] == [Turn.State.DONE] * 3
+    moments = [moment for turn in turns for moment in (turn.started_at, turn.ended_at) if moment is not None]
+    assert len(moments) == 6
+    assert moments == sorted(moments)
 
 
 def test_the_acknowledgment_stays_while_the_turn_waits_and_goes_when_it_ends(make_world, a2a_agent):
@@ -216,7 +271,9 @@ def test_live_output_streams_into_one_message(make_world, a2a_agent):
     world.slack.wait_until(lambda: any(m.text == "Part one. " for m in replies(world, ts)), timeout=WAIT)
     assert replies(world, ts)[0].streaming
     gate.open()
-    [answer] = wait_for_reply_count(world, ts, 1)
+    wait_for_reply_count(world, ts, 1)
+    wait_for_turns_to_end(world, 1)
+    [answer] = replies(world, ts)
     assert answer.text == "Part one. Part two."
     assert world.slack.count("chat.startStream") == 1
 
@@ -229,8 +286,12 @@ def test_final_output_posts_once_when_the_turn_ends(make_world, a2a_agent):
     gate.wait_reached(1, timeout=WAIT)
     assert replies(world, ts) == []
     gate.open()
-    [answer] = wait_for_reply_count(world, ts, 1)
+    wait_for_reply_count(world, ts, 1)
+    wait_for_turns_to_end(world, 1)
+    [answer] = replies(world, ts)
     assert answer.text == "Part one. Part two."
+    # Nothing was shown before the end: one post, never a stream or an edit.
+    assert world.slack.count("chat.postMessage") == 1
     assert world.slack.count("chat.startStream") == 0
     assert world.slack.count("chat.update") == 0
 
@@ -241,7 +302,9 @@ def test_a_dropped_stream_is_followed_again_and_the_reply_carries_on(make_world,
     agent.script([steps.text("Before the drop. "), steps.drop_connection(), steps.text("After it.")])
     world = make_world(agent_url=agent.url)
     ts = world.mention("go")
-    [answer] = wait_for_reply_count(world, ts, 1)
+    wait_for_reply_count(world, ts, 1)
+    wait_for_turns_to_end(world, 1)
+    [answer] = replies(world, ts)
     assert answer.text == "Before the drop. After it."
     assert len(agent.received) == 1
 
@@ -253,7 +316,9 @@ def test_kagent_text_is_shown_once(make_world, make_a2a_agent, text_style):
                   steps.tool_result("c1", "status", {"ok": True}), steps.text(" All good.")])  # fmt: skip
     world = make_world(agent_url=agent.url, dialect="kagent-v1")
     ts = world.mention("go")
-    [answer] = wait_for_reply_count(world, ts, 1)
+    wait_for_reply_count(world, ts, 1)
+    wait_for_turns_to_end(world, 1)
+    [answer] = replies(world, ts)
     assert answer.text.count("I will check.") == 1
     assert answer.text.endswith("All good.")
 
@@ -282,17 +347,19 @@ def test_a_task_that_does_not_complete_is_told_in_plain_words_and_the_queue_move
     gate.wait_reached(1, timeout=WAIT)
     world.says("again", user=defaults.ADA, thread_ts=ts)
     gate.open()
-    answers = wait_for_reply_count(world, ts, 3)
-    assert [a.text for a in answers] == ["Trying. ", notice, "next answer"]
+    wait_for_reply_count(world, ts, 3)
+    wait_for_turns_to_end(world, 2)
+    assert [a.text for a in replies(world, ts)] == ["Trying. ", notice, "next answer"]
 
 
 def test_an_unreachable_agent_is_told_after_bounded_retries(make_world):
     # steps: nothing is shown before the notice (the Working… card of a long wait is test_progress's).
     world = make_world(agent_url="http://127.0.0.1:9/", progress="steps")
     ts = world.mention("anyone there?")
-    [answer] = wait_for_reply_count(world, ts, 1)
-    assert answer.text == notices.AGENT_UNREACHABLE
+    wait_for_reply_count(world, ts, 1)
     wait_for_turns_to_end(world, 1)
+    [answer] = replies(world, ts)
+    assert answer.text == notices.AGENT_UNREACHABLE
     assert Turn.objects.get().state == Turn.State.FAILED
 
 
@@ -303,8 +370,13 @@ def test_a_reply_after_the_ttl_is_told_the_conversation_expired(make_world, agen
     wait_for_turns_to_end(world, 1)
     Session.objects.update(expires_at="2000-01-01T00:00:00Z")
     world.says("still there?", user=defaults.ADA, thread_ts=ts)
-    answers = wait_for_reply_count(world, ts, 2)
-    assert answers[1].text == notices.EXPIRED
+    # The product is done with the late message once its notice is posted and its turn says so.
+    wait_for(lambda: Turn.objects.filter(outcome="expired").exists(), "the late message told it expired")
+    assert [a.text for a in replies(world, ts)] == ["Hello from the agent.", notices.EXPIRED]
+    assert list(Turn.objects.order_by("message_ts").values_list("state", flat=True)) == [
+        Turn.State.DONE,
+        Turn.State.EXPIRED,
+    ]
     assert len(agent.received) == 1
 
 
@@ -318,12 +390,13 @@ def test_a_task_the_agent_forgot_is_told_and_the_next_message_starts_a_fresh_con
     )
     world = make_world(agent_url=a2a_agent.url)
     ts = world.mention("first")
-    answers = wait_for_reply_count(world, ts, 2)
-    assert answers[1].text == notices.CONVERSATION_GONE
+    wait_for_reply_count(world, ts, 2)
     wait_for_turns_to_end(world, 1)
+    assert replies(world, ts)[1].text == notices.CONVERSATION_GONE
     world.says("again", user=defaults.ADA, thread_ts=ts)
-    answers = wait_for_reply_count(world, ts, 3)
-    assert answers[2].text == "fresh start"
+    wait_for_reply_count(world, ts, 3)
+    wait_for_turns_to_end(world, 2)
+    assert [a.text for a in replies(world, ts)][1:] == [notices.CONVERSATION_GONE, "fresh start"]
     second = [r.message for r in a2a_agent.calls("SendStreamingMessage")][1]
     assert "contextId" not in second
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import logging
 import threading
-import time
 
 import httpx
 import pytest
@@ -13,7 +13,7 @@ from tests.fakes.a2a_agent.raw_client import RawA2A, result_of, task_id_of, task
 from tests.fakes.a2a_agent.steps import complete, input_required, text, wait_for
 
 
-def test_stop_does_not_hang_on_open_streams_or_stalled_scripts() -> None:
+def test_stop_does_not_hang_on_open_streams_or_stalled_scripts(caplog: pytest.LogCaptureFixture) -> None:
     agent = ScriptedAgent("1.0").start()
     gate = Gate()
     agent.script([text("stalled"), wait_for(gate)])
@@ -22,15 +22,21 @@ def test_stop_does_not_hang_on_open_streams_or_stalled_scripts() -> None:
             next(frames)
             gate.wait_reached()
 
-            started = time.monotonic()
-            agent.stop()
-            stopping_took = time.monotonic() - started
+            # stop() gives up on a server that will not close (after its timeouts) and says so in the
+            # log: a clean stop is one that closed the stream and the stalled script itself.
+            with caplog.at_level(logging.WARNING, logger="tests.fakes.a2a_agent"):
+                agent.stop()
             list(frames)
 
         with pytest.raises(httpx.TransportError):
             client.send("anyone there?")
 
-    assert stopping_took < 3
+    complaints = [
+        record.getMessage()
+        for record in caplog.records
+        if record.name.startswith("tests.fakes.a2a_agent") and record.levelno >= logging.WARNING
+    ]
+    assert complaints == []
     assert stream.broken is not None
 
 

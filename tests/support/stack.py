@@ -21,7 +21,8 @@ from django.db import connection
 from tests.support.private_redis import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-START_TIMEOUT_SECONDS = 30
+START_TIMEOUT_SECONDS = 60  # generous: a busy 2-core host can take many seconds to start a process
+WORKER_READY = " ready."  # Celery's log line once a worker consumes its queue: "<name>@<host> ready."
 
 
 def database_url_of_test_database() -> str:
@@ -73,6 +74,18 @@ class Stack:
              "--concurrency", str(concurrency), "-Q", self.env["CELERY_QUEUE"], "-n", f"{name}-{uuid.uuid4().hex[:6]}@%h",
              "--without-gossip", "--without-mingle", "--loglevel", "INFO"],
         )  # fmt: skip
+
+    def wait_until_ready(self, name: str) -> None:
+        """Waits until a worker has said it is ready to take tasks, so that a test's own bounded waits
+        measure the product's work, not how long a busy host takes to start a process."""
+        deadline = time.monotonic() + START_TIMEOUT_SECONDS
+        while time.monotonic() < deadline:
+            if self.processes[name].poll() is not None:
+                raise RuntimeError(f"{name} exited at start:\n{self.log_tail(name)}")
+            if WORKER_READY in self.log_tail(name, lines=200):
+                return
+            time.sleep(0.1)  # polling for the worker to start, not timing a race
+        raise RuntimeError(f"{name} did not start within {START_TIMEOUT_SECONDS} s:\n{self.log_tail(name)}")
 
     def start_beat(self) -> subprocess.Popen:
         return self.start(
@@ -143,8 +156,11 @@ def start_stack(
         stacks.append(stack)
         if web:
             stack.start_web()
-        for index in range(workers):
-            stack.start_worker(name="worker" if index == 0 else f"worker{index + 1}")
+        names = ["worker" if index == 0 else f"worker{index + 1}" for index in range(workers)]
+        for name in names:
+            stack.start_worker(name=name)
+        for name in names:
+            stack.wait_until_ready(name)
         if beat:
             stack.start_beat()
         return stack

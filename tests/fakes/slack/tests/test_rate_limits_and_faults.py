@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -196,10 +195,9 @@ def test_a_fault_can_pick_calls_by_their_arguments(client: WebClient, fake: Slac
 def test_a_timeout_drops_the_call(client: WebClient, fake: SlackFake) -> None:
     fake.fail("chat.postMessage", "timeout")
     impatient = WebClient(token=fake.bot_token, base_url=fake.url, timeout=SHORT_TIMEOUT)
-    started = time.monotonic()
     with pytest.raises(TimeoutError):
         impatient.chat_postMessage(channel=CHANNEL_ID, text="lost")
-    assert time.monotonic() - started < 5
+    assert fake.count("chat.postMessage") == 1  # held once, and the client gave up on it
     assert fake.messages(CHANNEL_ID) == []
     assert (fake.last_call("chat.postMessage").error, fake.last_call("chat.postMessage").applied) == (
         "timeout",
@@ -242,12 +240,12 @@ def test_a_held_request_does_not_block_stopping(make_slack_fake: Callable[..., S
     caller = threading.Thread(target=lambda: _capture(outcome, client.auth_test))
     caller.start()
     fake.wait_for_call("auth.test")
-    started = time.monotonic()
-    fake.stop()
-    assert time.monotonic() - started < 1
-    caller.join(timeout=5)
-    assert not caller.is_alive()
-    assert outcome  # the client saw the connection end without an answer
+    fake.stop()  # lets the held request go rather than waiting for it
+    caller.join(timeout=60)  # longer than the client's own timeout: a request never let go shows below
+    assert not caller.is_alive(), "the held request still waits after the fake stopped"
+    [failure] = outcome
+    # The client saw the connection end without an answer; it did not give up waiting for one.
+    assert not isinstance(failure, TimeoutError), failure
 
 
 def _capture(outcome: list[BaseException], call: Callable[[], Any]) -> None:
