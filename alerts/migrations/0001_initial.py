@@ -5,69 +5,157 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('bindings', '0002_binding_triggers'),
-        ('threads', '0006_answer_turns'),
+        ("bindings", "0002_binding_triggers"),
+        ("threads", "0006_answer_turns"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Alert',
+            name="Alert",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('trigger', models.CharField(max_length=63)),
-                ('fingerprint', models.CharField(max_length=200)),
-                ('state', models.CharField(choices=[('firing', 'Firing'), ('resolved', 'Resolved')], default='firing', max_length=16)),
-                ('title', models.CharField(blank=True, max_length=200)),
-                ('channel_id', models.CharField(max_length=32)),
-                ('root_ts', models.CharField(blank=True, help_text="The alert message's, once posted.", max_length=32)),
-                ('fires', models.PositiveIntegerField(default=1)),
-                ('first_fired_at', models.DateTimeField()),
-                ('resolved_at', models.DateTimeField(blank=True, null=True)),
-                ('message_text', models.TextField(help_text='The alert message, fixed when the alert arrived.')),
-                ('turn_text', models.TextField(help_text="What the thread's first turn tells the agent.")),
-                ('posting_until', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('binding', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='alerts', to='bindings.binding')),
-                ('previous', models.ForeignKey(blank=True, help_text="The thread of this alert's previous fire, resolved before this one began.", null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='alerts.alert')),
-                ('session', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='threads.session')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("trigger", models.CharField(max_length=63)),
+                ("fingerprint", models.CharField(max_length=200)),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[("firing", "Firing"), ("resolved", "Resolved")],
+                        default="firing",
+                        max_length=16,
+                    ),
+                ),
+                ("title", models.CharField(blank=True, max_length=200)),
+                ("channel_id", models.CharField(max_length=32)),
+                (
+                    "root_ts",
+                    models.CharField(
+                        blank=True, help_text="The alert message's, once posted.", max_length=32
+                    ),
+                ),
+                ("fires", models.PositiveIntegerField(default=1)),
+                ("first_fired_at", models.DateTimeField()),
+                ("resolved_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "message_text",
+                    models.TextField(help_text="The alert message, fixed when the alert arrived."),
+                ),
+                ("turn_text", models.TextField(help_text="What the thread's first turn tells the agent.")),
+                ("posting_until", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "binding",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="alerts",
+                        to="bindings.binding",
+                    ),
+                ),
+                (
+                    "previous",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="The thread of this alert's previous fire, resolved before this one began.",
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="alerts.alert",
+                    ),
+                ),
+                (
+                    "session",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="threads.session",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='AlertOccurrence',
+            name="AlertOccurrence",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('trigger', models.CharField(max_length=63)),
-                ('fingerprint', models.CharField(max_length=200)),
-                ('key', models.CharField(max_length=200)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('alert', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='occurrences', to='alerts.alert')),
-                ('binding', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='bindings.binding')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("trigger", models.CharField(max_length=63)),
+                ("fingerprint", models.CharField(max_length=200)),
+                ("key", models.CharField(max_length=200)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "alert",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="occurrences",
+                        to="alerts.alert",
+                    ),
+                ),
+                (
+                    "binding",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="bindings.binding"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='AlertPost',
+            name="AlertPost",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.CharField(max_length=200, unique=True)),
-                ('kind', models.CharField(choices=[('message', 'Message'), ('note', 'Note')], max_length=16)),
-                ('text', models.TextField()),
-                ('state', models.CharField(choices=[('intended', 'Intended'), ('confirmed', 'Confirmed')], default='intended', max_length=16)),
-                ('attempted_at', models.DateTimeField(blank=True, help_text='When a worker first sent it.', null=True)),
-                ('ts', models.CharField(blank=True, max_length=32)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('alert', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='posts', to='alerts.alert')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("key", models.CharField(max_length=200, unique=True)),
+                ("kind", models.CharField(choices=[("message", "Message"), ("note", "Note")], max_length=16)),
+                ("text", models.TextField()),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[("intended", "Intended"), ("confirmed", "Confirmed")],
+                        default="intended",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "attempted_at",
+                    models.DateTimeField(blank=True, help_text="When a worker first sent it.", null=True),
+                ),
+                ("ts", models.CharField(blank=True, max_length=32)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "alert",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="posts", to="alerts.alert"
+                    ),
+                ),
             ],
         ),
         migrations.AddConstraint(
-            model_name='alert',
-            constraint=models.UniqueConstraint(condition=models.Q(('state', 'firing')), fields=('binding', 'trigger', 'fingerprint'), name='one_open_alert_per_fingerprint'),
+            model_name="alert",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("state", "firing")),
+                fields=("binding", "trigger", "fingerprint"),
+                name="one_open_alert_per_fingerprint",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='alertoccurrence',
-            constraint=models.UniqueConstraint(fields=('binding', 'trigger', 'fingerprint', 'key'), name='one_row_per_occurrence'),
+            model_name="alertoccurrence",
+            constraint=models.UniqueConstraint(
+                fields=("binding", "trigger", "fingerprint", "key"), name="one_row_per_occurrence"
+            ),
         ),
     ]
