@@ -122,6 +122,7 @@ class BindingAdmin(ManifestAdmin):
             {"fields": ["ask_user", "tool_approvals", "approver_groups", "interaction_timeout"]},
         ),
         ("Session", {"fields": ["thread_ttl"]}),
+        ("Triggers", {"fields": ["triggers"]}),
         ("History", {"fields": ["created_at", "updated_at"]}),
     ]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -29,6 +29,7 @@ class Directory:
     by_name: dict[str, Connection]
     by_id: dict[int, Connection]
     bindings: dict[tuple[int, str], Binding]  # (connection id, channel id) → the channel's Binding
+    by_binding_name: dict[str, Binding] = field(default_factory=dict)  # Bindings with a channel
 
     def binding_for_channel(self, connection_id: int, channel_id: str) -> Binding | None:
         return self.bindings.get((connection_id, channel_id))
@@ -62,6 +63,7 @@ def _read() -> Directory:
         by_name={connection.name: connection for connection in connections},
         by_id=by_id,
         bindings=by_channel,
+        by_binding_name={binding.name: binding for binding in bindings.values()},
     )
     _directory = directory
     return directory

@@ -41,6 +41,7 @@ BINDING_FIELD_PATHS = {
     "spec.interactions.approverGroups": "approver_groups",
     "spec.interactions.timeout": "interaction_timeout",
     "spec.session.threadTTL": "thread_ttl",
+    "spec.triggers": "triggers",
 }
 
 
@@ -94,6 +95,29 @@ class HeadersField(forms.CharField):
                 raise forms.ValidationError(f"line {number}: the header {header.strip()} is listed twice")
             headers[header.strip()] = variable.strip()
         return headers
+
+
+class TriggersField(forms.CharField):
+    """One trigger per line, ``NAME KIND TOKEN_ENV [CHANNEL]``, as the manifest's list."""
+
+    widget = forms.Textarea(attrs={"rows": 3})
+
+    def to_python(self, value: Any) -> list[dict[str, Any]]:  # type: ignore[override]
+        triggers: list[dict[str, Any]] = []
+        for number, line in enumerate(str(value or "").splitlines(), start=1):
+            words = line.split()
+            if not words:
+                continue
+            if len(words) not in (3, 4):
+                raise forms.ValidationError(
+                    f"line {number}: write each trigger as NAME KIND TOKEN_ENV_VAR, and a channel ID when "
+                    "the Binding has more than one channel"
+                )
+            trigger: dict[str, Any] = {"name": words[0], "kind": words[1], "token": {"fromEnv": words[2]}}
+            if len(words) == 4:
+                trigger["channel"] = words[3]
+            triggers.append(trigger)
+        return triggers
 
 
 class ManifestForm(forms.ModelForm):
@@ -238,6 +262,13 @@ class BindingForm(ManifestForm):
         help_text="spec.session.threadTTL: such as 90d.",
     )
 
+    triggers = TriggersField(
+        required=False,
+        help_text="spec.triggers: one per line, as NAME KIND TOKEN_ENV_VAR [CHANNEL], such as "
+        "prometheus alertmanager OPS_TRIGGER_TOKEN. KIND is alertmanager or generic; each is served at "
+        "POST /triggers/<binding>/<name> with the token as a bearer token.",
+    )
+
     class Meta:
         model = Binding
         fields = ["name"]
@@ -285,6 +316,7 @@ class BindingForm(ManifestForm):
                     "timeout": given("interaction_timeout"),
                 },
                 "session": {"threadTTL": given("thread_ttl")},
+                "triggers": cleaned_data.get("triggers") or [],
             },
         )
         return services.check_binding(document, binding=self.instance)
@@ -319,4 +351,8 @@ def form_values(spec: BindingSpec) -> dict[str, Any]:
         "approver_groups": ", ".join(spec.interactions.approver_groups),
         "interaction_timeout": manifest.format_duration(spec.interactions.timeout),
         "thread_ttl": manifest.format_duration(spec.session.thread_ttl),
+        "triggers": "\n".join(
+            " ".join([t.name, t.kind.value, t.token_env, *([t.channel] if t.channel else [])])
+            for t in spec.triggers
+        ),
     }

@@ -32,6 +32,7 @@ ENV_NAME_MAX_LENGTH = 255
 URL_MAX_LENGTH = 500
 EMOJI_MAX_LENGTH = 100
 MAX_APPROVER_GROUPS = 10
+MAX_TRIGGERS = 20
 MAX_DURATION = timedelta(days=3650)
 
 
@@ -59,6 +60,11 @@ class Output(StrEnum):
 class ThreadReplies(StrEnum):
     ALL = "all"
     MENTION = "mention"
+
+
+class TriggerKind(StrEnum):
+    ALERTMANAGER = "alertmanager"  # Prometheus Alertmanager's webhook payload, version 4
+    GENERIC = "generic"  # the small documented JSON shape (docs/manifests.md)
 
 
 # The spec's defaults: what an omitted field means.
@@ -196,6 +202,16 @@ class SessionSpec:
 
 
 @dataclass(frozen=True)
+class TriggerSpec:
+    """A door that starts alert threads: POST /triggers/<binding>/<name>, with a bearer token."""
+
+    name: str
+    kind: TriggerKind
+    token_env: str
+    channel: str | None = None  # None: the Binding's only channel
+
+
+@dataclass(frozen=True)
 class BindingSpec:
     name: str
     connection: str
@@ -205,6 +221,7 @@ class BindingSpec:
     chat: ChatSpec = field(default_factory=ChatSpec)
     interactions: InteractionsSpec = field(default_factory=InteractionsSpec)
     session: SessionSpec = field(default_factory=SessionSpec)
+    triggers: tuple[TriggerSpec, ...] = ()  # in the order given
 
 
 Spec = ConnectionSpec | BindingSpec
@@ -280,7 +297,8 @@ _MISSING = object()
 E = TypeVar("E", bound=StrEnum)
 
 CONNECTION_FIELDS = ("botToken", "signingSecret", "appToken")
-BINDING_FIELDS = ("connection", "channels", "agent", "output", "chat", "interactions", "session")
+BINDING_FIELDS = ("connection", "channels", "agent", "output", "chat", "interactions", "session", "triggers")
+TRIGGER_FIELDS = ("name", "kind", "token", "channel")
 AGENT_FIELDS = ("url", "dialect", "protocolVersion", "headers")
 CHAT_FIELDS = ("threadReplies", "acknowledgment", "progress")
 ACKNOWLEDGMENT_FIELDS = ("enabled", "emoji")
@@ -588,7 +606,15 @@ def _read_binding(check: _Checker, name: str | None, value: Any, read: _Read) ->
             "spec.interactions.toolApprovals",
             f"tool approvals need the kagent-v1 dialect (spec.agent.dialect is {dialect})",
         )
-    if name is None or read.connection is None or agent is None or interactions is None or chat is None:
+    triggers = _read_triggers(check, _get(spec, "triggers"), read.channels)
+    if (
+        name is None
+        or read.connection is None
+        or agent is None
+        or interactions is None
+        or chat is None
+        or triggers is None
+    ):
         return None
     return BindingSpec(
         name=name,
@@ -599,7 +625,83 @@ def _read_binding(check: _Checker, name: str | None, value: Any, read: _Read) ->
         chat=chat,
         interactions=interactions,
         session=SessionSpec(thread_ttl=thread_ttl),
+        triggers=triggers,
     )
+
+
+def _read_triggers(
+    check: _Checker, value: Any, channels: Sequence[tuple[int, str]]
+) -> tuple[TriggerSpec, ...] | None:
+    """The Binding's triggers: each named once, of a known kind, with its token's variable, and in one
+    of the Binding's channels (required when it has more than one)."""
+    if value is _MISSING:
+        return ()
+    path = "spec.triggers"
+    if not isinstance(value, list):
+        check.error(path, f"must be a list (got {_show(value)})")
+        return None
+    if len(value) > MAX_TRIGGERS:
+        check.error(path, f"at most {MAX_TRIGGERS} entries are allowed (got {len(value)})")
+        return None
+    bound = [channel for _, channel in channels]
+    triggers: list[TriggerSpec] = []
+    seen: set[str] = set()
+    ok = True
+    for i, entry in enumerate(value):
+        entry_path = f"{path}[{i}]"
+        section = check.mapping(entry, entry_path, TRIGGER_FIELDS)
+        if section is None:
+            ok = False
+            continue
+        before = len(check.errors)
+        name_value = _get(section, "name")
+        name = None
+        if check.required(name_value, f"{entry_path}.name"):
+            if (
+                isinstance(name_value, str)
+                and NAME_RE.fullmatch(name_value)
+                and len(name_value) <= NAME_MAX_LENGTH
+            ):
+                name = name_value
+                if name in seen:
+                    check.error(f"{entry_path}.name", f"duplicate trigger {_show(name)}")
+                seen.add(name)
+            else:
+                check.error(
+                    f"{entry_path}.name",
+                    "must be a name of letters, digits, hyphens and underscores, "
+                    f"at most {NAME_MAX_LENGTH} characters (got {_show(name_value)})",
+                )
+        kind_value = _get(section, "kind")
+        kind = None
+        if check.required(kind_value, f"{entry_path}.kind"):
+            allowed = ", ".join(k.value for k in TriggerKind)
+            if isinstance(kind_value, str) and kind_value in set(TriggerKind):
+                kind = TriggerKind(kind_value)
+            else:
+                check.error(f"{entry_path}.kind", f"must be one of {allowed} (got {_show(kind_value)})")
+        token_value = _get(section, "token")
+        token_env = (
+            check.env_reference(token_value, f"{entry_path}.token")
+            if check.required(token_value, f"{entry_path}.token")
+            else None
+        )
+        channel_value = _get(section, "channel")
+        channel = None
+        if channel_value is not _MISSING:
+            channel = check.string(channel_value, f"{entry_path}.channel")
+            if channel is not None and bound and channel not in bound:
+                check.error(
+                    f"{entry_path}.channel",
+                    f"must be one of the Binding's channels ({', '.join(bound)}) (got {_show(channel)})",
+                )
+        elif len(bound) > 1:
+            check.error(f"{entry_path}.channel", "is required when the Binding has more than one channel")
+        if len(check.errors) > before or name is None or kind is None or token_env is None:
+            ok = False
+            continue
+        triggers.append(TriggerSpec(name=name, kind=kind, token_env=token_env, channel=channel))
+    return tuple(triggers) if ok else None
 
 
 def _dialect_of(spec: dict[str, Any]) -> Dialect | None:
@@ -825,7 +927,7 @@ _FIELD_ORDER = [
     "apiVersion", "kind", "metadata", "spec.connection", "spec.channels", "spec.agent.url", "spec.agent.dialect",
     "spec.agent.protocolVersion", "spec.agent.headers", "spec.output", "spec.chat", "spec.interactions.askUser",
     "spec.interactions.toolApprovals", "spec.interactions.approverGroups", "spec.interactions.timeout",
-    "spec.session", "spec.botToken", "spec.signingSecret", "spec.appToken", "spec",
+    "spec.session", "spec.triggers", "spec.botToken", "spec.signingSecret", "spec.appToken", "spec",
 ]  # fmt: skip
 
 
@@ -887,8 +989,20 @@ def binding_manifest(spec: BindingSpec) -> dict[str, Any]:
                 "timeout": format_duration(interactions.timeout),
             },
             "session": {"threadTTL": format_duration(spec.session.thread_ttl)},
+            "triggers": [_trigger_manifest(trigger) for trigger in spec.triggers],
         },
     }
+
+
+def _trigger_manifest(trigger: TriggerSpec) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "name": trigger.name,
+        "kind": trigger.kind.value,
+        "token": _Flow(fromEnv=trigger.token_env),
+    }
+    if trigger.channel is not None:
+        body["channel"] = trigger.channel
+    return body
 
 
 def manifest(spec: Spec) -> dict[str, Any]:

@@ -133,6 +133,8 @@ class Binding(models.Model):
     approver_groups = models.JSONField(default=list, blank=True)
     interaction_timeout = models.DurationField(default=manifest.DEFAULT_INTERACTION_TIMEOUT)
     thread_ttl = models.DurationField("thread TTL", default=manifest.DEFAULT_THREAD_TTL)
+    # [{"name", "kind", "token_env", "channel"}]: the doors that start alert threads (spec.triggers).
+    triggers = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -149,12 +151,50 @@ class Binding(models.Model):
     def channel_ids(self) -> list[str]:
         return sorted(channel.channel_id for channel in self.channels.all())
 
+    def trigger(self, name: str) -> manifest.TriggerSpec | None:
+        """The trigger of this name, as the manifest reads it."""
+        return next((trigger for trigger in trigger_specs(self.triggers) if trigger.name == name), None)
+
+    def trigger_token(self, trigger: manifest.TriggerSpec) -> str:
+        index = next(i for i, t in enumerate(trigger_specs(self.triggers)) if t.name == trigger.name)
+        return _read_env(self.subject, f"spec.triggers[{index}].token", trigger.token_env)
+
+    def trigger_channel(self, trigger: manifest.TriggerSpec) -> str | None:
+        """Where the trigger's alerts are posted: its channel, else the Binding's only one."""
+        if trigger.channel is not None:
+            return trigger.channel
+        channels = self.channel_ids()
+        return channels[0] if len(channels) == 1 else None
+
     def agent_headers_resolved(self) -> dict[str, str]:
         """The headers to send to the agent, with each value read from its environment variable."""
         return {
             header: _read_env(self.subject, f"spec.agent.headers.{header}", variable)
             for header, variable in sorted(self.agent_headers.items())
         }
+
+
+def trigger_specs(rows: list[dict[str, str]]) -> tuple[manifest.TriggerSpec, ...]:
+    """A Binding's stored triggers as specs."""
+    return tuple(
+        manifest.TriggerSpec(
+            name=row["name"],
+            kind=manifest.TriggerKind(row["kind"]),
+            token_env=row["token_env"],
+            channel=row.get("channel") or None,
+        )
+        for row in rows
+    )
+
+
+def trigger_rows(specs: tuple[manifest.TriggerSpec, ...]) -> list[dict[str, str]]:
+    rows = []
+    for spec in specs:
+        row = {"name": spec.name, "kind": spec.kind.value, "token_env": spec.token_env}
+        if spec.channel is not None:
+            row["channel"] = spec.channel
+        rows.append(row)
+    return rows
 
 
 class BindingChannel(models.Model):

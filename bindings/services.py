@@ -23,7 +23,7 @@ from bindings.manifest import (
     Problem,
     Validation,
 )
-from bindings.models import Binding, BindingChannel, Connection
+from bindings.models import Binding, BindingChannel, Connection, trigger_rows, trigger_specs
 
 
 class Action(StrEnum):
@@ -124,6 +124,7 @@ def binding_spec(binding: Binding) -> BindingSpec:
             timeout=binding.interaction_timeout,
         ),
         session=manifest.SessionSpec(thread_ttl=binding.thread_ttl),
+        triggers=trigger_specs(binding.triggers),
     )
 
 
@@ -191,6 +192,7 @@ def binding_fields(spec: BindingSpec) -> dict[str, Any]:
         "approver_groups": list(spec.interactions.approver_groups),
         "interaction_timeout": spec.interactions.timeout,
         "thread_ttl": spec.session.thread_ttl,
+        "triggers": trigger_rows(spec.triggers),
     }
 
 

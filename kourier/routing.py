@@ -1,7 +1,7 @@
 """What the web process serves where: Slack's requests at the door, on the event loop; the rest by Django.
 
-A new door (Slack's alert triggers at /triggers/<binding>/<trigger>, say) is one more path above
-Django's catch-all.
+Alert sources deliver at /triggers/<binding>/<trigger> (kourier/triggers/door.py); a new door is one
+more path above Django's catch-all.
 """
 
 from collections.abc import Awaitable, Callable
@@ -10,6 +10,7 @@ from channels.routing import URLRouter
 from django.urls import path, re_path
 
 from kourier.slack.door import SlackEvents
+from kourier.triggers.door import TriggerDoor
 
 ASGIApp = Callable[..., Awaitable[None]]
 
@@ -22,6 +23,8 @@ def http_routes(django_app: ASGIApp) -> URLRouter:
             # path, or found by the secret that signed the request.
             path("slack/events", slack_events),
             path("slack/events/<slug:connection>", slack_events),
+            # Alert sources (Alertmanager, anything that speaks the generic shape): a bearer token.
+            path("triggers/<slug:binding>/<slug:trigger>", TriggerDoor.as_asgi()),
             # The admin, /healthz and /readyz: Django, with its middleware. (The stubs know views
             # only; URLRouter routes to ASGI apps.)
             re_path(r"", django_app),  # type: ignore[arg-type]

@@ -87,6 +87,7 @@ INSTALLED_APPS = [
     "sessions.apps.ThreadSessionsConfig",
     "interactions",
     "audit",
+    "alerts",
 ]
 
 MIDDLEWARE = [
@@ -173,6 +174,10 @@ CELERY_BEAT_SCHEDULE = {
     },
     "time-out-interactions": {
         "task": "interactions.tasks.time_out_interactions",
+        "schedule": env("RECOVERY_INTERVAL_SECONDS"),
+    },
+    "deliver-alerts": {
+        "task": "alerts.tasks.deliver_alerts",
         "schedule": env("RECOVERY_INTERVAL_SECONDS"),
     },
     "delete-expired-sessions": {"task": "sessions.tasks.delete_expired_sessions", "schedule": 3600.0},

@@ -1,10 +1,25 @@
-"""The message a trigger posts in a bound channel: the root of an alert thread."""
+"""The messages of an alert thread: its root (the alert message, at the top level of the channel) and
+its notes, each posted once through the caller's ``Outbox`` (outbox.py).
+
+The root carries ``{"event_type": "kourier_alert", "event_payload": {"alert": <key>}}``: a post whose
+answer was lost is found in the channel's history by it instead of being posted again.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
+from slack_sdk.web.async_client import AsyncWebClient
+
 from .clients import connection_workspace, web_client
+from .outbox import IntentState, Outbox, PostKind, notice_metadata, post_once
+from .threads import find_channel_post
 
 ALERT_METADATA_EVENT = "kourier_alert"
+
+
+def alert_metadata(key: str) -> dict[str, Any]:
+    return {"event_type": ALERT_METADATA_EVENT, "event_payload": {"alert": key}}
 
 
 def post_alert_message(
@@ -18,3 +33,47 @@ def post_alert_message(
         metadata={"event_type": ALERT_METADATA_EVENT, "event_payload": {"binding": binding}},
     )
     return str(response["ts"])
+
+
+async def post_alert_once(
+    client: AsyncWebClient, outbox: Outbox, channel_id: str, text: str, *, key: str
+) -> str:
+    """Posts the alert message unless this one (``key``) was posted already; its ts either way."""
+    metadata = alert_metadata(key)
+    intent = await outbox.intend(key, PostKind.ALERT)
+    if intent.state is IntentState.CONFIRMED and intent.ts is not None:
+        return intent.ts
+    if intent.state is IntentState.PENDING and intent.since is not None:
+        found = await find_channel_post(client, channel_id, metadata, since=intent.since)
+        if found is not None:
+            await outbox.confirm(key, found["ts"])
+            return str(found["ts"])
+    response = await client.chat_postMessage(channel=channel_id, text=text, metadata=metadata)
+    await outbox.confirm(key, response["ts"])
+    return str(response["ts"])
+
+
+async def post_alert_note_once(
+    client: AsyncWebClient, outbox: Outbox, channel_id: str, thread_ts: str, text: str, *, key: str
+) -> str:
+    """Posts a note in the alert's thread (fired again, resolved) once."""
+    return await post_once(
+        client,
+        channel_id,
+        thread_ts,
+        key=key,
+        kind=PostKind.NOTICE,
+        metadata=notice_metadata(key),
+        outbox=outbox,
+        text=text,
+    )
+
+
+async def workspace_url(client: AsyncWebClient) -> str:
+    """The workspace's address (``https://acme.slack.com/``), for links to its messages."""
+    return str((await client.auth_test()).get("url") or "")
+
+
+def message_link(url: str, channel_id: str, ts: str) -> str:
+    """A link to a top-level message, as Slack writes permalinks."""
+    return f"{url.rstrip('/')}/archives/{channel_id}/p{ts.replace('.', '')}" if url else ""

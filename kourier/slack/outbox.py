@@ -40,6 +40,7 @@ class PostKind(enum.StrEnum):
     NOTICE = "notice"
     PART = "part"  # a part of a long answer, after the reply's message
     PROMPT = "prompt"  # a question put to the channel
+    ALERT = "alert"  # an alert message: the root of an alert thread
 
 
 class IntentState(enum.Enum):

@@ -75,3 +75,26 @@ async def find_started_stream(
         ):
             found = message
     return found
+
+
+async def find_channel_post(
+    client: AsyncWebClient, channel_id: str, metadata: Mapping[str, Any], *, since: float
+) -> dict[str, Any] | None:
+    """The channel's top-level message that carries this metadata, posted since ``since``, or None."""
+    cursor = ""
+    while True:
+        arguments: dict[str, Any] = {
+            "channel": channel_id,
+            "oldest": f"{max(since - CLOCK_SKEW_SECONDS, 0.0):.6f}",
+            "include_all_metadata": True,
+            "limit": REPLIES_PAGE_SIZE,
+        }
+        if cursor:
+            arguments["cursor"] = cursor
+        response = await client.conversations_history(**arguments)
+        for message in response.get("messages") or []:
+            if same_metadata(message, metadata):
+                return message
+        cursor = (response.get("response_metadata") or {}).get("next_cursor") or ""
+        if not cursor:
+            return None

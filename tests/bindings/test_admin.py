@@ -167,6 +167,27 @@ def test_a_binding_is_added_with_its_channels(admin_client, acme):
     assert saved.interaction_timeout.total_seconds() == 1800
 
 
+def test_a_bindings_triggers_are_saved_by_the_admin_and_shown_again(admin_client, acme):
+    from bindings.models import Binding
+
+    admin_client.post(
+        reverse("admin:bindings_binding_add"), binding_form(triggers="prometheus alertmanager OPS_TOKEN")
+    )
+    saved = Binding.objects.get(name="ops")
+    page = admin_client.get(reverse("admin:bindings_binding_change", args=[saved.pk]))
+
+    assert saved.triggers == [{"name": "prometheus", "kind": "alertmanager", "token_env": "OPS_TOKEN"}]
+    assert "prometheus alertmanager OPS_TOKEN" in page.content.decode()
+
+
+def test_a_trigger_line_without_its_token_variable_is_refused_in_the_form(admin_client, acme):
+    response = admin_client.post(
+        reverse("admin:bindings_binding_add"), binding_form(triggers="prometheus alertmanager")
+    )
+
+    assert "line 1: write each trigger as NAME KIND TOKEN_ENV_VAR" in " ".join(form_errors(response))
+
+
 def test_a_binding_saved_by_the_admin_exports_like_one_applied(admin_client, acme):
     from bindings import services
 
@@ -227,6 +248,23 @@ def test_a_binding_saved_by_the_admin_exports_like_one_applied(admin_client, acm
             binding(interactions={"toolApprovals": True}),
             "tool_approvals",
             id="toolApprovals on a2a",
+        ),
+        pytest.param(
+            {"triggers": "prometheus alertmanager OPS_TOKEN\nprometheus generic OPS_TOKEN"},
+            binding(
+                triggers=[
+                    {"name": "prometheus", "kind": "alertmanager", "token": {"fromEnv": "OPS_TOKEN"}},
+                    {"name": "prometheus", "kind": "generic", "token": {"fromEnv": "OPS_TOKEN"}},
+                ]
+            ),
+            "triggers",
+            id="duplicate trigger",
+        ),
+        pytest.param(
+            {"triggers": "prometheus nagios OPS_TOKEN"},
+            binding(triggers=[{"name": "prometheus", "kind": "nagios", "token": {"fromEnv": "OPS_TOKEN"}}]),
+            "triggers",
+            id="unknown trigger kind",
         ),
         pytest.param(
             {"connection": "globex"},

@@ -218,6 +218,15 @@ def test_exported_manifests_apply_back_unchanged_and_export_the_same_text():
         approver_groups=["S0000000002", "S0000000001"],
         interaction_timeout=timedelta(hours=1, minutes=30),
         thread_ttl=timedelta(days=7),
+        triggers=[
+            {
+                "name": "prometheus",
+                "kind": "alertmanager",
+                "token_env": "OPS_TOKEN",
+                "channel": "C0000000002",
+            },
+            {"name": "hooks", "kind": "generic", "token_env": "HOOKS_TOKEN", "channel": "C0000000001"},
+        ],
     )
     BindingFactory(name="plain", connection=globex)
     exported = services.export_manifests()

@@ -596,6 +596,117 @@ def test_tool_approvals_with_approver_groups_has_no_warning():
     assert manifest.validate(documents(document), connections=["acme"]).warnings == []
 
 
+# --- Triggers ----------------------------------------------------------------------------------------
+
+PROMETHEUS = {"name": "prometheus", "kind": "alertmanager", "token": {"fromEnv": "OPS_TRIGGER_TOKEN"}}
+
+
+def test_a_binding_declares_its_triggers_in_the_order_given():
+    hooks = {
+        "name": "hooks",
+        "kind": "generic",
+        "token": {"fromEnv": "HOOKS_TOKEN"},
+        "channel": "C0123456789",
+    }
+    validation = manifest.validate(documents(binding(triggers=[PROMETHEUS, hooks])), connections=["acme"])
+
+    [spec] = validation.bindings
+    assert spec.triggers == (
+        manifest.TriggerSpec("prometheus", manifest.TriggerKind.ALERTMANAGER, "OPS_TRIGGER_TOKEN"),
+        manifest.TriggerSpec("hooks", manifest.TriggerKind.GENERIC, "HOOKS_TOKEN", "C0123456789"),
+    )
+
+
+def test_a_binding_without_triggers_has_none():
+    [spec] = manifest.validate(documents(binding()), connections=["acme"]).bindings
+
+    assert spec.triggers == ()
+
+
+@pytest.mark.parametrize(
+    ("triggers", "error"),
+    [
+        pytest.param(
+            [PROMETHEUS, {**PROMETHEUS, "kind": "generic"}],
+            'Binding "ops": spec.triggers[1].name: duplicate trigger "prometheus"',
+            id="duplicate name",
+        ),
+        pytest.param(
+            [{**PROMETHEUS, "kind": "nagios"}],
+            'Binding "ops": spec.triggers[0].kind: must be one of alertmanager, generic (got "nagios")',
+            id="unknown kind",
+        ),
+        pytest.param(
+            [{"name": "prometheus", "kind": "alertmanager"}],
+            'Binding "ops": spec.triggers[0].token: is required',
+            id="missing token",
+        ),
+        pytest.param(
+            [{**PROMETHEUS, "token": "s3cret"}],
+            'Binding "ops": spec.triggers[0].token: must be a reference to an environment variable, '
+            "{fromEnv: VARIABLE_NAME}; a secret is never written in a manifest (got a string)",
+            id="token written in the manifest",
+        ),
+        pytest.param(
+            [{"kind": "alertmanager", "token": {"fromEnv": "T"}}],
+            'Binding "ops": spec.triggers[0].name: is required',
+            id="missing name",
+        ),
+        pytest.param(
+            [{**PROMETHEUS, "kind": None}],
+            'Binding "ops": spec.triggers[0].kind: is required',
+            id="missing kind",
+        ),
+        pytest.param(
+            [{**PROMETHEUS, "channel": "C0000000009"}],
+            'Binding "ops": spec.triggers[0].channel: must be one of the Binding\'s channels (C0123456789) '
+            '(got "C0000000009")',
+            id="channel not bound",
+        ),
+        pytest.param(
+            [{**PROMETHEUS, "url": "x"}],
+            'Binding "ops": spec.triggers[0].url: unknown field (expected one of: name, kind, token, channel)',
+            id="unknown field",
+        ),
+        pytest.param(
+            {"prometheus": PROMETHEUS},
+            'Binding "ops": spec.triggers: must be a list (got a mapping)',
+            id="not a list",
+        ),
+    ],
+)
+def test_a_trigger_is_refused_naming_the_binding_and_the_field(triggers, error):
+    assert errors_of(binding(triggers=triggers)) == [error]
+
+
+def test_a_trigger_names_its_channel_when_the_binding_has_several():
+    document = binding(channels=["C0000000001", "C0000000002"], triggers=[PROMETHEUS])
+
+    assert errors_of(document) == [
+        'Binding "ops": spec.triggers[0].channel: is required when the Binding has more than one channel'
+    ]
+
+
+def test_triggers_are_written_back_and_read_again_unchanged():
+    document = binding(triggers=[PROMETHEUS, {**PROMETHEUS, "name": "other", "channel": "C0123456789"}])
+    [spec] = manifest.validate(documents(document), connections=["acme"]).bindings
+
+    text = manifest.dump_manifests([spec])
+    [again] = manifest.validate(manifest.parse_documents(text)[0], connections=["acme"]).bindings
+
+    assert "  - {name: prometheus" not in text  # a block list, each token inline
+    assert "    token: {fromEnv: OPS_TRIGGER_TOKEN}\n" in text
+    assert again == spec
+
+
+def test_a_changed_trigger_is_reported_as_a_change_of_spec_triggers():
+    [before] = manifest.validate(documents(binding(triggers=[PROMETHEUS])), connections=["acme"]).bindings
+    changed = binding(triggers=[{**PROMETHEUS, "token": {"fromEnv": "OTHER"}}])
+    [after] = manifest.validate(documents(changed), connections=["acme"]).bindings
+
+    assert manifest.changed_fields(before, after) == ["spec.triggers"]
+
+
 # --- Written back ------------------------------------------------------------------------------------
 
 
@@ -635,6 +746,7 @@ def test_specs_are_written_back_with_every_field_in_the_issues_shape():
         "    timeout: 30m\n"
         "  session:\n"
         "    threadTTL: 90d\n"
+        "  triggers: []\n"
     )
 
 

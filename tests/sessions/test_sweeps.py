@@ -90,6 +90,7 @@ class TestTheSweepCommand:
         names = [line.split(":")[0] for line in out.getvalue().splitlines()]
         assert names == [
             "delete-expired-sessions",
+            "deliver-alerts",
             "post-owed-notices",
             "recover-sessions",
             "remove-stale-acknowledgments",

@@ -370,6 +370,33 @@ def conversations_replies(call: Call) -> dict[str, Any]:
     return body
 
 
+@web_method("conversations.history")
+def conversations_history(call: Call) -> dict[str, Any]:
+    """The channel's top-level messages, newest first, within oldest/latest (replies stay in threads)."""
+    channel = call.channel()
+    limit = _page_limit(call, default=100, maximum=999)
+    include_metadata = call.args.flag("include_all_metadata")
+    top_level = [
+        m
+        for m in call.state.messages.get(channel.id, {}).values()
+        if not m.is_reply and not m.deleted and _in_range(call, m.ts)
+    ]
+    newest_first = sorted(top_level, key=lambda m: float(m.ts), reverse=True)
+    cursor = call.args.text("cursor")
+    start = 0
+    if cursor:
+        first_ts = decode_cursor(cursor, "next_ts")
+        start = next((i for i, m in enumerate(newest_first) if m.ts == first_ts), -1)
+        if start < 0:
+            raise SlackError("invalid_cursor")
+    page, rest = newest_first[start : start + limit], newest_first[start + limit :]
+    return {
+        "messages": [message_json(call.state, m, include_metadata=include_metadata) for m in page],
+        "has_more": bool(rest),
+        "response_metadata": {"next_cursor": encode_cursor("next_ts", rest[0].ts) if rest else ""},
+    }
+
+
 def _thread_message_json(call: Call, message: Message, include_metadata: bool) -> dict[str, Any]:
     if message.deleted:  # a deleted root that still has replies stays as a tombstone
         return {

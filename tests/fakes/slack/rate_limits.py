@@ -37,6 +37,7 @@ DEFAULT_BUDGETS: dict[str, Budget] = {
     "chat.delete": Budget(TIER_3),
     "reactions.add": Budget(TIER_3),
     "conversations.replies": Budget(TIER_3),
+    "conversations.history": Budget(TIER_3),
     "chat.appendStream": Budget(TIER_4),
     "chat.postEphemeral": Budget(TIER_4),
     "conversations.members": Budget(TIER_4),

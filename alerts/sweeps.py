@@ -1,0 +1,17 @@
+"""The alerts app's sweep: alert posts left owed by a worker that died (kourier/sweeps.py)."""
+
+from django.utils import timezone
+
+from kourier.queue import enqueue_after_commit
+from kourier.sweeps import Swept, sweep
+
+from .queue import DELIVER_ALERT
+from .services import alerts_owing_posts
+
+
+@sweep("deliver-alerts")
+def deliver_alerts() -> Swept:
+    owing = alerts_owing_posts(timezone.now())
+    for alert_id in owing:
+        enqueue_after_commit(DELIVER_ALERT, alert_id)
+    return Swept({"alerts delivered": len(owing)})

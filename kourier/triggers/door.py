@@ -1,0 +1,133 @@
+"""The triggers' door: POST /triggers/<binding>/<trigger>, where alert sources deliver their alerts.
+
+A Channels consumer that kourier/routing.py serves ahead of Django, as Slack's door is. It answers
+405 for another method, 413 for a body over DATA_UPLOAD_MAX_MEMORY_SIZE (read no further), 404 for
+a Binding or trigger it does not know, 401 without the trigger's bearer token (compared in constant
+time), 503 when the token's variable is not set, 400 with the reason for a body the trigger's kind
+does not send; none of these stores anything. Otherwise the alerts are taken
+(``alerts.services.take_alerts``) and the answer is 200 with what was done.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from channels.exceptions import StopConsumer
+from channels.generic.http import AsyncHttpConsumer
+from django.conf import settings
+
+from alerts import payloads
+from alerts.services import take_alerts
+from bindings import directory
+from bindings.manifest import TriggerKind, TriggerSpec
+from bindings.models import Binding, MissingSecret
+from kourier.db import in_database_thread
+
+logger = logging.getLogger(__name__)
+
+IDEMPOTENCY_KEY_MAX_LENGTH = 150
+_READERS = {TriggerKind.ALERTMANAGER: payloads.read_alertmanager, TriggerKind.GENERIC: payloads.read_generic}
+
+
+def bearer_token(headers: dict[str, str]) -> str:
+    scheme, _, token = headers.get("authorization", "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
+
+
+def token_matches(given: str, expected: str) -> bool:
+    return hmac.compare_digest(given.encode(), expected.encode())
+
+
+class TriggerDoor(AsyncHttpConsumer):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.body_size = 0
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        # As Slack's door: no close of old database connections on the one thread per message.
+        if message["type"] == "http.request":
+            await self.http_request(message)
+        elif message["type"] == "http.disconnect":
+            raise StopConsumer()
+
+    async def http_request(self, message: dict[str, Any]) -> None:
+        if self.scope["method"] != "POST":
+            await self._respond(405, b"", [(b"allow", b"POST")])
+            raise StopConsumer()
+        chunk = message.get("body", b"")
+        self.body_size += len(chunk)
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        if limit is not None and self.body_size > limit:
+            self.body.clear()
+            await self._refuse(413, "request too large")
+            raise StopConsumer()
+        self.body.append(chunk)
+        if not message.get("more_body", False):
+            await self.handle(b"".join(self.body))
+            raise StopConsumer()
+
+    async def handle(self, body: bytes) -> None:
+        route = self.scope["url_route"]["kwargs"]
+        binding = (await directory.acurrent()).by_binding_name.get(route["binding"])
+        trigger = binding.trigger(route["trigger"]) if binding is not None else None
+        if binding is None or trigger is None:
+            await self._refuse(404, "no such trigger")
+            return
+        headers = {
+            key.decode("latin-1").lower(): value.decode("latin-1") for key, value in self.scope["headers"]
+        }
+        try:
+            expected = binding.trigger_token(trigger)
+        except MissingSecret as exc:
+            logger.error("trigger.misconfigured", extra={"binding": binding.name, "detail": str(exc)})
+            await self._refuse(503, "trigger is not configured")
+            return
+        if not token_matches(bearer_token(headers), expected):
+            await self._refuse(401, "invalid token", binding=binding.name)
+            return
+        idempotency_key = headers.get("idempotency-key", "").strip()
+        try:
+            if len(idempotency_key) > IDEMPOTENCY_KEY_MAX_LENGTH:
+                raise payloads.Unreadable(
+                    f"Idempotency-Key must be at most {IDEMPOTENCY_KEY_MAX_LENGTH} characters"
+                )
+            notices = _READERS[trigger.kind](body)
+        except payloads.Unreadable as exc:
+            await self._refuse(400, str(exc), binding=binding.name)
+            return
+        taken = await in_database_thread(_take)(binding, trigger, notices, idempotency_key)
+        if taken is None:
+            await self._refuse(503, "the trigger's channel is not bound", binding=binding.name)
+            return
+        await self._respond_json(200, {"ok": True, **taken})
+
+    async def _refuse(self, status: int, reason: str, *, binding: str | None = None) -> None:
+        logger.warning("trigger.refused", extra={"status": status, "binding": binding})
+        await self._respond_json(status, {"ok": False, "error": reason})
+
+    async def _respond_json(self, status: int, content: dict[str, Any]) -> None:
+        await self._respond(status, json.dumps(content).encode(), [(b"content-type", b"application/json")])
+
+    async def _respond(self, status: int, body: bytes, headers: Sequence[tuple[bytes, bytes]]) -> None:
+        await self.send_response(
+            status, body, headers=[(b"content-length", str(len(body)).encode()), *headers]
+        )
+
+
+def _take(
+    binding: Binding, trigger: TriggerSpec, notices: list[payloads.AlertNotice], idempotency_key: str
+) -> dict[str, int] | None:
+    channel_id = binding.trigger_channel(trigger)
+    if channel_id is None:
+        return None
+    taken = take_alerts(binding, trigger.name, channel_id, notices, idempotency_key=idempotency_key)
+    return {
+        "opened": taken.opened,
+        "repeated": taken.repeated,
+        "resolved": taken.resolved,
+        "unchanged": taken.unchanged,
+    }
