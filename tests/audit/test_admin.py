@@ -66,8 +66,12 @@ def test_a_row_has_a_read_only_detail_page_and_nobody_adds_changes_or_deletes(ad
     assert row.action == "interaction.decided"
 
 
-def test_pending_interactions_are_listed_with_their_deadlines(admin_client):
-    turn = TurnFactory()
+@pytest.fixture
+def turn():
+    return TurnFactory()
+
+
+def test_pending_interactions_are_listed_with_their_deadlines(admin_client, turn):
     deadline = timezone.now() + timedelta(minutes=30)
     Interaction.objects.create(
         turn=turn, session=turn.session, kind="approval", pause={}, deadline=deadline, channel_id="C1"

@@ -31,6 +31,12 @@ def tool(name="add_numbers", args=None, n=0):
     )
 
 
+def shown(req: ApprovalRequest) -> list:
+    blocks = approval_prompts.open_prompt(req, 7)
+    assert isinstance(blocks, list)
+    return blocks
+
+
 def request(*tools, agent=None):
     return ApprovalRequest(
         tools=tools or (tool(),),
@@ -43,7 +49,7 @@ def request(*tools, agent=None):
 
 class TestThePrompt:
     def test_one_tool_shows_its_name_arguments_and_approve_and_deny(self):
-        blocks = approval_prompts.open_prompt(request(tool(args={"a": 2, "b": 3})), 7)
+        blocks = shown(request(tool(args={"a": 2, "b": 3})))
         assert block_problems(blocks) == []
         assert '"a": 2' in blocks[1]["text"]["text"]
         assert [(e["action_id"], e["value"]) for e in blocks[-1]["elements"]] == [
@@ -52,7 +58,7 @@ class TestThePrompt:
         ]
 
     def test_several_tools_have_a_choice_each_and_submit_approve_all_deny_all(self):
-        blocks = approval_prompts.open_prompt(request(tool(n=0), tool("check_status", n=1)), 7)
+        blocks = shown(request(tool(n=0), tool("check_status", n=1)))
         assert block_problems(blocks) == []
         assert [b["block_id"] for b in blocks if b["type"] == "input"] == ["tool-0", "tool-1"]
         assert [e["text"]["text"] for e in blocks[-1]["elements"]] == ["Submit", "Approve all", "Deny all"]
