@@ -1,4 +1,4 @@
-"""An Interaction: a pause of the agent's task that waits for people (a question now; approvals next)."""
+"""An Interaction: a pause of the agent's task that waits for people (a question or a tool approval)."""
 
 from django.db import models
 from django.db.models import Q
@@ -18,9 +18,12 @@ class Interaction(models.Model):
 
     class State(models.TextChoices):
         OPEN = "open"  # the prompt waits for an answer
-        ANSWERED = "answered"  # the first complete answer won; its turn carries it to the agent
-        TIMED_OUT = "timed_out"  # the deadline passed: the task is cancelled, the thread told
-        CANCELLED = "cancelled"  # the task could not be asked (the prompt could not be posted)
+        ANSWERED = "answered"  # the first complete answer (or decision) won; its turn carries it to the agent
+        # The deadline passed: a question's task is cancelled; an approval's tools are all denied
+        # (its answer turn carries the denial). The thread is told either way.
+        TIMED_OUT = "timed_out"
+        # The task could not be asked (the prompt could not be posted, or an approval could not be shown)
+        CANCELLED = "cancelled"
 
     turn = models.ForeignKey("threads.Turn", on_delete=models.CASCADE, related_name="interactions")
     session = models.ForeignKey("threads.Session", on_delete=models.CASCADE, related_name="interactions")
@@ -40,6 +43,11 @@ class Interaction(models.Model):
     )
     closed_at = models.DateTimeField(
         null=True, blank=True, help_text="When the prompt was last rewritten to say how it ended."
+    )
+    task_cancelled_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When the paused task was cancelled after an approval was refused or its denial not taken.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

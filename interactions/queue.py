@@ -1,3 +1,4 @@
 """The names of the interactions app's Celery tasks (services enqueue by name; see kourier/queue.py)."""
 
 CLOSE_PROMPT = "interactions.tasks.close_prompt"
+RETRY_PRESS = "interactions.tasks.retry_approval_press"

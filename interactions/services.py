@@ -17,14 +17,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.services import record
-from kourier.a2a.events import AnswerFormat, Question
+from kourier.a2a.events import AnswerFormat, ApprovalRequest, Question
 from kourier.queue import enqueue_after_commit
 from kourier.slack.clients import connection_workspace, web_client
 from sessions.models import Session, Turn
 from sessions.queue import DRIVE_SESSION
 from sessions.turns import message_id_for
 
-from . import prompts
+from . import approval_prompts, prompts
 from .answers import Answers, Incomplete, Mismatch, read_answers
 from .audit import answer_shape
 from .models import Interaction
@@ -217,7 +217,11 @@ class AnswerWork:
 
 
 def answer_of(turn_id: int) -> AnswerWork | None:
-    interaction = Interaction.objects.filter(answer_turn_id=turn_id).select_related("answer_turn").first()
+    interaction = (
+        Interaction.objects.filter(answer_turn_id=turn_id, kind=Interaction.Kind.QUESTION)
+        .select_related("answer_turn")
+        .first()
+    )
     if interaction is None or interaction.answer_turn is None:
         return None
     return AnswerWork(Question.from_dict(interaction.pause), interaction.answer_turn.answers or [])
@@ -226,7 +230,11 @@ def answer_of(turn_id: int) -> AnswerWork | None:
 def close_prompt(interaction_id: int) -> bool:
     """Rewrites an ended Interaction's prompt to say how it ended, its controls removed. Safe to repeat
     (``chat.update`` shows the same however often it is sent). False when there is nothing to close."""
-    interaction = Interaction.objects.select_related("session__connection").filter(pk=interaction_id).first()
+    interaction = (
+        Interaction.objects.select_related("session__connection", "answer_turn")
+        .filter(pk=interaction_id)
+        .first()
+    )
     if interaction is None or interaction.state == Interaction.State.OPEN:
         return False
     rewrite_prompt(interaction)
@@ -238,6 +246,9 @@ def rewrite_prompt(interaction: Interaction) -> None:
     """The prompt, once its Interaction ended: the questions, and a line that says how it ended."""
     if not interaction.prompt_ts:
         return  # never posted
+    if interaction.kind == Interaction.Kind.APPROVAL:
+        _rewrite_approval_prompt(interaction)
+        return
     question = Question.from_dict(interaction.pause)
     if interaction.state == Interaction.State.ANSWERED and interaction.answered_at is not None:
         line = prompts.answered_line(interaction.answered_by, interaction.answered_at)
@@ -252,20 +263,47 @@ def rewrite_prompt(interaction: Interaction) -> None:
     )
 
 
-def claim_timeouts(*, now: datetime | None = None) -> int:
-    """Marks every open Interaction past its deadline timed out (a conditional update: an answer that
-    wins meanwhile keeps it); how many."""
-    now = now or timezone.now()
-    return Interaction.objects.filter(state=Interaction.State.OPEN, deadline__lte=now).update(
-        state=Interaction.State.TIMED_OUT
+def _rewrite_approval_prompt(interaction: Interaction) -> None:
+    """An approval's prompt once it ended: each tool's verdict, or the timed-out ending."""
+    request = ApprovalRequest.from_dict(interaction.pause)
+    if interaction.state == Interaction.State.ANSWERED and interaction.answered_at is not None:
+        turn = interaction.answer_turn
+        verdicts = [bool(verdict) for verdict in (turn.answers if turn is not None else None) or []]
+        at = interaction.answered_at
+        blocks = approval_prompts.decided_prompt(
+            request,
+            verdicts,
+            approval_prompts.decided_line(
+                interaction.answered_by, int(at.timestamp()), f"{at:%Y-%m-%d %H:%M}"
+            ),
+        )
+    else:
+        blocks = approval_prompts.timed_out_prompt(request)
+    connection = interaction.session.connection
+    web_client(connection.bot_token(), workspace=connection_workspace(connection.pk)).chat_update(
+        channel=interaction.channel_id,
+        ts=interaction.prompt_ts,
+        blocks=blocks,
+        text=approval_prompts.fallback_text(request),
     )
 
 
+def claim_timeouts(*, now: datetime | None = None) -> int:
+    """Marks every open question past its deadline timed out (a conditional update: an answer that
+    wins meanwhile keeps it); how many. Approvals time out step by step (approvals.py)."""
+    now = now or timezone.now()
+    return Interaction.objects.filter(
+        kind=Interaction.Kind.QUESTION, state=Interaction.State.OPEN, deadline__lte=now
+    ).update(state=Interaction.State.TIMED_OUT)
+
+
 def timed_out_to_close() -> list[Interaction]:
-    """Timed-out Interactions whose task, prompt and thread are not yet all told (a sweep that stopped
+    """Timed-out questions whose task, prompt and thread are not yet all told (a sweep that stopped
     half-way leaves them here)."""
     return list(
-        Interaction.objects.filter(state=Interaction.State.TIMED_OUT, closed_at=None)
+        Interaction.objects.filter(
+            kind=Interaction.Kind.QUESTION, state=Interaction.State.TIMED_OUT, closed_at=None
+        )
         .select_related("turn", "session__binding", "session__connection")
         .order_by("deadline")
     )

@@ -1,4 +1,6 @@
-"""The interactions app's sweep (kourier/sweeps.py): questions nobody answered in time."""
+"""The interactions app's sweep (kourier/sweeps.py): questions nobody answered in time, approvals
+nobody decided in time, and the approval work a failure left behind (a prompt Slack refused for
+now, a paused task still to cancel)."""
 
 from __future__ import annotations
 
@@ -7,18 +9,17 @@ import logging
 from asgiref.sync import async_to_sync
 
 from kourier.a2a.dialects import dialect_for
-from kourier.a2a.errors import A2AError
-from kourier.a2a.events import Question
+from kourier.a2a.errors import A2AError, AgentTimeout, AgentUnreachable
 from kourier.a2a.factory import make_client
 from kourier.queue import enqueue_after_commit
-from kourier.slack.clients import async_web_client, connection_workspace
-from kourier.slack.outbox import notice_key, post_notice
+from kourier.slack.clients import SlackError, async_web_client, connection_workspace, error_name
+from kourier.slack.outbox import PostKind, notice_key, post_notice
 from kourier.sweeps import Swept, sweep
 from sessions import notices
 from sessions.outbox import TurnOutbox
 from sessions.queue import DRIVE_SESSION
 
-from . import services
+from . import approvals, asking, services
 from .models import Interaction
 
 logger = logging.getLogger(__name__)
@@ -37,7 +38,7 @@ def time_out_interactions() -> Swept:
         try:
             _cancel_task(interaction)
             services.rewrite_prompt(interaction)
-            _tell_thread(interaction)
+            _tell_thread(interaction, notices.QUESTION_TIMED_OUT)
         except Exception as exc:  # Slack or the database failed: the next run takes it again
             logger.warning(
                 "interaction.timeout_unfinished",
@@ -48,14 +49,133 @@ def time_out_interactions() -> Swept:
         enqueue_after_commit(DRIVE_SESSION, interaction.session_id)
         logger.info("interaction.timed_out", extra={"interaction_id": interaction.pk})
         closed += 1
-    return Swept({"questions timed out": timed_out, "prompts closed": closed})
+    return Swept({"questions timed out": timed_out, "prompts closed": closed, **_approvals()})
+
+
+def _approvals() -> dict[str, int]:
+    """At an approval's deadline: its timeout audited first, then every tool denied through the
+    dialect (the denial is the Interaction's answer turn), the prompt given its timed-out ending and
+    the thread told, each step safe to repeat. Then the tasks to cancel and the prompts to post."""
+    timed_out = superseded = closed = cancelled = posted = 0
+    for interaction_id in approvals.open_approvals_past_deadline():
+        try:
+            approvals.audit_timeout(interaction_id)
+        except Exception as exc:
+            logger.warning(
+                "interaction.timeout_not_audited",
+                extra={"interaction_id": interaction_id, "error": type(exc).__name__},
+            )
+            continue
+        if approvals.claim_timeout(interaction_id):
+            timed_out += 1
+            continue
+        # A person's decision won the race after the timeout's audit: the audit is corrected, appended.
+        try:
+            approvals.supersede_timeout(interaction_id)
+            superseded += 1
+        except Exception as exc:
+            logger.error(
+                "interaction.supersede_not_audited",
+                extra={"interaction_id": interaction_id, "error": type(exc).__name__},
+            )
+    for interaction in approvals.timed_out_to_close():
+        try:
+            approvals.audit_timeout(interaction.pk)  # recovery: written if a sweep stopped before it
+            approvals.queue_timeout_denial(interaction.pk)
+            services.rewrite_prompt(interaction)
+            _tell_thread(interaction, notices.APPROVAL_TIMED_OUT)
+        except Exception as exc:
+            logger.warning(
+                "interaction.timeout_unfinished",
+                extra={"interaction_id": interaction.pk, "error": type(exc).__name__},
+            )
+            continue
+        services.mark_closed(interaction.pk)
+        logger.info("interaction.timed_out", extra={"interaction_id": interaction.pk})
+        closed += 1
+    for interaction in approvals.tasks_to_cancel():
+        if _cancel_for_good(interaction):
+            approvals.mark_task_cancelled(interaction.pk)
+            cancelled += 1
+    for interaction in approvals.unposted_prompts():
+        posted += _post_prompt(interaction)
+    counts = {
+        "approvals timed out": timed_out,
+        "timeouts superseded": superseded,
+        "approval prompts closed": closed,
+        "paused tasks cancelled": cancelled,
+        "approval prompts posted": posted,
+    }
+    return {what: count for what, count in counts.items() if count}  # a sweep with no approvals says so
+
+
+def _cancel_for_good(interaction: Interaction) -> bool:
+    """Cancels an approval's paused task; False when the agent could not be reached (tried again)."""
+    try:
+        _agent_cancel(interaction)
+    except (AgentUnreachable, AgentTimeout) as exc:
+        logger.warning(
+            "interaction.cancel_deferred",
+            extra={"interaction_id": interaction.pk, "error": type(exc).__name__},
+        )
+        return False
+    except A2AError as exc:  # the agent refuses (the task has ended, or it cannot cancel): nothing left to do
+        logger.info(
+            "interaction.cancel_failed", extra={"interaction_id": interaction.pk, "error": type(exc).__name__}
+        )
+    return True
+
+
+def _post_prompt(interaction: Interaction) -> int:
+    connection = interaction.session.connection
+    client = async_web_client(connection.bot_token(), workspace=connection_workspace(connection.pk))
+    put = async_to_sync(asking.post_approval_prompt)(
+        client, interaction, thread_ts=interaction.session.thread_ts, reply_key=interaction.turn.message_id
+    )
+    if put.outcome is asking.Put.UNUSABLE:
+        refuse_unusable(interaction, put.reason)
+    return int(put.outcome is asking.Put.POSTED)
+
+
+def refuse_unusable(interaction: Interaction, reason: str) -> None:
+    """The refusal notice queued, the Interaction closed; the next sweep cancels the task."""
+    connection = interaction.session.connection
+    client = async_web_client(connection.bot_token(), workspace=connection_workspace(connection.pk))
+    key = notice_key(interaction.turn.message_id)
+    outbox = TurnOutbox(interaction.turn_id)
+    async_to_sync(outbox.intend)(key, PostKind.NOTICE, notices.APPROVAL_UNUSABLE)
+    approvals.refuse(interaction.pk, reason)
+    try:
+        async_to_sync(post_notice)(
+            client,
+            interaction.channel_id,
+            interaction.session.thread_ts,
+            notices.APPROVAL_UNUSABLE,
+            key=key,
+            outbox=outbox,
+        )
+    except SlackError as exc:  # queued in the outbox: the owed-notices sweep posts it
+        logger.warning(
+            "interaction.notice_deferred", extra={"interaction_id": interaction.pk, "error": error_name(exc)}
+        )
 
 
 def _cancel_task(interaction: Interaction) -> None:
+    try:
+        _agent_cancel(interaction)
+    except A2AError as exc:
+        # An agent that cannot cancel a paused task (kagent 0.10) leaves it paused; the session goes on
+        # with a task of its own at the next reply.
+        logger.info(
+            "interaction.cancel_failed", extra={"interaction_id": interaction.pk, "error": type(exc).__name__}
+        )
+
+
+def _agent_cancel(interaction: Interaction) -> None:
     binding = interaction.session.binding
     if binding is None:
         return
-    question = Question.from_dict(interaction.pause)
+    task_id = interaction.pause["task_id"]
     dialect = dialect_for(binding.dialect)
 
     async def cancel() -> None:
@@ -65,26 +185,19 @@ def _cancel_task(interaction: Interaction) -> None:
             protocol_version=binding.protocol_version,  # type: ignore[arg-type]  # validated on apply
             extensions=dialect.extensions,
         ) as agent:
-            await agent.cancel_task(question.task_id)
+            await agent.cancel_task(task_id)
 
-    try:
-        async_to_sync(cancel)()
-    except A2AError as exc:
-        # An agent that cannot cancel a paused task (kagent 0.10) leaves it paused; the session goes on
-        # with a task of its own at the next reply.
-        logger.info(
-            "interaction.cancel_failed", extra={"interaction_id": interaction.pk, "error": type(exc).__name__}
-        )
+    async_to_sync(cancel)()
 
 
-def _tell_thread(interaction: Interaction) -> None:
+def _tell_thread(interaction: Interaction, text: str) -> None:
     connection = interaction.session.connection
     client = async_web_client(connection.bot_token(), workspace=connection_workspace(connection.pk))
     async_to_sync(post_notice)(
         client,
         interaction.channel_id,
         interaction.session.thread_ts,
-        notices.QUESTION_TIMED_OUT,
+        text,
         key=notice_key(interaction.turn.message_id, "timed-out"),
         outbox=TurnOutbox(interaction.turn_id),
     )

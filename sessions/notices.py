@@ -35,3 +35,11 @@ APPROVAL_NOT_ENABLED = (
     "The agent asked for approval to run a tool, but tool approvals are turned off here, so its task was "
     "cancelled. Reply with more detail to try again."
 )
+APPROVAL_TIMED_OUT = (
+    "Nobody decided on the agent's tool request in time, so every tool was denied and the agent was told "
+    "that no one decided. Reply here to ask again."
+)
+APPROVAL_UNUSABLE = (
+    "The agent asked for approval to run a tool, but its request cannot be shown here in full, so its task "
+    "was cancelled. Reply here to try again."
+)

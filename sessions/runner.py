@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from interactions import asking
+from interactions import approvals, asking
 from interactions import services as interaction_services
 from kourier.a2a import errors as a2a_errors
 from kourier.a2a import follow
@@ -24,6 +24,7 @@ from kourier.a2a.events import (
     AgentEvent,
     AnswerFormat,
     ApprovalRequest,
+    Decision,
     Question,
     TaskEnded,
     TaskStarted,
@@ -35,7 +36,7 @@ from kourier.a2a.wire import Message, Role, TaskState, TextPart
 from kourier.db import in_database_thread
 from kourier.progress import Card, CardStatus, Ending, Progress, ThreadKind
 from kourier.slack.clients import SlackError, async_web_client, connection_workspace
-from kourier.slack.outbox import notice_key, post_notice
+from kourier.slack.outbox import PostKind, notice_key, post_notice
 from kourier.slack.people import person_name
 from kourier.slack.status import AssistantStatus
 from kourier.slack.writer import ReplyTarget, SlackReply
@@ -356,6 +357,8 @@ class Conversation:
         """The task waits for people: the question goes to the channel (askUser), or the task is
         cancelled and the thread told why."""
         pause = self.pause
+        if isinstance(pause, ApprovalRequest) and self.work.tool_approvals:
+            return await self._put_approval(pause)
         if isinstance(pause, Question) and self.work.ask_user:
             await self.display.end(Ending.WAITING)
             try:
@@ -382,15 +385,45 @@ class Conversation:
             return TurnEnd(Turn.Outcome.QUESTION_CANCELED, notices.QUESTION_NOT_ENABLED)
         return TurnEnd(Turn.Outcome.QUESTION_UNUSABLE, notices.QUESTION_UNUSABLE)
 
-    async def _cancel(self) -> None:
+    async def _put_approval(self, request: ApprovalRequest) -> TurnEnd:
+        """The request goes to the channel (toolApprovals). One that cannot be shown, or that Slack
+        refuses for good, is refused: the notice queued and the Interaction closed before the task is
+        cancelled, so a restart retries only the cancellation (the sweep does, too)."""
+        await self.display.end(Ending.WAITING)
+        put = await asking.put_approval(
+            self.slack,
+            turn_id=self.work.turn_id,
+            channel_id=self.work.channel_id,
+            thread_ts=self.work.thread_ts,
+            reply_key=self.work.message_id,
+            request=request,
+        )
+        if put.outcome is not asking.Put.UNUSABLE:
+            return TurnEnd(Turn.Outcome.ASKED)
+        await TurnOutbox(self.work.turn_id).intend(
+            notice_key(self.work.message_id), PostKind.NOTICE, notices.APPROVAL_UNUSABLE
+        )
+        await _db(approvals.refuse)(put.interaction_id, put.reason)
+        if await self._cancel():
+            await _db(approvals.mark_task_cancelled)(put.interaction_id)
+        return TurnEnd(Turn.Outcome.QUESTION_UNUSABLE, notices.APPROVAL_UNUSABLE)
+
+    async def _cancel(self) -> bool:
+        """Cancels the paused task; False only when the agent could not be reached (to try again)."""
         if not self.task_id:
-            return
+            return True
         try:
             await self.agent.cancel_task(self.task_id)
+        except (a2a_errors.AgentUnreachable, a2a_errors.AgentTimeout) as exc:
+            logger.info(
+                "turn.cancel_failed", extra={"turn_id": self.work.turn_id, "error": type(exc).__name__}
+            )
+            return False
         except a2a_errors.A2AError as exc:
             logger.info(
                 "turn.cancel_failed", extra={"turn_id": self.work.turn_id, "error": type(exc).__name__}
             )
+        return True
 
 
 async def _converse(work: turns.TurnWork, display: TurnDisplay, slack) -> TurnEnd:
@@ -406,7 +439,8 @@ async def _converse(work: turns.TurnWork, display: TurnDisplay, slack) -> TurnEn
 
 
 async def _message(work: turns.TurnWork, dialect: Dialect, slack) -> Message:
-    """What the turn sends: a person's message as text, or the answer to the agent's question."""
+    """What the turn sends: a person's message as text, the answer to the agent's question, or the
+    decision on its tools."""
     if work.kind == Turn.Kind.MESSAGE:
         return Message(
             message_id=work.message_id,
@@ -414,6 +448,15 @@ async def _message(work: turns.TurnWork, dialect: Dialect, slack) -> Message:
             parts=(TextPart(await _turn_text(work, slack)),),
             context_id=work.context_id or None,
         )
+    decision = await _db(approvals.decision_of)(work.turn_id)
+    if decision is not None:
+        # Denials carry the dialect's fixed reason, never anything a person typed.
+        reason = dialect.timeout_denial_reason if decision.timed_out else dialect.denial_reason
+        decisions = {
+            tool.approval_id: Decision(approved=approved, reason=None if approved else reason)
+            for tool, approved in zip(decision.request.tools, decision.verdicts, strict=True)
+        }
+        return dialect.decision_message(decision.request, decisions, message_id=work.message_id)
     answer = await _db(interaction_services.answer_of)(work.turn_id)
     if answer is None:
         raise LookupError(f"answer turn {work.turn_id} has no Interaction")

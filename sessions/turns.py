@@ -117,6 +117,7 @@ class TurnWork:
     live: bool
     progress: ProgressMode
     ask_user: bool  # interactions.askUser: a question is put to the channel, not cancelled
+    tool_approvals: bool  # interactions.toolApprovals: an approval request is put to the channel
     acknowledgment_emoji: str | None
     notes: tuple[tuple[str, str], ...]  # (user_id, text) of replies carried as context
 
@@ -175,6 +176,7 @@ def start_turn(turn_id: int, *, now: datetime | None = None) -> TurnWork | None:
             live=binding.output == Output.LIVE,
             progress=ProgressMode(binding.progress),
             ask_user=binding.ask_user,
+            tool_approvals=binding.tool_approvals,
             acknowledgment_emoji=binding.acknowledgment_emoji if binding.acknowledgment_enabled else None,
             notes=notes,
         )

@@ -186,6 +186,7 @@ class SubmitPress:
     user_id: str
     values: dict[str, Any]  # state.values: block_id → action_id → the input's value
     response_url: str  # where to answer the person who pressed
+    action_id: str = ""  # which button: an approval prompt has several
 
 
 def read_submit(payload: Mapping[str, Any], action: Mapping[str, Any]) -> SubmitPress | UnreadableEvent:
@@ -219,4 +220,5 @@ def read_submit(payload: Mapping[str, Any], action: Mapping[str, Any]) -> Submit
         user_id=user["id"],
         values=dict(state.get("values", {})),
         response_url=response_url,
+        action_id=str(action.get("action_id", "")),
     )

@@ -20,6 +20,8 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from bindings import directory
 from bindings.models import Connection
 from bindings.services import note_slack_identity
+from interactions.approval_presses import take_approval_press
+from interactions.approval_prompts import ACTIONS as APPROVAL_ACTIONS
 from interactions.presses import take_submit
 from interactions.prompts import SUBMIT_ACTION
 from kourier.db import in_database_thread
@@ -125,6 +127,19 @@ def _build_app(connection: Connection) -> AsyncApp:
 
     bot_token = connection.bot_token()
     app.action(SUBMIT_ACTION)(take_answer)
+
+    async def take_decision(ack, body: dict, action: dict) -> None:
+        await ack()
+        press = read_submit(body, action)
+        if isinstance(press, UnreadableEvent):
+            logger.warning(
+                "slack.press_unreadable", extra={"reason": press.reason, "connection_id": connection_id}
+            )
+            return
+        await take_approval_press(press, connection_id=connection_id, bot_token=bot_token)
+
+    for approval_action in APPROVAL_ACTIONS:
+        app.action(approval_action)(take_decision)
 
     async def ignore_other_actions(ack) -> None:
         # Choosing an option in a prompt's inputs sends nothing (they are input blocks); anything else

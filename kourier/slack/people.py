@@ -81,3 +81,10 @@ async def is_bot(client: AsyncWebClient, user_id: str) -> bool:
     bot = bool(user.get("is_bot") or user.get("is_app_user")) or user_id == "USLACKBOT"
     await shared_cache.aset(key, bot, NAME_CACHE_SECONDS)
     return bot
+
+
+async def usergroup_members(client: AsyncWebClient, group_id: str) -> frozenset[str]:
+    """Everyone in a user group (usergroups.users.list), read from Slack on every call: who may
+    approve a tool is never answered from a cache. Raises the Slack error when Slack cannot tell."""
+    response = await client.usergroups_users_list(usergroup=group_id)
+    return frozenset(response.get("users") or [])

@@ -37,6 +37,8 @@ class Dialect:
     reader: Callable[[], TurnReader]
     answer_message: AnswerBuilder
     decision_message: DecisionBuilder
+    denial_reason: str  # the fixed reason a person's denial carries to the model
+    timeout_denial_reason: str  # the one a denial carries when nobody decided in time
 
 
 DIALECTS: dict[str, Dialect] = {
@@ -46,6 +48,8 @@ DIALECTS: dict[str, Dialect] = {
         reader=module.reader,
         answer_message=module.answer_message,
         decision_message=module.decision_message,
+        denial_reason=getattr(module, "DENIAL_REASON", ""),
+        timeout_denial_reason=getattr(module, "TIMEOUT_DENIAL_REASON", ""),
     )
     for module in (a2a, kagent)
 }

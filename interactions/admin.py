@@ -1,0 +1,34 @@
+from django.contrib import admin
+from django.http import HttpRequest
+
+from .models import Interaction
+
+
+@admin.register(Interaction)
+class InteractionAdmin(admin.ModelAdmin):
+    """Read-only: the questions and approvals people were asked, the pending ones with their deadlines
+    (filter on state ``open``). What they ask is not shown: the pause's arguments stay in the row."""
+
+    list_display = [
+        "id",
+        "kind",
+        "state",
+        "deadline",
+        "channel_id",
+        "answered_by",
+        "answered_at",
+        "created_at",
+    ]
+    list_filter = ["state", "kind"]
+    search_fields = ["=id", "answered_by", "channel_id"]
+    ordering = ["deadline"]
+    exclude = ["pause"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Interaction | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Interaction | None = None) -> bool:
+        return False

@@ -1,0 +1,403 @@
+"""Tool approvals: opening one when a task pauses for them, taking the first complete authorized
+decision, timing one out, refusing one that cannot be shown.
+
+The same Interaction, turn kind, outbox and sweep as questions (services.py): a decision becomes an
+answer turn (``Turn.Kind.ANSWER``, its ``answers`` one verdict per tool) queued ahead of the replies
+that wait, and the runner sends it as the dialect's decision message. A timeout is the same turn,
+every tool denied with the dialect's timeout reason.
+
+The pause is stored redacted (kourier/redaction.py): an argument's secret never reaches the
+database, the prompt, the audit or the logs. The decision message needs only the approval ids.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from audit.models import AuditEvent
+from audit.services import record
+from kourier.a2a.events import ApprovalRequest
+from kourier.queue import enqueue_after_commit
+from kourier.redaction import redact, redact_text
+from sessions.models import Turn
+from sessions.queue import DRIVE_SESSION
+from sessions.turns import message_id_for
+
+from .audit import decision_shape
+from .decisions import NotADecision, Undecided, read_decision
+from .models import Interaction
+from .queue import CLOSE_PROMPT
+
+logger = logging.getLogger(__name__)
+
+DECIDED = "interaction.decided"
+TIMED_OUT = "interaction.timed_out"
+SUPERSEDED = "interaction.timeout_superseded"
+REFUSED = "interaction.refused"
+
+
+def cleaned(request: ApprovalRequest) -> ApprovalRequest:
+    """The request as it may be stored and shown: names and arguments redacted."""
+    tools = tuple(
+        replace(tool, name=redact_text(tool.name), args=redact(dict(tool.args))) for tool in request.tools
+    )
+    return replace(request, tools=tools)
+
+
+def subject(interaction_id: int) -> str:
+    return f"interaction {interaction_id}"
+
+
+def open_approval(turn_id: int, request: ApprovalRequest, *, now: datetime | None = None) -> Interaction:
+    """Opens the Interaction of a turn whose task paused for approval; the same one when called again."""
+    now = now or timezone.now()
+    turn = Turn.objects.select_related("session__binding").get(pk=turn_id)
+    binding = turn.session.binding
+    assert binding is not None, "a turn that runs has its Binding"
+    interaction, _ = Interaction.objects.get_or_create(
+        turn=turn,
+        defaults={
+            "session": turn.session,
+            "kind": Interaction.Kind.APPROVAL,
+            "pause": cleaned(request).to_dict(),
+            "deadline": now + binding.interaction_timeout,
+            "channel_id": turn.channel_id,
+        },
+    )
+    return interaction
+
+
+def request_of(interaction: Interaction) -> ApprovalRequest:
+    return ApprovalRequest.from_dict(interaction.pause)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Who may decide an Interaction's approval: the Binding's approver groups (none: any member)."""
+
+    binding_name: str
+    approver_groups: tuple[str, ...]
+
+
+def policy_of(interaction_id: int) -> Policy | None:
+    interaction = Interaction.objects.select_related("session__binding").filter(pk=interaction_id).first()
+    if (
+        interaction is None
+        or interaction.kind != Interaction.Kind.APPROVAL
+        or interaction.session.binding is None
+    ):
+        return None
+    binding = interaction.session.binding
+    return Policy(binding.name, tuple(binding.approver_groups or ()))
+
+
+class Refusal(enum.StrEnum):
+    """Why a press on an approval prompt is not taken; each has a message only the person sees."""
+
+    UNKNOWN = "unknown"
+    CLOSED = "closed"
+    DECIDED = "decided"
+    MISMATCH = "mismatch"
+    NOT_A_MEMBER = "not-a-member"
+    NOT_AN_APPROVER = "not-an-approver"
+    GROUPS_UNREADABLE = "groups-unreadable"
+    GROUPS_UNAVAILABLE = "groups-unavailable"
+    MEMBERSHIP_UNKNOWN = "membership-unknown"
+    UNDECIDED = "undecided"
+
+
+REFUSALS = {
+    Refusal.UNKNOWN: "This is not an approval request I can take a decision for.",
+    Refusal.CLOSED: "This approval request is closed: it timed out or was cancelled, so your decision was not sent.",
+    Refusal.DECIDED: "Someone already decided on this approval request; your decision was not sent.",
+    Refusal.MISMATCH: "This decision does not fit the request as it was asked, so it was not sent.",
+    Refusal.NOT_A_MEMBER: "Only members of this channel can decide on the agent's tool requests.",
+    Refusal.NOT_AN_APPROVER: (
+        "Only members of this channel's approver groups can decide on the agent's tool requests; "
+        "your decision was not sent."
+    ),
+    Refusal.GROUPS_UNREADABLE: (
+        "I could not read the approver groups of this channel, so your decision was not sent and the "
+        "request is still pending. Ask whoever runs Agent Kourier to check its approver groups and Slack permissions."
+    ),
+    Refusal.GROUPS_UNAVAILABLE: (
+        "Slack did not let me check the approver groups in time, so your decision was not sent and the "
+        "request is still pending. Try again in a moment."
+    ),
+    Refusal.MEMBERSHIP_UNKNOWN: (
+        "I could not check that you are a member of this channel, so your decision was not sent. "
+        "Try again in a moment."
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Taken:
+    interaction_id: int
+    turn_id: int
+
+
+@dataclass(frozen=True)
+class Refused:
+    refusal: Refusal
+    message: str  # for the person alone
+
+
+def _refused(refusal: Refusal, detail: str | None = None) -> Refused:
+    return Refused(refusal, detail if detail is not None else REFUSALS[refusal])
+
+
+def take_decision(
+    interaction_id: int,
+    *,
+    channel_id: str,
+    prompt_ts: str,
+    user_id: str,
+    action_id: str,
+    values: dict[str, Any],
+    now: datetime | None = None,
+) -> Taken | Refused:
+    """Takes an authorized press on an approval prompt: the first complete decision wins (a
+    conditional update); it is audited, then queued as the turn that sends it to the agent."""
+    now = now or timezone.now()
+    interaction = Interaction.objects.select_related("session__binding").filter(pk=interaction_id).first()
+    if interaction is None or interaction.kind != Interaction.Kind.APPROVAL:
+        return _refused(Refusal.UNKNOWN)
+    if interaction.channel_id != channel_id or interaction.prompt_ts != prompt_ts:
+        return _refused(Refusal.UNKNOWN)
+    if interaction.state == Interaction.State.ANSWERED:
+        return _refused(Refusal.DECIDED)
+    if interaction.state != Interaction.State.OPEN:
+        return _refused(Refusal.CLOSED)
+    request = request_of(interaction)
+    verdicts = read_decision(request, action_id, values)
+    if isinstance(verdicts, NotADecision):
+        logger.info(
+            "interaction.decision_mismatch",
+            extra={"interaction_id": interaction_id, "reason": verdicts.reason},
+        )
+        return _refused(Refusal.MISMATCH)
+    if isinstance(verdicts, Undecided):
+        return _refused(Refusal.UNDECIDED, verdicts.message)
+    session = interaction.session
+    with transaction.atomic():
+        won = (
+            Interaction.objects.filter(pk=interaction.pk, state=Interaction.State.OPEN).update(
+                state=Interaction.State.ANSWERED, answered_by=user_id, answered_at=now
+            )
+            == 1
+        )
+        if not won:
+            return _refused(Refusal.DECIDED)
+        # Audited first: the decision reaches the agent only by the turn this transaction queues.
+        record(
+            DECIDED,
+            binding_name=session.binding.name if session.binding else "",
+            actor_id=user_id,
+            subject=subject(interaction.pk),
+            details=decision_shape([tool.name for tool in request.tools], verdicts),
+        )
+        turn = _queue_decision_turn(interaction, list(verdicts), user_id)
+        enqueue_after_commit(CLOSE_PROMPT, interaction.pk)
+    logger.info("interaction.decided", extra={"interaction_id": interaction.pk, "turn_id": turn.pk})
+    return Taken(interaction.pk, turn.pk)
+
+
+def _queue_decision_turn(interaction: Interaction, verdicts: list[bool], user_id: str) -> Turn:
+    session = interaction.session
+    key = f"decision-{interaction.pk}"
+    turn, _ = Turn.objects.get_or_create(
+        message_id=message_id_for(session.connection_id, session.channel_id, key),
+        defaults={
+            "session": session,
+            "connection_id": session.connection_id,
+            "channel_id": session.channel_id,
+            "message_ts": key,
+            "kind": Turn.Kind.ANSWER,
+            "user_id": user_id,
+            "text": "",
+            "answers": verdicts,
+            "state": Turn.State.QUEUED,
+        },
+    )
+    Interaction.objects.filter(pk=interaction.pk).update(answer_turn=turn)
+    enqueue_after_commit(DRIVE_SESSION, session.pk)
+    return turn
+
+
+@dataclass(frozen=True)
+class DecisionWork:
+    """What a decision turn carries to the agent's paused task: one verdict per tool, and whether
+    nobody decided (the denials then carry the dialect's timeout reason)."""
+
+    request: ApprovalRequest
+    verdicts: tuple[bool, ...]
+    timed_out: bool
+
+
+def decision_of(turn_id: int) -> DecisionWork | None:
+    interaction = (
+        Interaction.objects.filter(answer_turn_id=turn_id, kind=Interaction.Kind.APPROVAL)
+        .select_related("answer_turn")
+        .first()
+    )
+    if interaction is None or interaction.answer_turn is None:
+        return None
+    return DecisionWork(
+        request_of(interaction),
+        tuple(bool(verdict) for verdict in interaction.answer_turn.answers or []),
+        timed_out=interaction.state == Interaction.State.TIMED_OUT,
+    )
+
+
+def is_approval_turn(turn_id: int) -> bool:
+    return Interaction.objects.filter(answer_turn_id=turn_id, kind=Interaction.Kind.APPROVAL).exists()
+
+
+# -- refused, unusable ---------------------------------------------------------------------------------
+
+
+def refuse(interaction_id: int, reason: str) -> bool:
+    """Closes an approval that cannot be put to people (unshowable, too big, its prompt refused for
+    good), before its task is cancelled: a restart then retries only the cancellation. True when
+    this call closed it."""
+    with transaction.atomic():
+        closed = (
+            Interaction.objects.filter(pk=interaction_id, state=Interaction.State.OPEN).update(
+                state=Interaction.State.CANCELLED, closed_at=timezone.now()
+            )
+            == 1
+        )
+        if closed:
+            interaction = Interaction.objects.select_related("session__binding").get(pk=interaction_id)
+            binding = interaction.session.binding
+            record(
+                REFUSED,
+                binding_name=binding.name if binding else "",
+                subject=subject(interaction_id),
+                details={"reason": reason, "tools": len(interaction.pause.get("tools", []))},
+            )
+    logger.info("interaction.refused", extra={"interaction_id": interaction_id, "reason": reason})
+    return closed
+
+
+def mark_task_cancelled(interaction_id: int) -> None:
+    Interaction.objects.filter(pk=interaction_id, task_cancelled_at=None).update(
+        task_cancelled_at=timezone.now()
+    )
+
+
+# -- timeouts --------------------------------------------------------------------------------------------
+
+
+def open_approvals_past_deadline(*, now: datetime | None = None) -> list[int]:
+    now = now or timezone.now()
+    return list(
+        Interaction.objects.filter(
+            kind=Interaction.Kind.APPROVAL, state=Interaction.State.OPEN, deadline__lte=now
+        ).values_list("pk", flat=True)
+    )
+
+
+def audit_timeout(interaction_id: int) -> bool:
+    """Writes the timeout's audit row unless it is written already (recovery reuses it). True when
+    this call wrote it."""
+    if AuditEvent.objects.filter(action=TIMED_OUT, subject=subject(interaction_id)).exists():
+        return False
+    interaction = Interaction.objects.select_related("session__binding").get(pk=interaction_id)
+    binding = interaction.session.binding
+    tools = [tool["name"] for tool in interaction.pause.get("tools", [])]
+    record(
+        TIMED_OUT,
+        binding_name=binding.name if binding else "",
+        subject=subject(interaction_id),
+        details=decision_shape(tools, [False] * len(tools)),
+    )
+    return True
+
+
+def claim_timeout(interaction_id: int) -> bool:
+    """OPEN → TIMED_OUT, a conditional update: a person's decision that won keeps the Interaction."""
+    return (
+        Interaction.objects.filter(pk=interaction_id, state=Interaction.State.OPEN).update(
+            state=Interaction.State.TIMED_OUT
+        )
+        == 1
+    )
+
+
+def supersede_timeout(interaction_id: int) -> None:
+    """A person's decision won the race after the timeout's audit: the audit says so, appended."""
+    interaction = Interaction.objects.select_related("session__binding").get(pk=interaction_id)
+    binding = interaction.session.binding
+    record(
+        SUPERSEDED,
+        binding_name=binding.name if binding else "",
+        subject=subject(interaction_id),
+        details={"decided_by": interaction.answered_by},
+    )
+
+
+def timed_out_to_close() -> list[Interaction]:
+    return list(
+        Interaction.objects.filter(
+            kind=Interaction.Kind.APPROVAL, state=Interaction.State.TIMED_OUT, closed_at=None
+        )
+        .select_related("turn", "session__binding", "session__connection")
+        .order_by("deadline")
+    )
+
+
+def queue_timeout_denial(interaction_id: int) -> Turn:
+    """The denial of every tool, queued as the Interaction's answer turn (once)."""
+    with transaction.atomic():
+        interaction = Interaction.objects.select_related("session").get(pk=interaction_id)
+        if interaction.answer_turn_id is not None:
+            return Turn.objects.get(pk=interaction.answer_turn_id)
+        return _queue_decision_turn(interaction, [False] * len(interaction.pause.get("tools", [])), "")
+
+
+# A denial turn that ended so was never taken by the agent: its task still waits, paused.
+NOT_TAKEN = (Turn.Outcome.UNREACHABLE, Turn.Outcome.LOST, Turn.Outcome.CRASHED, Turn.Outcome.GARBLED)
+
+
+def tasks_to_cancel() -> list[Interaction]:
+    """Approvals whose paused task is still to be cancelled: refused ones, and timed-out ones whose
+    denial the agent did not take."""
+    refused = Interaction.objects.filter(
+        kind=Interaction.Kind.APPROVAL, state=Interaction.State.CANCELLED, task_cancelled_at=None
+    )
+    not_taken = Interaction.objects.filter(
+        kind=Interaction.Kind.APPROVAL,
+        state=Interaction.State.TIMED_OUT,
+        task_cancelled_at=None,
+        answer_turn__state__in=[Turn.State.DONE, Turn.State.FAILED],
+        answer_turn__outcome__in=NOT_TAKEN,
+    )
+    return list((refused | not_taken).select_related("session__binding").order_by("pk"))
+
+
+# An Interaction this young may still be having its prompt posted by the turn that opened it.
+UNPOSTED_GRACE = timedelta(seconds=5)
+
+
+def unposted_prompts(*, now: datetime | None = None) -> list[Interaction]:
+    """Open approvals whose prompt a transient Slack failure kept from being posted: retried."""
+    now = now or timezone.now()
+    return list(
+        Interaction.objects.filter(
+            kind=Interaction.Kind.APPROVAL,
+            state=Interaction.State.OPEN,
+            prompt_ts="",
+            created_at__lte=now - UNPOSTED_GRACE,
+        )
+        .select_related("turn", "session__connection")
+        .order_by("pk")
+    )

@@ -1,0 +1,341 @@
+"""Tool approvals end to end: a kagent 1.0 agent (the scripted fake) pauses for its tools, people
+decide in the thread through signed block_actions into Daphne, a Celery worker sends the decision,
+and every failure path of the approver check, the timeout and an unusable prompt is forced in the
+Slack fake or the agent."""
+
+import json
+from datetime import timedelta
+
+import pytest
+
+from audit.models import AuditEvent
+from interactions.approval_prompts import APPROVE_ACTION, DECIDE_ACTION, DENY_ACTION, TIMED_OUT_LINE
+from interactions.approvals import REFUSALS, Refusal
+from interactions.models import Interaction
+from kourier.a2a.dialects.kagent import DENIAL_REASON, TIMEOUT_DENIAL_REASON
+from sessions import notices
+from sessions.models import Turn
+from tests.fakes.a2a_agent import HITL_EXTENSION, ReceivedMessage, kagent
+from tests.fakes.a2a_agent.kagent import PendingTool
+from tests.fakes.a2a_agent.steps import Step, text, tool_result
+from tests.fakes.slack import defaults
+
+pytestmark = pytest.mark.slow
+
+WAIT = 20.0
+SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"  # a GitHub token's shape
+ADD = PendingTool("call_add", "add_numbers", {"a": 2, "b": 3}, approval_id="adk-add")
+CHECK = PendingTool("call_check", "check_status", {"service": "db", "token": SECRET}, approval_id="adk-check")
+APPROVERS, OPERATORS = "S0APPROVE", "S0OPERATE"
+
+
+def decisions_received(received: ReceivedMessage) -> dict:
+    return received.metadata[HITL_EXTENSION]
+
+
+def pause_then_finish(tools):
+    def script(received: ReceivedMessage) -> list[Step]:
+        if received.is_continuation:
+            approvals = decisions_received(received)["approvals"]
+            ran = [
+                tool
+                for tool in tools
+                if any(a["id"] == tool.approval_id and a["approved"] for a in approvals)
+            ]
+            results = [
+                tool_result(tool.call_id, tool.name, {"result": "ok"})
+                if tool in ran
+                else tool_result(
+                    tool.call_id,
+                    tool.name,
+                    {"result": f"Tool call was rejected by user. Reason: {DENIAL_REASON}"},
+                )
+                for tool in tools
+            ]
+            return [*results, text(f"Ran {len(ran)} of {len(tools)} tools.")]
+        return [text("I need to run some tools."), *kagent.v1.approval_pause(tools)]
+
+    return script
+
+
+@pytest.fixture
+def kagent_agent(make_a2a_agent):
+    agent = make_a2a_agent(text_style="kagent-1.0", extensions=[HITL_EXTENSION])
+    agent.on_message(pause_then_finish([ADD, CHECK]))
+    return agent
+
+
+def bot_messages(world, thread_ts):
+    return [m for m in world.slack.thread(world.channel, thread_ts)[1:] if m.is_bot]
+
+
+def _has_controls(blocks) -> bool:
+    return any(block.get("type") in ("actions", "input") for block in blocks)
+
+
+def wait_for_prompt(world, thread_ts):
+    def prompt():
+        found = [m for m in bot_messages(world, thread_ts) if _has_controls(m.blocks)]
+        return found[0] if found else None
+
+    world.slack.wait_until(lambda: prompt() is not None, timeout=WAIT)
+    return prompt()
+
+
+def press(world, prompt_ts, action, *, user=defaults.GRACE, choices=None):
+    delivery = world.slack.press_button(user, world.channel, prompt_ts, action, choices=choices or {})
+    assert delivery.status == 200
+    return delivery
+
+
+def approvals_world(make_world, agent, **fields):
+    return make_world(agent_url=agent.url, dialect="kagent-v1", ask_user=True, tool_approvals=True, **fields)
+
+
+def test_approving_one_tool_and_denying_the_other_sends_one_response_naming_both(make_world, kagent_agent):
+    world = approvals_world(make_world, kagent_agent, progress="steps")
+    ts = world.mention("check the service")
+    prompt = wait_for_prompt(world, ts)
+    shown = json.dumps(prompt.blocks)
+    assert "add_numbers" in shown
+    assert "check_status" in shown
+    assert SECRET not in shown
+    assert "[redacted]" in shown
+    actions = [e["action_id"] for b in prompt.blocks if b["type"] == "actions" for e in b["elements"]]
+    assert actions == [DECIDE_ACTION, APPROVE_ACTION, DENY_ACTION]  # Submit, Approve all, Deny all
+
+    press(world, prompt.ts, DECIDE_ACTION, choices={"verdict-0": "approve", "verdict-1": "deny"})
+
+    world.slack.wait_until(lambda: len(kagent_agent.received) == 2, timeout=WAIT)
+    decision = kagent_agent.received[1]
+    assert decision.task_id == kagent_agent.received[0].server_task_id
+    assert decisions_received(decision) == {
+        "type": "tool_approval_response",
+        "approvals": [
+            {"id": "adk-add", "approved": True},
+            {"id": "adk-check", "approved": False, "rejection_reason": DENIAL_REASON},
+        ],
+    }
+    world.slack.wait_until(
+        lambda: any("Ran 1 of 2 tools." in m.text for m in bot_messages(world, ts)), timeout=WAIT
+    )
+    ended = world.slack.message(world.channel, prompt.ts)
+    assert not _has_controls(ended.blocks)
+    assert "Approved: add_numbers" in json.dumps(ended.blocks)
+    assert "Denied: check_status" in json.dumps(ended.blocks)
+    [row] = AuditEvent.objects.filter(action="interaction.decided")
+    assert (row.actor_id, row.binding_name) == (defaults.GRACE, world.binding.name)
+    assert row.details == {
+        "tools": 2, "approved": 1, "denied": 1, "approved_tools": ["add_numbers"], "denied_tools": ["check_status"],
+    }  # fmt: skip
+    asking, *_, after = [m for m in bot_messages(world, ts) if m.cards]
+    assert [card.title for card in asking.cards] == [
+        "Approval requested: add_numbers",
+        "Approval requested: check_status",
+    ]
+    # The reply that follows the decision shows how each call ended.
+    assert [(card.title, card.status) for card in after.cards] == [
+        ("add_numbers", "complete"),
+        ("check_status", "error"),
+    ]
+    everything = json.dumps(
+        [list(Interaction.objects.values()), list(AuditEvent.objects.values())], default=str
+    )
+    assert SECRET not in everything
+    assert SECRET not in "".join(path.read_text(errors="replace") for path in world.stack.logs.glob("*.log"))
+
+
+def test_one_tool_is_approved_with_its_approve_button(make_world, make_a2a_agent):
+    agent = make_a2a_agent(text_style="kagent-1.0", extensions=[HITL_EXTENSION])
+    agent.on_message(pause_then_finish([ADD]))
+    world = approvals_world(make_world, agent)
+    ts = world.mention("add")
+    prompt = wait_for_prompt(world, ts)
+    assert not any(b["type"] == "input" for b in prompt.blocks)
+    press(world, prompt.ts, APPROVE_ACTION)
+    world.slack.wait_until(
+        lambda: any("Ran 1 of 1 tools." in m.text for m in bot_messages(world, ts)), timeout=WAIT
+    )
+    assert decisions_received(agent.received[1])["approvals"] == [{"id": "adk-add", "approved": True}]
+
+
+def test_an_incomplete_submit_is_turned_away_privately_and_reaches_nothing(make_world, kagent_agent):
+    world = approvals_world(make_world, kagent_agent, progress="steps")
+    ts = world.mention("check the service")
+    prompt = wait_for_prompt(world, ts)
+    press(world, prompt.ts, DECIDE_ACTION, choices={"verdict-0": "approve"})
+    world.slack.wait_until(lambda: world.slack.ephemerals(defaults.GRACE), timeout=WAIT)
+    [told] = world.slack.ephemerals(defaults.GRACE)
+    assert told.text.startswith("Your decision was not sent")
+    assert "check_status" in told.text
+    assert len(kagent_agent.received) == 1
+    assert Interaction.objects.get().state == Interaction.State.OPEN
+    assert not AuditEvent.objects.filter(action="interaction.decided").exists()
+
+
+class TestApproverGroups:
+    """Every sentence of the approver check, each with its failure injected into the Slack fake."""
+
+    def world(self, make_world, agent, groups):
+        world = approvals_world(make_world, agent, approver_groups=groups)
+        world.slack.add_usergroup(APPROVERS, "approvers", [defaults.ADA])
+        world.slack.add_usergroup(OPERATORS, "operators", [defaults.GRACE])
+        return world
+
+    def test_a_member_of_a_later_group_decides_after_the_earlier_groups_are_read_in_order(
+        self, make_world, kagent_agent
+    ):
+        world = self.world(make_world, kagent_agent, [APPROVERS, OPERATORS])
+        prompt = wait_for_prompt(world, world.mention("check the service"))
+        press(world, prompt.ts, DENY_ACTION)
+        world.slack.wait_until(lambda: len(kagent_agent.received) == 2, timeout=WAIT)
+        assert [c.args["usergroup"] for c in world.slack.calls("usergroups.users.list")] == [
+            APPROVERS,
+            OPERATORS,
+        ]
+
+    def test_membership_is_read_on_every_press_never_cached(self, make_world, kagent_agent):
+        world = self.world(make_world, kagent_agent, [OPERATORS])
+        world.slack.add_user("U0EVE", "Eve Member")
+        world.slack.join(world.channel, "U0EVE")
+        prompt = wait_for_prompt(world, world.mention("check the service"))
+        press(world, prompt.ts, APPROVE_ACTION, user="U0EVE")
+        world.slack.wait_until(lambda: world.slack.ephemerals("U0EVE"), timeout=WAIT)
+        assert world.slack.ephemerals("U0EVE")[0].text == REFUSALS[Refusal.NOT_AN_APPROVER]
+        world.slack.add_usergroup(OPERATORS, "operators", [defaults.GRACE, "U0EVE"])  # joins the group
+        press(world, prompt.ts, APPROVE_ACTION, user="U0EVE")
+        world.slack.wait_until(lambda: len(kagent_agent.received) == 2, timeout=WAIT)
+        assert world.slack.count("usergroups.users.list") == 2
+
+    def test_a_non_member_of_the_channel_and_a_bot_are_refused_even_in_a_group(
+        self, make_world, kagent_agent
+    ):
+        world = self.world(make_world, kagent_agent, [OPERATORS])
+        world.slack.add_user("U0OUT", "Outsider")
+        world.slack.add_usergroup(OPERATORS, "operators", [defaults.GRACE, "U0OUT"])
+        prompt = wait_for_prompt(world, world.mention("check the service"))
+        press(world, prompt.ts, APPROVE_ACTION, user="U0OUT")
+        world.slack.wait_until(lambda: world.slack.ephemerals("U0OUT"), timeout=WAIT)
+        assert world.slack.ephemerals("U0OUT")[0].text == REFUSALS[Refusal.NOT_A_MEMBER]
+        assert len(kagent_agent.received) == 1
+
+    @pytest.mark.parametrize("error", ["no_such_subteam", "missing_scope", "plan_upgrade_required"])
+    def test_a_permanent_group_read_failure_ends_the_press_privately_and_leaves_the_approval_pending(
+        self, make_world, kagent_agent, error
+    ):
+        world = self.world(make_world, kagent_agent, [OPERATORS])
+        prompt = wait_for_prompt(world, world.mention("check the service"))
+        world.slack.fail("usergroups.users.list", error)
+        press(world, prompt.ts, APPROVE_ACTION)
+        world.slack.wait_until(lambda: world.slack.ephemerals(defaults.GRACE), timeout=WAIT)
+        assert world.slack.ephemerals(defaults.GRACE)[0].text == REFUSALS[Refusal.GROUPS_UNREADABLE]
+        interaction = Interaction.objects.get()
+        assert interaction.state == Interaction.State.OPEN
+        assert not AuditEvent.objects.filter(action="interaction.decided").exists()
+        assert len(kagent_agent.received) == 1
+        world.stack.wait_for_log("web", "interaction.approver_group_unreadable", timeout=WAIT)
+        [line] = [
+            json.loads(line)
+            for line in (world.stack.logs / "web.log").read_text().splitlines()
+            if "interaction.approver_group_unreadable" in line
+        ]
+        assert (line["level"], line["binding"], line["interaction_id"]) == (
+            "ERROR",
+            world.binding.name,
+            interaction.pk,
+        )
+        # The approval is still pending: the next press decides.
+        press(world, prompt.ts, APPROVE_ACTION)
+        world.slack.wait_until(lambda: len(kagent_agent.received) == 2, timeout=WAIT)
+
+    @pytest.mark.parametrize("error", ["ratelimited", "http_503", "timeout"])
+    def test_a_transient_group_read_failure_keeps_the_press_and_retries_it(
+        self, make_world, kagent_agent, error
+    ):
+        world = self.world(make_world, kagent_agent, [OPERATORS])
+        prompt = wait_for_prompt(world, world.mention("check the service"))
+        world.slack.fail("usergroups.users.list", error, times=2)
+        press(world, prompt.ts, APPROVE_ACTION)
+        world.slack.wait_until(lambda: len(kagent_agent.received) == 2, timeout=WAIT)
+        assert world.slack.count("usergroups.users.list") >= 3
+        assert AuditEvent.objects.get(action="interaction.decided").actor_id == defaults.GRACE
+        assert not world.slack.ephemerals(defaults.GRACE)
+
+    def test_the_first_group_read_error_stops_the_check_though_a_later_group_holds_the_person(
+        self, make_world, kagent_agent
+    ):
+        world = self.world(make_world, kagent_agent, [APPROVERS, OPERATORS])  # Grace is in the second
+        prompt = wait_for_prompt(world, world.mention("check the service"))
+        world.slack.fail(
+            "usergroups.users.list", "no_such_subteam", when=lambda args: args.get("usergroup") == APPROVERS
+        )
+        press(world, prompt.ts, APPROVE_ACTION)
+        world.slack.wait_until(lambda: world.slack.ephemerals(defaults.GRACE), timeout=WAIT)
+        assert world.slack.ephemerals(defaults.GRACE)[0].text == REFUSALS[Refusal.GROUPS_UNREADABLE]
+        assert [c.args["usergroup"] for c in world.slack.calls("usergroups.users.list")] == [APPROVERS]
+        assert len(kagent_agent.received) == 1
+
+    def test_a_member_found_in_an_earlier_group_decides_though_a_later_group_fails(
+        self, make_world, kagent_agent
+    ):
+        world = self.world(make_world, kagent_agent, [OPERATORS, APPROVERS])  # Grace is in the first
+        prompt = wait_for_prompt(world, world.mention("check the service"))
+        world.slack.fail(
+            "usergroups.users.list",
+            "no_such_subteam",
+            times=None,
+            when=lambda args: args.get("usergroup") == APPROVERS,
+        )
+        press(world, prompt.ts, APPROVE_ACTION)
+        world.slack.wait_until(lambda: len(kagent_agent.received) == 2, timeout=WAIT)
+        assert [c.args["usergroup"] for c in world.slack.calls("usergroups.users.list")] == [OPERATORS]
+
+
+def test_at_the_deadline_every_tool_is_denied_with_the_timeout_reason_and_the_thread_told_once(
+    make_world, kagent_agent
+):
+    world = approvals_world(
+        make_world, kagent_agent, interaction_timeout=timedelta(seconds=1), beat=True,
+        env={"RECOVERY_INTERVAL_SECONDS": "1"},
+    )  # fmt: skip
+    ts = world.mention("check the service")
+    prompt = wait_for_prompt(world, ts)
+    world.slack.wait_until(lambda: len(kagent_agent.received) == 2, timeout=WAIT)
+    assert decisions_received(kagent_agent.received[1])["approvals"] == [
+        {"id": "adk-add", "approved": False, "rejection_reason": TIMEOUT_DENIAL_REASON},
+        {"id": "adk-check", "approved": False, "rejection_reason": TIMEOUT_DENIAL_REASON},
+    ]
+    world.slack.wait_until(
+        lambda: any(m.text == notices.APPROVAL_TIMED_OUT for m in bot_messages(world, ts)), timeout=WAIT
+    )
+    world.slack.wait_until(
+        lambda: TIMED_OUT_LINE in json.dumps(world.slack.message(world.channel, prompt.ts).blocks),
+        timeout=WAIT,
+    )
+    world.slack.wait_until(
+        lambda: any("Ran 0 of 2 tools." in m.text for m in bot_messages(world, ts)), timeout=WAIT
+    )
+    world.stack.wait_for_log("beat", "interactions.tasks.time_out_interactions", count=3, timeout=WAIT)
+    assert [m.text for m in bot_messages(world, ts)].count(notices.APPROVAL_TIMED_OUT) == 1
+    assert AuditEvent.objects.filter(action="interaction.timed_out").count() == 1
+    assert len(kagent_agent.received) == 2
+    assert not kagent_agent.calls("CancelTask")
+
+
+def test_a_request_too_big_for_one_message_is_refused_the_thread_told_and_the_task_cancelled(
+    make_world, make_a2a_agent
+):
+    many = [PendingTool(f"call_{n}", f"tool_{n}", {"n": n}) for n in range(30)]  # over 50 blocks
+    agent = make_a2a_agent(text_style="kagent-1.0", extensions=[HITL_EXTENSION])
+    agent.on_message(pause_then_finish(many))
+    world = approvals_world(make_world, agent)
+    ts = world.mention("do everything")
+    world.slack.wait_until(
+        lambda: any(m.text == notices.APPROVAL_UNUSABLE for m in bot_messages(world, ts)), timeout=WAIT
+    )
+    world.slack.wait_until(lambda: len(agent.calls("CancelTask")) == 1, timeout=WAIT)
+    interaction = Interaction.objects.get()
+    assert interaction.state == Interaction.State.CANCELLED
+    world.slack.wait_until(lambda: Interaction.objects.get().task_cancelled_at is not None, timeout=WAIT)
+    assert not any(_has_controls(m.blocks) for m in bot_messages(world, ts))
+    world.slack.wait_until(lambda: Turn.objects.get().outcome == Turn.Outcome.QUESTION_UNUSABLE, timeout=WAIT)

@@ -1,0 +1,319 @@
+"""Tool approvals below the door: the prompt (Block Kit limits, refused never truncated), reading a
+decision, the first decision winning (20 presses at once on PostgreSQL), and the sweep's timeout
+steps, each failure forced with an injected fault."""
+
+import logging
+import math
+import threading
+from datetime import timedelta
+
+import pytest
+from django import db
+from django.utils import timezone
+
+from audit.models import AppendOnly, AuditEvent
+from interactions import approval_prompts, approvals, sweeps
+from interactions.decisions import NotADecision, Undecided, read_decision
+from interactions.models import Interaction
+from kourier.a2a.events import AnswerFormat, ApprovalRequest, ToolToApprove
+from sessions.models import Turn
+from tests.factories import BindingFactory, TurnFactory
+from tests.fakes.slack import defaults
+from tests.fakes.slack.blocks import block_problems
+
+PROMPT_TS = "1700000000.000900"
+SECRET = "xoxb-" + "1234567890-abcdefghijklmnop"
+
+
+def tool(name="add_numbers", args=None, n=0):
+    return ToolToApprove(
+        approval_id=f"adk-{n}", call_id=f"call-{n}", name=name, args=args if args is not None else {"a": n}
+    )
+
+
+def shown(req: ApprovalRequest) -> list:
+    blocks = approval_prompts.open_prompt(req, 7)
+    assert isinstance(blocks, list)
+    return blocks
+
+
+def request(*tools, agent=None):
+    return ApprovalRequest(
+        tools=tools or (tool(),),
+        task_id="task-1",
+        context_id="ctx-1",
+        answer_format=AnswerFormat.HITL_V1,
+        agent=agent,
+    )
+
+
+class TestThePrompt:
+    def test_one_tool_shows_its_name_arguments_and_approve_and_deny(self):
+        blocks = shown(request(tool(args={"a": 2, "b": 3})))
+        assert block_problems(blocks) == []
+        assert '"a": 2' in blocks[1]["text"]["text"]
+        assert [(e["action_id"], e["value"]) for e in blocks[-1]["elements"]] == [
+            (approval_prompts.APPROVE_ACTION, "7"),
+            (approval_prompts.DENY_ACTION, "7"),
+        ]
+
+    def test_several_tools_have_a_choice_each_and_submit_approve_all_deny_all(self):
+        blocks = shown(request(tool(n=0), tool("check_status", n=1)))
+        assert block_problems(blocks) == []
+        assert [b["block_id"] for b in blocks if b["type"] == "input"] == ["tool-0", "tool-1"]
+        assert [e["text"]["text"] for e in blocks[-1]["elements"]] == ["Submit", "Approve all", "Deny all"]
+
+    @pytest.mark.parametrize(
+        ("tools", "reason"),
+        [
+            ((tool("bad\u0007name"),), "tool-name"),
+            ((tool(""),), "tool-name"),
+            ((tool(args={"x": math.nan}),), "unsupported-value"),
+            ((tool(args={"x": object()}),), "unsupported-value"),
+            ((tool(args={"x": "right\u202eto left"}),), "unshowable-argument"),
+            ((tool(args={"x": "y" * 3001}),), "too-long"),
+            (tuple(tool(f"tool_{n}", n=n) for n in range(25)), "too-many-tools"),
+        ],
+    )
+    def test_what_cannot_be_shown_exactly_or_does_not_fit_is_refused_not_truncated(self, tools, reason):
+        assert approval_prompts.open_prompt(request(*tools), 7) == approval_prompts.Unshowable(reason)
+
+    def test_the_most_tools_that_fit_still_pass_slacks_block_kit_check(self):
+        blocks = approval_prompts.open_prompt(request(*(tool(f"tool_{n}", n=n) for n in range(24))), 7)
+        assert block_problems(blocks) == []
+
+
+class TestReadingADecision:
+    two = request(tool(n=0), tool("check_status", n=1))
+
+    def test_submit_with_a_tool_undecided_is_incomplete_and_names_it(self):
+        values = {"tool-0": {"verdict-0": {"type": "radio_buttons", "selected_option": {"value": "approve"}}}}
+        read = read_decision(self.two, approval_prompts.DECIDE_ACTION, values)
+        assert isinstance(read, Undecided)
+        assert "check_status" in read.message
+
+    def test_approve_all_and_deny_all_decide_every_tool(self):
+        assert read_decision(self.two, approval_prompts.APPROVE_ACTION, {}) == (True, True)
+        assert read_decision(self.two, approval_prompts.DENY_ACTION, {}) == (False, False)
+
+    def test_a_choice_that_is_not_offered_is_not_a_decision(self):
+        values = {"tool-0": {"verdict-0": {"selected_option": {"value": "maybe"}}}}
+        assert isinstance(read_decision(self.two, approval_prompts.DECIDE_ACTION, values), NotADecision)
+
+
+@pytest.fixture
+def asking_turn():
+    binding = BindingFactory(
+        channels=[defaults.CHANNEL_ID],
+        dialect="kagent-v1",
+        tool_approvals=True,
+        interaction_timeout=timedelta(minutes=30),
+    )
+    return TurnFactory(
+        session__binding=binding, state=Turn.State.DONE, outcome=Turn.Outcome.ASKED, task_id="task-1"
+    )
+
+
+def opened(turn, req=None):
+    interaction = approvals.open_approval(
+        turn.pk, req or request(tool(args={"token": SECRET, "n": 1}), tool("check_status", n=1))
+    )
+    Interaction.objects.filter(pk=interaction.pk).update(prompt_ts=PROMPT_TS)
+    interaction.refresh_from_db()
+    return interaction
+
+
+def decide(interaction, user=defaults.ADA, action=approval_prompts.DENY_ACTION):
+    return approvals.take_decision(
+        interaction.pk,
+        channel_id=interaction.channel_id,
+        prompt_ts=PROMPT_TS,
+        user_id=user,
+        action_id=action,
+        values={},
+    )
+
+
+@pytest.mark.django_db
+class TestTakingADecision:
+    def test_the_pause_is_stored_redacted(self, asking_turn):
+        assert SECRET not in str(opened(asking_turn).pause)
+
+    def test_the_decision_is_audited_with_counts_and_names_and_queued_as_an_answer_turn(self, asking_turn):
+        taken = decide(opened(asking_turn))
+        assert isinstance(taken, approvals.Taken)
+        row = AuditEvent.objects.get(action="interaction.decided")
+        assert row.details == {
+            "tools": 2,
+            "approved": 0,
+            "denied": 2,
+            "approved_tools": [],
+            "denied_tools": ["add_numbers", "check_status"],
+        }
+        turn = Turn.objects.get(pk=taken.turn_id)
+        assert (turn.kind, turn.answers) == (Turn.Kind.ANSWER, [False, False])
+        assert approvals.decision_of(turn.pk).timed_out is False
+
+    def test_a_second_decision_is_refused(self, asking_turn):
+        interaction = opened(asking_turn)
+        decide(interaction)
+        assert decide(interaction, user=defaults.GRACE).refusal is approvals.Refusal.DECIDED
+        assert AuditEvent.objects.count() == 1
+
+    def test_audit_rows_refuse_updates_and_deletes(self, asking_turn):
+        decide(opened(asking_turn))
+        row = AuditEvent.objects.get()
+        with pytest.raises(AppendOnly):
+            row.save()
+        with pytest.raises(AppendOnly):
+            row.delete()
+        with pytest.raises(AppendOnly):
+            AuditEvent.objects.all().update(actor_id="x")
+        with pytest.raises(AppendOnly):
+            AuditEvent.objects.all().delete()
+
+
+@pytest.mark.postgres
+@pytest.mark.skipif(
+    db.connection.vendor != "postgresql",
+    reason="SQLite serializes every write; set DATABASE_URL to PostgreSQL",
+)
+@pytest.mark.django_db(transaction=True)
+def test_of_twenty_presses_at_once_exactly_one_decision_is_taken(asking_turn):
+    interaction = opened(asking_turn)
+    start = threading.Barrier(20)
+    results = []
+
+    def press(user):
+        try:
+            start.wait()
+            results.append(decide(interaction, user=user, action=approval_prompts.APPROVE_ACTION))
+        finally:
+            db.connection.close()
+
+    threads = [threading.Thread(target=press, args=(f"U{n:08d}",)) for n in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len([r for r in results if isinstance(r, approvals.Taken)]) == 1
+    assert {r.refusal for r in results if isinstance(r, approvals.Refused)} == {approvals.Refusal.DECIDED}
+    assert len(results) == 20
+    assert AuditEvent.objects.filter(action="interaction.decided").count() == 1
+    assert Turn.objects.filter(kind=Turn.Kind.ANSWER).count() == 1
+
+
+@pytest.mark.django_db
+class TestTheTimeoutSweep:
+    """The approval steps of the sweep, with Slack's part (prompt, notice) recorded instead of sent."""
+
+    @pytest.fixture(autouse=True)
+    def told(self, monkeypatch):
+        told = []
+        monkeypatch.setattr(sweeps, "_tell_thread", lambda interaction, text: told.append(text))
+        monkeypatch.setattr(sweeps.services, "rewrite_prompt", lambda interaction: None)
+        return told
+
+    def past_deadline(self, turn):
+        interaction = opened(turn)
+        Interaction.objects.filter(pk=interaction.pk).update(deadline=timezone.now() - timedelta(seconds=1))
+        return interaction
+
+    def test_it_audits_then_denies_every_tool_with_the_timeout_reason_once(self, asking_turn, told):
+        interaction = self.past_deadline(asking_turn)
+        sweeps.time_out_interactions()
+        sweeps.time_out_interactions()
+        interaction.refresh_from_db()
+        assert interaction.state == Interaction.State.TIMED_OUT
+        assert interaction.closed_at is not None
+        assert AuditEvent.objects.filter(action="interaction.timed_out").count() == 1
+        work = approvals.decision_of(interaction.answer_turn_id)
+        assert (work.verdicts, work.timed_out) == ((False, False), True)
+        assert len(told) == 1
+
+    def test_a_sweep_killed_after_its_audit_is_recovered_reusing_the_audit(self, asking_turn, monkeypatch):
+        interaction = self.past_deadline(asking_turn)
+        queue_timeout_denial = approvals.queue_timeout_denial
+        monkeypatch.setattr(approvals, "queue_timeout_denial", _raise)
+        sweeps.time_out_interactions()
+        assert Interaction.objects.get().answer_turn_id is None
+        monkeypatch.setattr(approvals, "queue_timeout_denial", queue_timeout_denial)
+        sweeps.time_out_interactions()
+        assert AuditEvent.objects.filter(action="interaction.timed_out").count() == 1
+        assert Interaction.objects.get(pk=interaction.pk).answer_turn_id is not None
+
+    def test_recovery_writes_a_missing_timeout_audit_before_the_denial(self, asking_turn):
+        interaction = opened(asking_turn)
+        Interaction.objects.filter(pk=interaction.pk).update(
+            state=Interaction.State.TIMED_OUT
+        )  # killed before its audit
+        sweeps.time_out_interactions()
+        audit = AuditEvent.objects.get(action="interaction.timed_out")
+        denial = Turn.objects.get(pk=Interaction.objects.get().answer_turn_id)
+        assert audit.at <= denial.created_at
+
+    def test_a_decision_that_wins_after_the_timeout_audit_is_superseded_in_the_audit(
+        self, asking_turn, monkeypatch
+    ):
+        interaction = self.past_deadline(asking_turn)
+        audit_timeout = approvals.audit_timeout
+
+        def audit_then_a_person_decides(interaction_id):
+            audit_timeout(interaction_id)
+            decide(interaction, user=defaults.GRACE)
+
+        monkeypatch.setattr(approvals, "audit_timeout", audit_then_a_person_decides)
+        sweeps.time_out_interactions()
+        actions = list(AuditEvent.objects.order_by("id").values_list("action", flat=True))
+        assert actions == ["interaction.timed_out", "interaction.decided", "interaction.timeout_superseded"]
+        assert Interaction.objects.get().state == Interaction.State.ANSWERED
+
+    def test_a_failure_to_write_the_compensation_is_logged(self, asking_turn, monkeypatch, caplog):
+        interaction = self.past_deadline(asking_turn)
+        audit_timeout = approvals.audit_timeout
+        monkeypatch.setattr(approvals, "audit_timeout", lambda pk: (audit_timeout(pk), decide(interaction)))
+        monkeypatch.setattr(approvals, "supersede_timeout", _raise)
+        with caplog.at_level(logging.ERROR):
+            sweeps.time_out_interactions()
+        assert [r.message for r in caplog.records if r.levelno == logging.ERROR] == [
+            "interaction.supersede_not_audited"
+        ]
+
+    def test_a_denial_the_agent_did_not_take_gets_the_task_cancelled_on_a_later_sweep(
+        self, asking_turn, monkeypatch
+    ):
+        interaction = self.past_deadline(asking_turn)
+        sweeps.time_out_interactions()
+        Turn.objects.filter(pk=Interaction.objects.get().answer_turn_id).update(
+            state=Turn.State.DONE, outcome=Turn.Outcome.UNREACHABLE
+        )
+        cancelled = []
+        monkeypatch.setattr(sweeps, "_agent_cancel", lambda interaction: cancelled.append(interaction.pk))
+        sweeps.time_out_interactions()
+        sweeps.time_out_interactions()
+        assert cancelled == [interaction.pk]
+        assert Interaction.objects.get().task_cancelled_at is not None
+
+    def test_a_refused_approval_is_cancelled_by_the_sweep_once_the_agent_answers_without_another_timeout(
+        self, asking_turn, monkeypatch, told
+    ):
+        interaction = self.past_deadline(asking_turn)
+        approvals.refuse(interaction.pk, "too-long")
+        monkeypatch.setattr(sweeps, "_agent_cancel", _unreachable)
+        sweeps.time_out_interactions()
+        assert Interaction.objects.get().task_cancelled_at is None  # the agent could not be reached: kept
+        monkeypatch.setattr(sweeps, "_agent_cancel", lambda interaction: None)
+        sweeps.time_out_interactions()
+        assert Interaction.objects.get().task_cancelled_at is not None
+        assert not AuditEvent.objects.filter(action="interaction.timed_out").exists()
+        assert told == []
+
+
+def _raise(*args, **kwargs):
+    raise RuntimeError("killed here")
+
+
+def _unreachable(*args, **kwargs):
+    from kourier.a2a.errors import AgentUnreachable
+
+    raise AgentUnreachable("down")
