@@ -2,12 +2,15 @@
 sync database work for async callers that survives a broken connection."""
 
 import functools
+import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from asgiref.sync import sync_to_async
-from django.db import DatabaseError, connection, connections, router
+from django.db import DatabaseError, InterfaceError, OperationalError, connection, connections, router
 from django.db.models import Model
+
+logger = logging.getLogger(__name__)
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -44,19 +47,69 @@ def insert_unless_taken(instance: Model, key: Sequence[str]) -> bool:
 
 
 def in_database_thread(fn: Callable[P, R], *, thread_sensitive: bool = False) -> Callable[P, Awaitable[R]]:
-    """``fn`` for async callers, on a thread of the loop's executor (one transaction per call).
-
-    Django resets a thread's connection only around its own requests; these threads serve many
-    calls, so a connection a failure left broken (the database restarted, a network cut) is closed
-    here, and the thread's next call connects again instead of failing until the process restarts.
-    """
+    """``fn`` for async callers, on a thread of the loop's executor (one transaction per call), made
+    again on a new connection when the thread's one was dead (``on_a_live_connection``)."""
 
     @functools.wraps(fn)
     def call(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return fn(*args, **kwargs)
-        except DatabaseError:
-            connection.close_if_unusable_or_obsolete()
-            raise
+        return on_a_live_connection(fn, *args, **kwargs)
 
     return sync_to_async(call, thread_sensitive=thread_sensitive)
+
+
+def on_a_live_connection(fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+    """Calls ``fn``; when the thread's connection turns out to be dead before anything was done, calls
+    it once more on a new one.
+
+    These threads (ingress's, the worker's turn loop's) serve many calls outside Django's request cycle,
+    which is what checks a connection before use (CONN_HEALTH_CHECKS). A connection kept from an earlier
+    call is dead once the database restarted: its first statement fails. That is not the caller's
+    fault, and nothing was written, so the call is made again on a new connection instead of failing
+    (a request answered 500, a turn left for the recovery sweep). Checking every connection first would
+    cost a round trip per call; this costs nothing until a connection is lost. A failure after a
+    statement went through is not repeated: what was committed is not known. Any other failure
+    closes a connection it left unusable, so the thread's next call connects again.
+
+    ``fn`` is database work: anything else it does before its first statement may be done twice.
+    """
+    statements = _Statements()
+    kept = None if connection.in_atomic_block else connection.connection
+    try:
+        with connection.execute_wrapper(statements):
+            return fn(*args, **kwargs)
+    except (OperationalError, InterfaceError):
+        if kept is not None and statements.succeeded == 0 and _was_lost(kept):
+            connection.close()
+            logger.info("database.reconnected", extra={"call": getattr(fn, "__name__", "")})
+            return _closing_if_broken(fn, *args, **kwargs)
+        connection.close_if_unusable_or_obsolete()
+        raise
+    except DatabaseError:
+        connection.close_if_unusable_or_obsolete()
+        raise
+
+
+def _was_lost(kept: Any) -> bool:
+    # A transaction that failed on a dead connection leaves it closed, or already replaced (leaving
+    # atomic() connects again to restore autocommit); a statement outside one leaves it unusable.
+    return connection.connection is not kept or not connection.is_usable()
+
+
+def _closing_if_broken(fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+    try:
+        return fn(*args, **kwargs)
+    except DatabaseError:
+        connection.close_if_unusable_or_obsolete()
+        raise
+
+
+class _Statements:
+    """An execute wrapper that counts the statements the database answered."""
+
+    def __init__(self) -> None:
+        self.succeeded = 0
+
+    def __call__(self, execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
+        result = execute(sql, params, many, context)
+        self.succeeded += 1
+        return result
