@@ -8,6 +8,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from asgiref.sync import sync_to_async
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, connections, router
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Model
 
 logger = logging.getLogger(__name__)
@@ -26,24 +27,51 @@ def insert_unless_taken(instance: Model, key: Sequence[str]) -> bool:
     meta = model._meta
     database = connections[router.db_for_write(model, instance=instance)]
     quote = database.ops.quote_name
-    fields = [field for field in meta.concrete_fields if not field.primary_key]
-    column_of = {field.name: str(field.column) for field in meta.concrete_fields}
-    values = [field.get_db_prep_save(field.pre_save(instance, add=True), database) for field in fields]
+    columns = insert_columns(model, database)
     sql = (
-        f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(field.column) for field in fields)}) "
-        f"VALUES ({', '.join(['%s'] * len(fields))}) "
-        f"ON CONFLICT ({', '.join(quote(column_of[name]) for name in key)}) DO NOTHING "
-        f"RETURNING {quote(column_of[meta.pk.name])}"
+        f"INSERT INTO {quote(meta.db_table)} ({', '.join(columns)}) "
+        f"VALUES ({', '.join(['%s'] * len(columns))}) "
+        f"ON CONFLICT ({', '.join(quoted_columns(model, key, database))}) DO NOTHING "
+        f"RETURNING {quote(meta.pk.column)}"
     )
     with database.cursor() as cursor:
-        cursor.execute(sql, values)
+        cursor.execute(sql, insert_values(instance, database))
         row = cursor.fetchone()
     if row is None:
         return False
-    instance.pk = row[0]
+    inserted(instance, row[0], database)
+    return True
+
+
+def insert_columns(model: type[Model], database: BaseDatabaseWrapper) -> list[str]:
+    """The quoted columns an INSERT of a ``model`` row writes: all but its pk, in ``insert_values``' order."""
+    return [database.ops.quote_name(field.column) for field in _inserted_fields(model)]
+
+
+def insert_values(instance: Model, database: BaseDatabaseWrapper) -> list[Any]:
+    """The values an INSERT of ``instance`` writes (``insert_columns``), prepared for ``database`` as
+    ``save()`` prepares them (defaults, ``auto_now_add``)."""
+    return [
+        field.get_db_prep_save(field.pre_save(instance, add=True), database)
+        for field in _inserted_fields(type(instance))
+    ]
+
+
+def _inserted_fields(model: type[Model]) -> list[Any]:
+    return [field for field in model._meta.concrete_fields if not field.primary_key]
+
+
+def quoted_columns(model: type[Model], names: Sequence[str], database: BaseDatabaseWrapper) -> list[str]:
+    """The quoted columns of the fields ``names`` (a foreign key's name gives its ``_id`` column)."""
+    column_of = {field.name: str(field.column) for field in model._meta.concrete_fields}
+    return [database.ops.quote_name(column_of[name]) for name in names]
+
+
+def inserted(instance: Model, pk: Any, database: BaseDatabaseWrapper) -> None:
+    """Marks ``instance`` as the stored row ``pk``, as ``save()`` leaves it."""
+    instance.pk = pk
     instance._state.adding = False
     instance._state.db = database.alias
-    return True
 
 
 def in_database_thread(fn: Callable[P, R], *, thread_sensitive: bool = False) -> Callable[P, Awaitable[R]]:

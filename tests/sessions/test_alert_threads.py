@@ -19,7 +19,8 @@ def binding(slack_fake, settings, monkeypatch):
 
 
 def enqueued(callbacks) -> list[tuple[str, tuple]]:
-    return [(callback.func.__self__.name.rsplit(".", 1)[-1], callback.args) for callback in callbacks]
+    # Each callback is kourier.queue.publish(task, *args).
+    return [(callback.args[0].name.rsplit(".", 1)[-1], callback.args[1:]) for callback in callbacks]
 
 
 def test_an_alert_is_posted_as_the_bot_and_its_first_turn_queued_with_no_person(
