@@ -27,7 +27,7 @@ product's database must hold exactly one turn per mention it acked, and Redis ex
 drive_session task per turn.
 
 --rounds N runs the targets' phases N times, interleaved (product, bare Bolt, product, ...), so that
-both see the same host; --profile samples the product's web processes with py-spy meanwhile
+both see the same host; --profile samples each target's web processes with py-spy meanwhile
 (`pip install py-spy`) and writes where their time went. The worst case of docs/performance.md:
 
     .venv/bin/python bench/ingress.py --all-new --database postgres --rate 150 --rounds 3
@@ -450,7 +450,7 @@ def main() -> None:
     parser.add_argument(
         "--rounds", type=int, default=1, help="run every target's phases N times, interleaved"
     )
-    parser.add_argument("--profile", action="store_true", help="sample the product's web processes (py-spy)")
+    parser.add_argument("--profile", action="store_true", help="sample each target's web processes (py-spy)")
     parser.add_argument("--channels", type=int, default=4, help="bound channels the mentions are spread over")
     parser.add_argument("--targets", nargs="+", choices=["product", "bare"], default=["product", "bare"])
     parser.add_argument(
@@ -495,23 +495,23 @@ def main() -> None:
                            processes.pids(name), EventSource(channels, args.redeliver_every, all_new=args.all_new))
                 )  # fmt: skip
             product = next((t for t in targets if t.name == "product"), None)
-            sampler = profiling.Sampler(workdir, product.pids) if args.profile and product else None
+            samplers = {t.name: profiling.Sampler(workdir, t.name, t.pids) for t in targets if args.profile}
             results = []
             for round_number in range(1, args.rounds + 1):
                 for target in targets:
                     print(f"round {round_number}: benchmarking {target.name} ...", file=sys.stderr)
-                    if sampler and target is product:
-                        sampler.start()
+                    if target.name in samplers:
+                        samplers[target.name].start()
                     phases = asyncio.run(benchmark(target, args, workdir))
-                    if sampler and target is product:
-                        sampler.pause()
+                    if target.name in samplers:
+                        samplers[target.name].pause()
                     for phase in phases:
                         phase.round = round_number
                     results += phases
         finally:
             processes.stop()
         stored = check_product_stored(env, product) if product else None
-        print(report(args, results, stored, sampler.report() if sampler else ""))
+        print(report(args, results, stored, "\n\n".join(sampler.report() for sampler in samplers.values())))
         if args.json:
             args.json.write_text(
                 json.dumps({"phases": [r.summary() for r in results], "stored": stored}, indent=2)

@@ -24,7 +24,7 @@ FRAME = re.compile(r"^(?P<function>.*) \((?P<path>[^:()]*):\d+\)$")
 
 # A thread is named by what runs at the bottom of its stack.
 THREAD_ROLES = (
-    ("database thread (asgiref / executor)", "concurrent/futures/thread.py"),
+    ("database thread (an executor's)", "concurrent/futures/thread.py"),
     ("event loop (Twisted, Daphne, Bolt)", "twisted/"),
 )
 
@@ -32,18 +32,19 @@ THREAD_ROLES = (
 class Sampler:
     """py-spy on each of the given processes, started and paused around the phases to profile."""
 
-    def __init__(self, workdir: Path, pids: Sequence[int]) -> None:
+    def __init__(self, workdir: Path, name: str, pids: Sequence[int]) -> None:
         self.py_spy = shutil.which("py-spy") or str(Path(support.PYTHON).parent / "py-spy")
         if not Path(self.py_spy).exists():
             raise SystemExit("--profile needs py-spy: .venv/bin/pip install py-spy")
         self.workdir = workdir
+        self.name = name
         self.pids = list(pids)
         self.outputs: list[Path] = []
         self._running: list[subprocess.Popen] = []
 
     def start(self) -> None:
         for pid in self.pids:
-            output = self.workdir / f"py-spy-{pid}-{len(self.outputs)}.txt"
+            output = self.workdir / f"py-spy-{self.name.replace(' ', '-')}-{pid}-{len(self.outputs)}.txt"
             self.outputs.append(output)
             # --gil: the samples of the thread holding the GIL, so Python's CPU (not runnable threads
             # waiting for a core on a busy host); --nonblocking: the process is never paused.
@@ -61,7 +62,7 @@ class Sampler:
         self._running = []
 
     def report(self) -> str:
-        return summary(read_stacks(path for path in self.outputs if path.exists()))
+        return summary(read_stacks(path for path in self.outputs if path.exists()), self.name)
 
 
 def read_stacks(paths: Iterable[Path]) -> collections.Counter[tuple[str, ...]]:
@@ -90,10 +91,10 @@ def function(frame: str) -> str:
     return f"{match['function']} ({match['path']})" if match else frame
 
 
-def summary(stacks: collections.Counter[tuple[str, ...]]) -> str:
+def summary(stacks: collections.Counter[tuple[str, ...]], name: str = "the target") -> str:
     total = sum(stacks.values())
     if not total:
-        return "Profile: no samples."
+        return f"Profile of {name}: no samples."
     by_thread: collections.Counter[str] = collections.Counter()
     self_by_package: collections.Counter[str] = collections.Counter()
     inclusive: collections.Counter[str] = collections.Counter()
@@ -110,7 +111,7 @@ def summary(stacks: collections.Counter[tuple[str, ...]]) -> str:
         return f"{100 * count / total:.1f} %"
 
     seconds = total / SAMPLES_PER_SECOND
-    lines = [f"Profile of the product's web process(es): {total} samples ({seconds:.1f} CPU s), py-spy.", ""]
+    lines = [f"Profile of {name}'s web process(es): {total} samples ({seconds:.1f} CPU s), py-spy.", ""]
     lines.append(
         support.markdown_table(
             ["thread", "share of CPU"], [[k, share(v)] for k, v in by_thread.most_common()]
@@ -135,7 +136,7 @@ def main() -> None:
     """Summarizes py-spy raw files given on the command line: python -m bench.profiling FILE..."""
     import sys
 
-    print(summary(read_stacks(Path(name) for name in sys.argv[1:])))
+    print(summary(read_stacks(Path(path) for path in sys.argv[1:])))
 
 
 if __name__ == "__main__":

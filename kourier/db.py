@@ -1,12 +1,14 @@
 """Database helpers the ORM does not give: an insert that yields to a row already holding its key, and
 sync database work for async callers that survives a broken connection."""
 
+import asyncio
+import contextvars
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ParamSpec, TypeVar
 
-from asgiref.sync import sync_to_async
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, connections, router
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Model
@@ -75,14 +77,29 @@ def inserted(instance: Model, pk: Any, database: BaseDatabaseWrapper) -> None:
 
 
 def in_database_thread(fn: Callable[P, R], *, thread_sensitive: bool = False) -> Callable[P, Awaitable[R]]:
-    """``fn`` for async callers, on a thread of the loop's executor (one transaction per call), made
-    again on a new connection when the thread's one was dead (``on_a_live_connection``)."""
+    """``fn`` for async callers, on another thread (one transaction per call), made again on a new
+    connection when the thread's one was dead (``on_a_live_connection``).
+
+    ``thread_sensitive``: on the process's one database thread, in the order of the calls (ingress's
+    work); else on a thread of the running loop's executor. A plain ``run_in_executor``: asgiref's
+    ``sync_to_async`` did the same for twice the CPU (docs/performance.md, section "Point 10").
+    """
+    executor = _one_database_thread() if thread_sensitive else None
 
     @functools.wraps(fn)
-    def call(*args: P.args, **kwargs: P.kwargs) -> R:
-        return on_a_live_connection(fn, *args, **kwargs)
+    async def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        def work() -> R:
+            return on_a_live_connection(fn, *args, **kwargs)
 
-    return sync_to_async(call, thread_sensitive=thread_sensitive)
+        context = contextvars.copy_context()  # as sync_to_async: the caller's context variables
+        return await asyncio.get_running_loop().run_in_executor(executor, context.run, work)
+
+    return call
+
+
+@functools.cache
+def _one_database_thread() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="database")
 
 
 def on_a_live_connection(fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
