@@ -104,8 +104,8 @@ def summary(stacks: collections.Counter[tuple[str, ...]], name: str = "the targe
         )
         by_thread[role] += count
         self_by_package[package(stack[-1])] += count
-        for name in {function(frame) for frame in stack}:
-            inclusive[name] += count
+        for called in {function(frame) for frame in stack}:
+            inclusive[called] += count
 
     def share(count: int) -> str:
         return f"{100 * count / total:.1f} %"

@@ -3,8 +3,8 @@
 A task enqueued before commit can run before its rows exist, or for rows that are then rolled back.
 
 Ingress enqueues a task for every new turn, and ``task.delay`` cost a quarter of a new mention's CPU
-in the web process (docs/performance.md, section "Point 10"), nearly all of it in Celery's and
-kombu's general machinery (options, routing, producer pools, a Redis client per message). For the
+in the web process once its database work was one statement (docs/performance.md, section "Point
+10"), nearly all of it in Celery's and kombu's general machinery (options, routing, producer pools, a Redis client per message). For the
 case the product has (a Redis broker, a task on the default queue with no options of its own)
 ``publish`` sends the same message for a third of that: Celery makes the task message
 (``as_task_v2``: headers and body), and it is pushed onto the queue's Redis list as kombu's Redis
