@@ -21,8 +21,16 @@ Each target then takes, from this process (asyncio + httpx, keep-alive connectio
 The events are what Slack sends for people mentioning the app at the top level of bound channels:
 an app_mention and a message event (two event_ids, one message ts) per mention, and for every
 --redeliver-every'th mention Slack's retry of the app_mention (same body and event_id,
-X-Slack-Retry-Num) a few requests later. Afterwards the product's database must hold exactly one
-turn per mention it acked, and Redis exactly one drive_session task per turn.
+X-Slack-Retry-Num) a few requests later. With --all-new every event is the app_mention of a new
+mention instead: all new work, the worst case (no duplicate to settle cheaply). Afterwards the
+product's database must hold exactly one turn per mention it acked, and Redis exactly one
+drive_session task per turn.
+
+--rounds N runs the targets' phases N times, interleaved (product, bare Bolt, product, ...), so that
+both see the same host; --profile samples each target's web processes with py-spy meanwhile
+(`pip install py-spy`) and writes where their time went. The worst case of docs/performance.md:
+
+    .venv/bin/python bench/ingress.py --all-new --database postgres --rate 150 --rounds 3
 """
 
 from __future__ import annotations
@@ -43,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script 
 import httpx
 from slack_sdk.signature import SignatureVerifier
 
-from bench import support
+from bench import profiling, support
 from tests.fakes.slack import defaults
 from tests.fakes.slack.fake import SlackFake
 
@@ -131,9 +139,10 @@ class EventSource:
 
     REDELIVERY_DELAY = 7  # requests between an event and Slack's retry of it
 
-    def __init__(self, channels: list[str], redeliver_every: int) -> None:
+    def __init__(self, channels: list[str], redeliver_every: int, *, all_new: bool = False) -> None:
         self.channels = channels
-        self.redeliver_every = redeliver_every
+        self.redeliver_every = 0 if all_new else redeliver_every
+        self.all_new = all_new  # every event the app_mention of a new mention
         self.mentions: list[str] = []  # the ts of every mention made so far
         self._epoch = int(time.time())
         self._position = 0
@@ -156,7 +165,7 @@ class EventSource:
         ts = f"{self._epoch + number // 1_000_000}.{number % 1_000_000:06d}"
         self.mentions.append(ts)
         app_mention, message = mention_events(self.channels[number % len(self.channels)], ts, number)
-        self._ready.extend([app_mention, message])
+        self._ready.extend([app_mention] if self.all_new else [app_mention, message])
         if self.redeliver_every and number % self.redeliver_every == self.redeliver_every - 1:
             retry = SlackEvent(app_mention.body, ts, retry_num=1)
             self._retries.append((self._position + self.REDELIVERY_DELAY, retry))
@@ -255,6 +264,9 @@ class PhaseResult:
     samples: list[Sample]
     server_cpu: float  # CPU seconds the target's process used during the phase
     client_cpu: float  # CPU seconds this process (the load generator) used
+    database_cpu: float  # CPU seconds the private PostgreSQL cluster used (0 without one)
+    host_cpu: float  # CPU seconds the whole host used, all processes
+    round: int = 1
 
     @property
     def elapsed(self) -> float:
@@ -264,6 +276,7 @@ class PhaseResult:
         latencies_ms = [s.latency * 1000 for s in self.samples if s.status == 200]
         acked = sum(1 for s in self.samples if s.acked)
         return {
+            "round": self.round,
             "target": self.target,
             "phase": self.phase,
             "sent": len(self.samples),
@@ -276,7 +289,14 @@ class PhaseResult:
             "max_ms": round(max(latencies_ms, default=float("nan")), 1),
             "max_send_lag_ms": round(max(s.started - s.due for s in self.samples) * 1000, 1),
             "server_cpu_ms_per_event": round(self.server_cpu / len(self.samples) * 1000, 2),
+            "database_cpu_ms_per_event": round(self.database_cpu / len(self.samples) * 1000, 2),
             "client_cpu_share": round(self.client_cpu / self.elapsed, 2),
+            # The host's busy cores beyond this run's own processes: what else competed for the CPUs.
+            "other_cpu_share": round(
+                max(0.0, self.host_cpu - self.server_cpu - self.client_cpu - self.database_cpu)
+                / self.elapsed,
+                2,
+            ),
         }
 
 
@@ -290,15 +310,26 @@ def server_cpu_seconds(target: Target) -> float:
     return sum(support.cpu_seconds(pid) for pid in target.pids)
 
 
-async def run_phase(name: str, target: Target, client: httpx.AsyncClient, load) -> PhaseResult:
+def database_cpu_seconds(workdir: Path) -> float:
+    return sum(support.cpu_seconds(pid) for pid in support.postgres_pids(workdir))
+
+
+async def run_phase(name: str, target: Target, client: httpx.AsyncClient, load, workdir: Path) -> PhaseResult:
     server_cpu, client_cpu = server_cpu_seconds(target), time.process_time()
+    database_cpu, host_cpu = database_cpu_seconds(workdir), support.host_cpu_seconds()
     samples = await load
     return PhaseResult(
-        target.name, name, samples, server_cpu_seconds(target) - server_cpu, time.process_time() - client_cpu
+        target.name,
+        name,
+        samples,
+        server_cpu=server_cpu_seconds(target) - server_cpu,
+        client_cpu=time.process_time() - client_cpu,
+        database_cpu=database_cpu_seconds(workdir) - database_cpu,
+        host_cpu=support.host_cpu_seconds() - host_cpu,
     )
 
 
-async def benchmark(target: Target, args: argparse.Namespace) -> list[PhaseResult]:
+async def benchmark(target: Target, args: argparse.Namespace, workdir: Path) -> list[PhaseResult]:
     limits = httpx.Limits(max_connections=max(args.concurrency, 256), max_keepalive_connections=256)
     async with httpx.AsyncClient(timeout=CLIENT_TIMEOUT, limits=limits) as client:
         # Warm up: connections opened, auth.test made, code paths imported and cached.
@@ -307,15 +338,13 @@ async def benchmark(target: Target, args: argparse.Namespace) -> list[PhaseResul
         for rate in args.rate:
             phase = f"open loop {rate:g}/s for {args.seconds:g} s"
             results.append(
-                await run_phase(phase, target, client, open_loop(client, target, rate, args.seconds))
+                await run_phase(phase, target, client, open_loop(client, target, rate, args.seconds), workdir)
             )
             await asyncio.sleep(1)  # let the last answers and after-commit work drain
-        phase = f"closed loop, {args.concurrency} clients, {args.closed_seconds:g} s"
-        results.append(
-            await run_phase(
-                phase, target, client, closed_loop(client, target, args.concurrency, args.closed_seconds)
-            )
-        )
+        if args.closed_seconds > 0:
+            phase = f"closed loop, {args.concurrency} clients, {args.closed_seconds:g} s"
+            load = closed_loop(client, target, args.concurrency, args.closed_seconds)
+            results.append(await run_phase(phase, target, client, load, workdir))
     return results
 
 
@@ -378,13 +407,17 @@ spec:
 """
 
 
-def report(args: argparse.Namespace, results: list[PhaseResult], stored: dict | None) -> str:
+def report(args: argparse.Namespace, results: list[PhaseResult], stored: dict | None, profile: str) -> str:
     lines = [f"# Ingress benchmark ({support.host_description()})", ""]
     lines.append(f"Command: {' '.join(sys.argv)}")
     lines.append(f"Product code: {support.code_version()}")
     lines.append(
         f"Database: {args.database_label}; {args.web_processes} Daphne process(es) per target; "
-        "signed events to POST /slack/events on 127.0.0.1."
+        "signed events to POST /slack/events on 127.0.0.1; "
+        + ("every event a new mention." if args.all_new else "two events per mention, some redelivered.")
+    )
+    lines.append(
+        f"Host load average (1, 5, 15 min) at the start: {args.load_at_start}, at the end: {load_average()}"
     )
     lines.append("")
     summaries = [r.summary() for r in results]
@@ -393,7 +426,13 @@ def report(args: argparse.Namespace, results: list[PhaseResult], stored: dict | 
     if stored is not None:
         lines += ["", "Product's database and queue afterwards:", ""]
         lines.append(support.markdown_table(["check", "value"], list(stored.items())))
+    if profile:
+        lines += ["", profile]
     return "\n".join(lines)
+
+
+def load_average() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 def main() -> None:
@@ -407,6 +446,11 @@ def main() -> None:
     parser.add_argument("--closed-seconds", type=float, default=10.0, help="length of the closed-loop phase")
     parser.add_argument("--concurrency", type=int, default=16, help="clients in the closed-loop phase")
     parser.add_argument("--redeliver-every", type=int, default=10, help="retry one mention in N (0: never)")
+    parser.add_argument("--all-new", action="store_true", help="every event a new mention (no duplicates)")
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="run every target's phases N times, interleaved"
+    )
+    parser.add_argument("--profile", action="store_true", help="sample each target's web processes (py-spy)")
     parser.add_argument("--channels", type=int, default=4, help="bound channels the mentions are spread over")
     parser.add_argument("--targets", nargs="+", choices=["product", "bare"], default=["product", "bare"])
     parser.add_argument(
@@ -417,6 +461,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the numbers here")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory and its logs")
     args = parser.parse_args()
+    args.load_at_start = load_average()
     channels = [f"C0BENCH{i}" for i in range(args.channels)]
 
     with (
@@ -447,17 +492,26 @@ def main() -> None:
                 url = processes.start_daphne(name, applications[name], env, copies=args.web_processes)
                 targets.append(
                     Target("bare Bolt" if name == "bare" else name, url + "/slack/events", defaults.SIGNING_SECRET,
-                           processes.pids(name), EventSource(channels, args.redeliver_every))
+                           processes.pids(name), EventSource(channels, args.redeliver_every, all_new=args.all_new))
                 )  # fmt: skip
+            product = next((t for t in targets if t.name == "product"), None)
+            samplers = {t.name: profiling.Sampler(workdir, t.name, t.pids) for t in targets if args.profile}
             results = []
-            for target in targets:
-                print(f"benchmarking {target.name} ...", file=sys.stderr)
-                results += asyncio.run(benchmark(target, args))
+            for round_number in range(1, args.rounds + 1):
+                for target in targets:
+                    print(f"round {round_number}: benchmarking {target.name} ...", file=sys.stderr)
+                    if target.name in samplers:
+                        samplers[target.name].start()
+                    phases = asyncio.run(benchmark(target, args, workdir))
+                    if target.name in samplers:
+                        samplers[target.name].pause()
+                    for phase in phases:
+                        phase.round = round_number
+                    results += phases
         finally:
             processes.stop()
-        product = next((t for t in targets if t.name == "product"), None)
         stored = check_product_stored(env, product) if product else None
-        print(report(args, results, stored))
+        print(report(args, results, stored, "\n\n".join(sampler.report() for sampler in samplers.values())))
         if args.json:
             args.json.write_text(
                 json.dumps({"phases": [r.summary() for r in results], "stored": stored}, indent=2)

@@ -75,45 +75,26 @@ def database(workdir: Path, kind: str, *, max_connections: int = 200) -> Iterato
     elif kind == "sqlite":
         yield f"sqlite:///{workdir / 'kourier.sqlite3'}"
     elif kind == "postgres":
-        with postgres_cluster(workdir / "pg", max_connections=max_connections) as url:
+        with postgres_cluster(workdir, max_connections=max_connections) as url:
             yield url
     else:
         raise ValueError(f"unknown database kind {kind!r}")
 
 
 @contextlib.contextmanager
-def postgres_cluster(data_dir: Path, *, max_connections: int) -> Iterator[str]:
-    """A PostgreSQL cluster of its own, as .ci/run starts one (fsync off: a benchmark, not a store)."""
-    initdb = shutil.which("initdb")
-    if initdb is None:
-        raise SystemExit("--database postgres needs initdb and pg_ctl on PATH (or set DATABASE_URL)")
-    bin_dir = Path(initdb).resolve().parent
-    as_postgres: list[str] = []
-    data_dir.mkdir()
-    if os.geteuid() == 0:  # PostgreSQL refuses to run as root
-        as_postgres = ["runuser", "-u", "postgres", "--"]
-        subprocess.run(["id", "postgres"], check=True, capture_output=True)
-        shutil.chown(data_dir, "postgres")
-    port = free_port()
-    subprocess.run(
-        [*as_postgres, str(bin_dir / "initdb"), "-D", str(data_dir), "-U", "kourier", "--auth=trust", "-E", "UTF8"],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    options = (
-        f"-p {port} -k {data_dir} -c listen_addresses=127.0.0.1 -c max_connections={max_connections} "
-        "-c fsync=off -c synchronous_commit=off"
-    )
-    pg_ctl = [*as_postgres, str(bin_dir / "pg_ctl"), "-D", str(data_dir)]
-    subprocess.run([*pg_ctl, "-l", str(data_dir / "server.log"), "-w", "-o", options, "start"], check=True,
-                   capture_output=True)  # fmt: skip
-    try:
-        subprocess.run(
-            [*as_postgres, str(bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "kourier", "kourier"],
-            check=True, capture_output=True,
-        )  # fmt: skip
-        yield f"postgres://kourier@127.0.0.1:{port}/kourier"
-    finally:
-        subprocess.run([*pg_ctl, "-m", "fast", "stop"], capture_output=True)
+def postgres_cluster(workdir: Path, *, max_connections: int) -> Iterator[str]:
+    """A PostgreSQL cluster of its own in workdir/pg (tests/support/postgres.py; as .ci/run starts one,
+    synchronous_commit off too: a benchmark, not a store)."""
+    from tests.support.postgres import postgres_bin_dir
+    from tests.support.postgres import postgres_cluster as cluster
+
+    bin_dir = postgres_bin_dir()
+    if bin_dir is None:
+        raise SystemExit("--database postgres needs PostgreSQL's initdb and pg_ctl (or set DATABASE_URL)")
+    with cluster(
+        bin_dir, max_connections=max_connections, options="-c synchronous_commit=off", directory=workdir
+    ) as started:
+        yield started.url
 
 
 def product_env(

@@ -13,11 +13,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
+
+from kourier.db import in_database_thread
 
 from .models import Binding, BindingChannel, Connection
 
@@ -85,7 +86,7 @@ async def acurrent() -> Directory:
     if _is_fresh(directory):
         assert directory is not None
         return directory
-    return await sync_to_async(current, thread_sensitive=False)()
+    return await in_database_thread(current)()  # a connection the database dropped is replaced
 
 
 def forget() -> None:

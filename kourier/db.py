@@ -1,13 +1,19 @@
 """Database helpers the ORM does not give: an insert that yields to a row already holding its key, and
 sync database work for async callers that survives a broken connection."""
 
+import asyncio
+import contextvars
 import functools
+import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import ParamSpec, TypeVar
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, ParamSpec, TypeVar
 
-from asgiref.sync import sync_to_async
-from django.db import DatabaseError, connection, connections, router
+from django.db import DatabaseError, InterfaceError, OperationalError, connection, connections, router
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Model
+
+logger = logging.getLogger(__name__)
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -23,40 +29,132 @@ def insert_unless_taken(instance: Model, key: Sequence[str]) -> bool:
     meta = model._meta
     database = connections[router.db_for_write(model, instance=instance)]
     quote = database.ops.quote_name
-    fields = [field for field in meta.concrete_fields if not field.primary_key]
-    column_of = {field.name: str(field.column) for field in meta.concrete_fields}
-    values = [field.get_db_prep_save(field.pre_save(instance, add=True), database) for field in fields]
+    columns = insert_columns(model, database)
     sql = (
-        f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(field.column) for field in fields)}) "
-        f"VALUES ({', '.join(['%s'] * len(fields))}) "
-        f"ON CONFLICT ({', '.join(quote(column_of[name]) for name in key)}) DO NOTHING "
-        f"RETURNING {quote(column_of[meta.pk.name])}"
+        f"INSERT INTO {quote(meta.db_table)} ({', '.join(columns)}) "
+        f"VALUES ({', '.join(['%s'] * len(columns))}) "
+        f"ON CONFLICT ({', '.join(quoted_columns(model, key, database))}) DO NOTHING "
+        f"RETURNING {quote(meta.pk.column)}"
     )
     with database.cursor() as cursor:
-        cursor.execute(sql, values)
+        cursor.execute(sql, insert_values(instance, database))
         row = cursor.fetchone()
     if row is None:
         return False
-    instance.pk = row[0]
-    instance._state.adding = False
-    instance._state.db = database.alias
+    inserted(instance, row[0], database)
     return True
 
 
-def in_database_thread(fn: Callable[P, R], *, thread_sensitive: bool = False) -> Callable[P, Awaitable[R]]:
-    """``fn`` for async callers, on a thread of the loop's executor (one transaction per call).
+def insert_columns(model: type[Model], database: BaseDatabaseWrapper) -> list[str]:
+    """The quoted columns an INSERT of a ``model`` row writes: all but its pk, in ``insert_values``' order."""
+    return [database.ops.quote_name(field.column) for field in _inserted_fields(model)]
 
-    Django resets a thread's connection only around its own requests; these threads serve many
-    calls, so a connection a failure left broken (the database restarted, a network cut) is closed
-    here, and the thread's next call connects again instead of failing until the process restarts.
+
+def insert_values(instance: Model, database: BaseDatabaseWrapper) -> list[Any]:
+    """The values an INSERT of ``instance`` writes (``insert_columns``), prepared for ``database`` as
+    ``save()`` prepares them (defaults, ``auto_now_add``)."""
+    return [
+        field.get_db_prep_save(field.pre_save(instance, add=True), database)
+        for field in _inserted_fields(type(instance))
+    ]
+
+
+def _inserted_fields(model: type[Model]) -> list[Any]:
+    return [field for field in model._meta.concrete_fields if not field.primary_key]
+
+
+def quoted_columns(model: type[Model], names: Sequence[str], database: BaseDatabaseWrapper) -> list[str]:
+    """The quoted columns of the fields ``names`` (a foreign key's name gives its ``_id`` column)."""
+    column_of = {field.name: str(field.column) for field in model._meta.concrete_fields}
+    return [database.ops.quote_name(column_of[name]) for name in names]
+
+
+def inserted(instance: Model, pk: Any, database: BaseDatabaseWrapper) -> None:
+    """Marks ``instance`` as the stored row ``pk``, as ``save()`` leaves it."""
+    instance.pk = pk
+    instance._state.adding = False
+    instance._state.db = database.alias
+
+
+def in_database_thread(fn: Callable[P, R], *, thread_sensitive: bool = False) -> Callable[P, Awaitable[R]]:
+    """``fn`` for async callers, on another thread (one transaction per call), made again on a new
+    connection when the thread's one was dead (``on_a_live_connection``).
+
+    ``thread_sensitive``: on the process's one database thread, in the order of the calls (ingress's
+    work); else on a thread of the running loop's executor. A plain ``run_in_executor``: asgiref's
+    ``sync_to_async`` did the same for twice the CPU (docs/performance.md, section "Point 10").
     """
+    executor = _one_database_thread() if thread_sensitive else None
 
     @functools.wraps(fn)
-    def call(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return fn(*args, **kwargs)
-        except DatabaseError:
-            connection.close_if_unusable_or_obsolete()
-            raise
+    async def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        def work() -> R:
+            return on_a_live_connection(fn, *args, **kwargs)
 
-    return sync_to_async(call, thread_sensitive=thread_sensitive)
+        context = contextvars.copy_context()  # as sync_to_async: the caller's context variables
+        return await asyncio.get_running_loop().run_in_executor(executor, context.run, work)
+
+    return call
+
+
+@functools.cache
+def _one_database_thread() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="database")
+
+
+def on_a_live_connection(fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+    """Calls ``fn``; when the thread's connection turns out to be dead before anything was done, calls
+    it once more on a new one.
+
+    These threads (ingress's, the worker's turn loop's) serve many calls outside Django's request cycle,
+    which is what checks a connection before use (CONN_HEALTH_CHECKS). A connection kept from an earlier
+    call is dead once the database restarted: its first statement fails. That is not the caller's
+    fault, and nothing was written, so the call is made again on a new connection instead of failing
+    (a request answered 500, a turn left for the recovery sweep). Checking every connection first would
+    cost a round trip per call; this costs nothing until a connection is lost. A failure after a
+    statement went through is not repeated: what was committed is not known. Any other failure
+    closes a connection it left unusable, so the thread's next call connects again.
+
+    ``fn`` is database work: anything else it does before its first statement may be done twice.
+    """
+    statements = _Statements()
+    kept = None if connection.in_atomic_block else connection.connection
+    try:
+        with connection.execute_wrapper(statements):
+            return fn(*args, **kwargs)
+    except (OperationalError, InterfaceError):
+        if kept is not None and statements.succeeded == 0 and _was_lost(kept):
+            connection.close()
+            logger.info("database.reconnected", extra={"call": getattr(fn, "__name__", "")})
+            return _closing_if_broken(fn, *args, **kwargs)
+        connection.close_if_unusable_or_obsolete()
+        raise
+    except DatabaseError:
+        connection.close_if_unusable_or_obsolete()
+        raise
+
+
+def _was_lost(kept: Any) -> bool:
+    # A transaction that failed on a dead connection leaves it closed, or already replaced (leaving
+    # atomic() connects again to restore autocommit); a statement outside one leaves it unusable.
+    return connection.connection is not kept or not connection.is_usable()
+
+
+def _closing_if_broken(fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+    try:
+        return fn(*args, **kwargs)
+    except DatabaseError:
+        connection.close_if_unusable_or_obsolete()
+        raise
+
+
+class _Statements:
+    """An execute wrapper that counts the statements the database answered."""
+
+    def __init__(self) -> None:
+        self.succeeded = 0
+
+    def __call__(self, execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
+        result = execute(sql, params, many, context)
+        self.succeeded += 1
+        return result

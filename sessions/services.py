@@ -6,11 +6,13 @@ The other jobs of the app have their own modules: ``turns`` (a runner's turn and
 (the reaction), ``outbox`` (intended posts), ``sweeps`` (work left behind), ``runner`` (a turn's run).
 """
 
+import functools
 import logging
 from dataclasses import dataclass
 from datetime import datetime
 
 from asgiref.sync import async_to_sync
+from django import db
 from django.db import transaction
 from django.db.models import Q, Subquery
 from django.utils import timezone
@@ -19,7 +21,7 @@ from bindings import directory
 from bindings.manifest import ThreadReplies
 from bindings.models import Binding, Connection
 from interactions.services import take_typed_answer
-from kourier.db import insert_unless_taken
+from kourier.db import insert_columns, insert_unless_taken, insert_values, quoted_columns
 from kourier.progress import ThreadKind
 from kourier.queue import enqueue_after_commit
 from kourier.slack.alerts import post_alert_message
@@ -56,6 +58,17 @@ def route_message(
     if binding is None:
         return RouteResult(route=None)
     now = now or timezone.now()
+    if message.thread_ts is None:
+        # A message at the top level is its thread's root: only this message (an earlier delivery of
+        # it) can have started the thread's session, so it is routed as if none had.
+        decision = route(
+            message, ThreadState(has_session=False), thread_replies=ThreadReplies(binding.thread_replies)
+        )
+        if decision is Route.IGNORE:
+            return RouteResult(route=decision)
+        started = _start_thread_in_one_statement(connection, binding, message, now)
+        if started is not None:
+            return started
     # One read, before the write transaction, tells the thread's state and whether this message has
     # its turn already: a redelivery (Slack sends two events per mention) takes no write lock. A
     # delivery racing this one is settled by the unique constraints the inserts below yield to.
@@ -98,16 +111,20 @@ def route_message(
             _touch(session, binding, now)
             # One message per turn: the runner adds the acknowledgment reaction before anything else.
             enqueue_after_commit(DRIVE_SESSION, session.id)
-        logger.info(
-            "turn.accepted",
-            extra={
-                "turn_id": turn.id,
-                "session_id": session.id,
-                "binding": binding.name,
-                "route": decision.value,
-            },
-        )
-        return RouteResult(route=decision, created=True, turn_id=turn.id)
+        return _accepted(turn.id, session.id, binding, decision)
+
+
+def _accepted(turn_id: int, session_id: int, binding: Binding, decision: Route) -> RouteResult:
+    logger.info(
+        "turn.accepted",
+        extra={
+            "turn_id": turn_id,
+            "session_id": session_id,
+            "binding": binding.name,
+            "route": decision.value,
+        },
+    )
+    return RouteResult(route=decision, created=True, turn_id=turn_id)
 
 
 def start_alert_thread(
@@ -185,8 +202,79 @@ def _turn_of(connection_id: int, message: ChatMessage):
     )
 
 
-def _start_session(connection: Connection, binding: Binding, message: ChatMessage, now: datetime) -> Session:
-    session = Session(
+def _start_thread_in_one_statement(
+    connection: Connection, binding: Binding, message: ChatMessage, now: datetime
+) -> RouteResult | None:
+    """A top-level mention's session and turn in one statement: the thread's one round trip.
+
+    Inserts both unless the message's turn is already stored (a redelivery then writes nothing and
+    gets the turn's id); the statement commits on its own (autocommit), and the turn is enqueued
+    after. None when this cannot tell (SQLite has no INSERT in a WITH; a session this message's
+    other delivery is committing meanwhile): the caller routes the message the general way.
+    """
+    database = db.connections[db.router.db_for_write(Turn)]
+    if database.vendor != "postgresql":
+        return None
+    session = _new_session(connection, binding, message, now)
+    turn = _new_turn(session, message, expired=False)
+    sql, _ = _start_thread_statement(database.alias)
+    with database.cursor() as cursor:
+        cursor.execute(sql, _start_thread_params(session, turn, now, database))
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    turn_id, session_id, created, expired = row
+    if not created:
+        return RouteResult(route=Route.EXPIRED if expired else Route.TURN, created=False, turn_id=turn_id)
+    enqueue_after_commit(DRIVE_SESSION, session_id)  # committed: the statement was its transaction
+    return _accepted(turn_id, session_id, binding, Route.TURN)
+
+
+def _start_thread_params(session: Session, turn: Turn, now: datetime, database) -> list:
+    _, link = _start_thread_statement(database.alias)
+    turn_values = insert_values(turn, database)
+    del turn_values[link]  # the turn's session is the one the statement inserts
+    key = [turn.connection_id, turn.channel_id, turn.message_ts]
+    return [now, *key, *insert_values(session, database), *turn_values]
+
+
+@functools.cache
+def _start_thread_statement(alias: str) -> tuple[str, int]:
+    """The SQL of ``_start_thread_in_one_statement`` on a database, and the place of the turn's
+    session among the turn's values (the statement fills it in)."""
+    database = db.connections[alias]
+    quote = database.ops.quote_name
+    session_columns, turn_columns = insert_columns(Session, database), insert_columns(Turn, database)
+    link = turn_columns.index(quote(Turn._meta.get_field("session").column))
+    turn_placeholders = ["%s"] * len(turn_columns)
+    turn_placeholders[link] = "new_session.pk"
+    turn_key = quoted_columns(Turn, _MESSAGE_KEY, database)
+    turns, sessions = quote(Turn._meta.db_table), quote(Session._meta.db_table)
+    turn_pk, session_pk = quote(Turn._meta.pk.column), quote(Session._meta.pk.column)
+    sql = f"""
+        WITH taken AS (
+            SELECT turn.{turn_pk} AS pk, session.{quote(Session._meta.get_field("expires_at").column)} <= %s AS expired
+            FROM {turns} turn JOIN {sessions} session ON session.{session_pk} = turn.{turn_columns[link]}
+            WHERE {" AND ".join(f"turn.{column} = %s" for column in turn_key)}
+        ), new_session AS (
+            INSERT INTO {sessions} ({", ".join(session_columns)})
+            SELECT {", ".join(["%s"] * len(session_columns))} WHERE NOT EXISTS (SELECT FROM taken)
+            ON CONFLICT ({", ".join(quoted_columns(Session, _SESSION_KEY, database))}) DO NOTHING
+            RETURNING {session_pk} AS pk
+        ), new_turn AS (
+            INSERT INTO {turns} ({", ".join(turn_columns)})
+            SELECT {", ".join(turn_placeholders)} FROM new_session
+            ON CONFLICT ({", ".join(turn_key)}) DO NOTHING
+            RETURNING {turn_pk} AS pk, {turn_columns[link]} AS session_pk
+        )
+        SELECT pk, session_pk, TRUE, FALSE FROM new_turn
+        UNION ALL SELECT pk, NULL, FALSE, expired FROM taken
+    """
+    return sql, link
+
+
+def _new_session(connection: Connection, binding: Binding, message: ChatMessage, now: datetime) -> Session:
+    return Session(
         connection=connection,
         channel_id=message.channel_id,
         thread_ts=message.root_ts,
@@ -195,6 +283,10 @@ def _start_session(connection: Connection, binding: Binding, message: ChatMessag
         last_activity_at=now,
         expires_at=now + binding.thread_ttl,
     )
+
+
+def _start_session(connection: Connection, binding: Binding, message: ChatMessage, now: datetime) -> Session:
+    session = _new_session(connection, binding, message, now)
     if insert_unless_taken(session, _SESSION_KEY):
         return session
     # Another delivery started the thread's session since this one looked.
@@ -203,8 +295,8 @@ def _start_session(connection: Connection, binding: Binding, message: ChatMessag
     )
 
 
-def _take_turn(session: Session, message: ChatMessage, *, expired: bool) -> tuple[Turn, bool]:
-    turn = Turn(
+def _new_turn(session: Session, message: ChatMessage, *, expired: bool) -> Turn:
+    return Turn(
         connection_id=session.connection_id,
         channel_id=message.channel_id,
         message_ts=message.ts,
@@ -214,6 +306,10 @@ def _take_turn(session: Session, message: ChatMessage, *, expired: bool) -> tupl
         state=Turn.State.EXPIRED if expired else Turn.State.QUEUED,
         message_id=message_id_for(session.connection_id, message.channel_id, message.ts),
     )
+
+
+def _take_turn(session: Session, message: ChatMessage, *, expired: bool) -> tuple[Turn, bool]:
+    turn = _new_turn(session, message, expired=expired)
     if insert_unless_taken(turn, _MESSAGE_KEY):
         return turn, True
     return _turn_of(session.connection_id, message).get(), False

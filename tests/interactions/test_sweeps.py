@@ -6,11 +6,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import pytest
-from celery import current_app
 from django.utils import timezone
 
 from interactions import prompts, services, sweeps
 from interactions.models import Interaction
+from kourier import queue
 from sessions import notices
 from sessions.models import Turn
 from tests.factories import BindingFactory, TurnFactory
@@ -41,9 +41,7 @@ class Asked:
 def sent(monkeypatch) -> list[tuple[str, tuple]]:
     """The Celery tasks sent, by short name, with their arguments (nothing reaches a broker)."""
     tasks: list[tuple[str, tuple]] = []
-    monkeypatch.setattr(
-        current_app, "send_task", lambda name, args: tasks.append((name.rsplit(".", 1)[-1], args))
-    )
+    monkeypatch.setattr(queue, "publish", lambda name, *args: tasks.append((name.rsplit(".", 1)[-1], args)))
     return tasks
 
 

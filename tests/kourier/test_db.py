@@ -1,7 +1,8 @@
 import asyncio
+import time
 
 import pytest
-from django.db import DatabaseError
+from django.db import DatabaseError, OperationalError, connection, transaction
 from django.utils import timezone
 
 from kourier.db import in_database_thread, insert_unless_taken
@@ -71,3 +72,87 @@ class TestInDatabaseThread:
                 await in_database_thread(lambda: connection.close(), thread_sensitive=True)()
 
         assert asyncio.run(scenario()) == 0
+
+
+needs_postgresql = pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="a server that drops connections: PostgreSQL (DATABASE_URL)"
+)
+BACKEND_GONE_TIMEOUT_SECONDS = 10
+
+
+def this_threads_backend() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        return cursor.fetchone()[0]
+
+
+def on_the_database_thread(fn):
+    """Runs fn on asgiref's one shared thread, whose connection outlives each call (as ingress's does)."""
+    return asyncio.run(in_database_thread(fn, thread_sensitive=True)())
+
+
+def drop(backend: int) -> None:
+    """Ends a backend from the server's side, as a restart does, and waits until it is gone."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s)", [backend])
+        deadline = time.monotonic() + BACKEND_GONE_TIMEOUT_SECONDS
+        while time.monotonic() < deadline:
+            cursor.execute("SELECT pg_stat_clear_snapshot()")  # this transaction's view is a snapshot
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [backend])
+            if cursor.fetchone()[0] == 0:
+                return
+            time.sleep(0.05)  # polling the server for the backend's exit
+    raise AssertionError(f"backend {backend} still runs")
+
+
+@pytest.fixture
+def database_thread_closed_afterwards():
+    yield
+    on_the_database_thread(lambda: connection.close())  # the shared thread outlives the test
+
+
+@needs_postgresql
+@pytest.mark.usefixtures("database_thread_closed_afterwards")
+class TestOnALiveConnection:
+    @pytest.mark.parametrize("in_a_transaction", [False, True], ids=["statement", "transaction"])
+    def test_a_connection_the_database_dropped_while_idle_is_replaced_and_the_call_goes_through(
+        self, in_a_transaction
+    ):
+        def whose_backend() -> int:
+            if not in_a_transaction:
+                return this_threads_backend()
+            with transaction.atomic():
+                return this_threads_backend()
+
+        first = on_the_database_thread(whose_backend)
+        drop(first)
+        second = on_the_database_thread(whose_backend)
+        assert second != first
+
+    def test_a_call_that_failed_after_a_statement_went_through_is_not_made_again(self):
+        calls = []
+
+        def work_then_lose_the_connection() -> None:
+            calls.append("called")
+            this_threads_backend()
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+
+        on_the_database_thread(this_threads_backend)
+        with pytest.raises(OperationalError):
+            on_the_database_thread(work_then_lose_the_connection)
+        assert calls == ["called"]
+        assert on_the_database_thread(this_threads_backend) > 0  # and the next call connects again
+
+    def test_a_failure_on_a_live_connection_is_not_made_again(self):
+        calls = []
+
+        def fail_on_purpose() -> None:
+            calls.append("called")
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT 1 / 0")
+
+        on_the_database_thread(this_threads_backend)
+        with pytest.raises(DatabaseError):
+            on_the_database_thread(fail_on_purpose)
+        assert calls == ["called"]

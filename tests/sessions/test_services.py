@@ -6,6 +6,7 @@ from django import db
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from bindings import directory
 from sessions import services, turns
 from sessions.models import Session, ThreadNote, Turn
 from sessions.routing import Route
@@ -41,14 +42,39 @@ def test_the_same_message_delivered_again_is_one_turn(binding, django_capture_on
     assert callbacks == []
 
 
-def test_a_redelivery_names_the_turn_the_first_delivery_made_and_writes_nothing(binding):
-    first = services.route_message(binding.connection, said())
+def rows_written() -> int:
+    """Rows inserted, updated or deleted so far: by this connection (SQLite), in this transaction, the
+    test's (PostgreSQL)."""
+    with db.connection.cursor() as cursor:
+        if db.connection.vendor == "sqlite":
+            cursor.execute("SELECT total_changes()")
+        else:
+            cursor.execute("SELECT sum(n_tup_ins + n_tup_upd + n_tup_del) FROM pg_stat_xact_user_tables")
+        return cursor.fetchone()[0] or 0
+
+
+@pytest.mark.parametrize("thread_ts", [None, "1700000000.000100"], ids=["top level", "thread reply"])
+def test_a_redelivery_names_the_turn_the_first_delivery_made_in_one_statement_and_writes_nothing(
+    binding, thread_ts
+):
+    if thread_ts:
+        services.route_message(binding.connection, said(ts=thread_ts))
+    first = services.route_message(binding.connection, said(thread_ts=thread_ts))
+    written = rows_written()
     with CaptureQueriesContext(db.connection) as queries:
-        again = services.route_message(binding.connection, said())
+        again = services.route_message(binding.connection, said(thread_ts=thread_ts))
     assert (again.route, again.created, again.turn_id) == (Route.TURN, False, first.turn_id)
-    statements = [query["sql"].lstrip().split()[0].upper() for query in queries.captured_queries]
-    assert statements.count("SELECT") == 1
-    assert not {"INSERT", "UPDATE", "DELETE"} & set(statements)
+    assert len(queries.captured_queries) == 1
+    assert rows_written() == written
+
+
+def test_a_new_mention_at_the_top_level_is_stored_in_one_statement(binding):
+    directory.current()  # the process's snapshot of Bindings, as ingress has it
+    with CaptureQueriesContext(db.connection) as queries:
+        services.route_message(binding.connection, said())
+    assert Turn.objects.get().session == Session.objects.get()
+    if db.connection.vendor == "postgresql":
+        assert len(queries.captured_queries) == 1
 
 
 def test_a_note_delivered_again_is_one_note():
