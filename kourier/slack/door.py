@@ -14,7 +14,7 @@ form data, not a payload Slack sends). Everything else is the answer of the Conn
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from channels.exceptions import StopConsumer
@@ -31,6 +31,9 @@ from .listeners import bolt_app_for
 
 logger = logging.getLogger(__name__)
 
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
 # What reading a body of unexpected shape raises in Bolt's parsing (JSON that is not an object, a
 # nested field of another type, JSON nested deeper than Python recurses).
 _UNREADABLE = (ValueError, TypeError, AttributeError, LookupError, RecursionError)
@@ -42,6 +45,19 @@ class SlackEvents(AsyncHttpConsumer):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.body_size = 0
+
+    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        # Channels' own __call__ races the client's messages against a channel layer's in a task per
+        # message; there is no channel layer here, and under load each of those tasks cost the event
+        # loop extra turns, every one a GIL hand-over to the thread doing the listeners' database
+        # work (docs/performance.md, "Channels at the door"). The messages are read in turn instead.
+        self.scope = scope
+        self.base_send = send
+        try:
+            while True:
+                await self.dispatch(await receive())
+        except StopConsumer:
+            pass
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         # Channels' dispatch first closes the database connections past their age, on the one thread
