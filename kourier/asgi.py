@@ -8,6 +8,7 @@ django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter  # noqa: E402  (needs Django set up first)
 
+from kourier.queue import import_task_modules  # noqa: E402
 from kourier.routing import http_routes  # noqa: E402
 
 # Seconds a busy thread keeps the GIL while another waits for it (Python's default: 0.005). The
@@ -16,6 +17,9 @@ from kourier.routing import http_routes  # noqa: E402
 # events/s the web process fell behind for good (docs/performance.md, section a).
 WEB_SWITCH_INTERVAL_SECONDS = 0.0005
 sys.setswitchinterval(WEB_SWITCH_INTERVAL_SECONDS)
+
+# Ingress enqueues its tasks by name; knowing them lets it publish without Celery's general path.
+import_task_modules()
 
 # Slack's requests skip Django's middleware and request thread (kourier/routing.py,
 # kourier/slack/door.py); the health checks and the admin go to Django.

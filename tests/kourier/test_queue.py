@@ -1,5 +1,8 @@
 import base64
 import json
+import os
+import subprocess
+import sys
 import uuid
 
 import pytest
@@ -8,6 +11,7 @@ from celery import Celery
 
 from kourier import queue
 from kourier.queue import publish
+from sessions.queue import DRIVE_SESSION
 from sessions.tasks import drive_session, tell_expired
 
 
@@ -77,3 +81,37 @@ def test_a_task_this_process_does_not_know_is_sent_by_name(monkeypatch):
     monkeypatch.setattr(queue, "current_app", app)
     publish("somewhere.tasks.unknown", 1, 2)
     assert sent == [("somewhere.tasks.unknown", (1, 2))]
+
+
+def test_a_process_that_enqueues_by_name_only_publishes_directly(redis_url, tmp_path):
+    """The web process never imports a tasks module: publish finds the task anyway, and pushes the
+    message itself instead of taking Celery's general path."""
+    queue_name = f"test-queue-{uuid.uuid4().hex[:8]}"
+    script = (
+        "import sys, django\n"
+        "django.setup()\n"
+        "from kourier import queue\n"
+        "assert 'sessions.tasks' not in sys.modules\n"
+        f"queue.publish({DRIVE_SESSION!r}, 42)\n"
+        "print(sorted(name for name, route in queue._routes.items() if route is not None))\n"
+    )
+    environment = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "kourier.settings",
+        "REDIS_URL": redis_url,
+        "CELERY_QUEUE": queue_name,
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'unused.sqlite3'}",
+        "SECRET_KEY": "test-secret-key",
+    }
+    client = redis.Redis.from_url(redis_url)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", script], env=environment, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == repr([DRIVE_SESSION])
+        message = json.loads(client.rpop(queue_name))
+        assert message["headers"]["task"] == DRIVE_SESSION
+        assert json.loads(base64.b64decode(message["body"]))[0] == [42]
+    finally:
+        client.delete(queue_name)

@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
 from bindings.models import Connection
+from kourier.queue import import_task_modules
 from kourier.slack.listeners import bolt_app_for
 
 logger = logging.getLogger(__name__)
@@ -34,6 +35,7 @@ class Command(BaseCommand):
                 raise CommandError(f'Connection "{connection.name}": {connection.app_token_env} is not set.')
             handlers.append(AsyncSocketModeHandler(bolt_app_for(connection), app_token))
             self.stdout.write(f'Socket Mode: connecting Connection "{connection.name}"')
+        import_task_modules()  # as the web process: its first event is not held up by the import
         asyncio.run(self._run(handlers))
 
     async def _run(self, handlers: list[AsyncSocketModeHandler]) -> None:
