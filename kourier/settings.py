@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -71,6 +72,10 @@ SECURE_PROXY_SSL_HEADER = (
 )
 
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'kourier.sqlite3'}")}
+if "ENGINE" not in DATABASES["default"]:  # set, but empty or with no known scheme
+    raise ImproperlyConfigured(
+        "DATABASE_URL is not a database URL (postgres://USER:PASSWORD@HOST:5432/NAME)."
+    )
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A file, not memory, so that the processes an end-to-end test starts share the test database.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test_kourier.sqlite3")}

@@ -55,3 +55,11 @@ def test_check_deploy_fails_naming_a_weak_or_missing_setting(weakened, issue, tm
 
     assert result.returncode == 1
     assert issue in result.stderr
+
+
+def test_an_empty_database_url_stops_every_process_at_start(tmp_path):
+    # What a Secret with no value gives (deploy/kubernetes/base/secrets.yaml): never SQLite by default.
+    result = check_deploy({**production_settings(), "DATABASE_URL": ""}, tmp_path)
+
+    assert result.returncode == 1
+    assert "DATABASE_URL is not a database URL" in result.stderr
