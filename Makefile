@@ -4,11 +4,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test lint install
+.PHONY: serve test lint install lock
 
-$(STAMP): pyproject.toml
+# The runtime dependencies exactly as requirements.lock has them (the container image installs the
+# same file), then the project and its dev tools on top of them.
+$(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet --require-hashes -r requirements.lock
 	$(BIN)/pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
@@ -20,6 +23,12 @@ serve: $(STAMP)
 	mkdir -p var
 	test -s var/secret_key || $(BIN)/python -c "import secrets; print(secrets.token_urlsafe(50))" > var/secret_key
 	$(BIN)/python manage.py serve
+
+# After a change to pyproject.toml's dependencies: pins them and everything they need, for every
+# platform, with each file's hash. Versions already locked are kept where they still fit.
+lock: $(STAMP)
+	$(BIN)/uv pip compile pyproject.toml --universal --python-version 3.11 --generate-hashes \
+		--quiet --custom-compile-command "make lock" --output-file requirements.lock
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

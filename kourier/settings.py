@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -25,6 +26,13 @@ env = environ.Env(
     WORKER_DATABASE_THREADS=(int, 8),
     WORKER_SHUTDOWN_SECONDS=(float, 10.0),
     EMBEDDED_REDIS_PORT=(int, 6399),
+    SECURE_SSL_REDIRECT=(bool, False),
+    SESSION_COOKIE_SECURE=(bool, False),
+    CSRF_COOKIE_SECURE=(bool, False),
+    SECURE_HSTS_SECONDS=(int, 0),
+    SECURE_HSTS_INCLUDE_SUBDOMAINS=(bool, False),
+    SECURE_HSTS_PRELOAD=(bool, False),
+    SECURE_PROXY_SSL_HEADER=(str, ""),
 )
 if (BASE_DIR / ".env").exists():
     environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
@@ -44,7 +52,30 @@ SECRET_KEY = env("SECRET_KEY", default="") or (
 ALLOWED_HOSTS = env("ALLOWED_HOSTS")
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
+# Behind TLS (README, "Production settings"). All off by default: `make serve` answers plain HTTP on
+# 127.0.0.1. Behind a proxy that terminates TLS, SECURE_PROXY_SSL_HEADER names the header by which it
+# says the client used https (X-Forwarded-Proto); set it only when that proxy overwrites the header,
+# or a client could claim https itself.
+SECURE_SSL_REDIRECT = env("SECURE_SSL_REDIRECT")
+# The probes of an orchestrator call the process directly, over plain HTTP: a redirect would fail them.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+SESSION_COOKIE_SECURE = env("SESSION_COOKIE_SECURE")
+CSRF_COOKIE_SECURE = env("CSRF_COOKIE_SECURE")
+SECURE_HSTS_SECONDS = env("SECURE_HSTS_SECONDS")
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env("SECURE_HSTS_INCLUDE_SUBDOMAINS")
+SECURE_HSTS_PRELOAD = env("SECURE_HSTS_PRELOAD")
+_forwarded_proto_header = env("SECURE_PROXY_SSL_HEADER")
+SECURE_PROXY_SSL_HEADER = (
+    ("HTTP_" + _forwarded_proto_header.upper().replace("-", "_"), "https")
+    if _forwarded_proto_header
+    else None
+)
+
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'kourier.sqlite3'}")}
+if "ENGINE" not in DATABASES["default"]:  # set, but empty or with no known scheme
+    raise ImproperlyConfigured(
+        "DATABASE_URL is not a database URL (postgres://USER:PASSWORD@HOST:5432/NAME)."
+    )
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A file, not memory, so that the processes an end-to-end test starts share the test database.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test_kourier.sqlite3")}
@@ -132,9 +163,10 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-# The admin's few static files are served from the installed apps directly: no collectstatic step,
-# so there is no STATIC_ROOT.
-WHITENOISE_USE_FINDERS = True
+# The admin's few static files are served from the installed apps directly, with no collectstatic
+# step, unless STATIC_ROOT is set: the container image collects them there when it is built.
+STATIC_ROOT = env("STATIC_ROOT", default="") or None
+WHITENOISE_USE_FINDERS = STATIC_ROOT is None
 WHITENOISE_AUTOREFRESH = False
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

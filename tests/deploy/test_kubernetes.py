@@ -1,0 +1,220 @@
+"""deploy/kubernetes/: every object valid against Kubernetes' own schemas, and what the operations
+guide relies on: probes, graceful shutdown, one beat, references that resolve, the Ingress's paths."""
+
+import re
+import shutil
+import subprocess
+
+import pytest
+import yaml
+from django.conf import settings
+from django.core.management import get_commands
+from kubernetes_validate import validate
+
+from tests.support.kustomize import (
+    KUBERNETES,
+    KUSTOMIZATION,
+    KubernetesObject,
+    container,
+    listed_files,
+    objects_of,
+    one,
+    pod_spec,
+)
+from tests.support.production import BEHIND_TLS
+
+# The oldest Kubernetes the manifests are for: every object must be valid there (and so later).
+KUBERNETES_VERSION = "1.30.0"
+IMAGE = "kourier"  # the one image every workload runs; an overlay gives its registry and tag
+
+BASE = objects_of(listed_files(KUBERNETES / "base"))
+SOCKET_MODE = objects_of(listed_files(KUBERNETES / "socket-mode"))
+EVERY_OBJECT = objects_of([path for path in sorted(KUBERNETES.rglob("*.yaml")) if path.name != KUSTOMIZATION])
+WORKLOADS = [o for o in BASE + SOCKET_MODE if o["kind"] in ("Deployment", "Job")]
+DEPLOYMENTS = [o for o in WORKLOADS if o["kind"] == "Deployment"]
+
+
+def name_of(thing: KubernetesObject) -> str:
+    return f"{thing['kind']}/{thing['metadata']['name']}"
+
+
+def test_every_object_file_is_listed_by_a_kustomization():
+    overlays = [path.parent for path in KUBERNETES.rglob(KUSTOMIZATION)]
+    listed = {path for overlay in overlays for path in listed_files(overlay)}
+    files = {path for path in KUBERNETES.rglob("*.yaml") if path.name != KUSTOMIZATION}
+    assert files - listed == set()
+
+
+@pytest.mark.parametrize("thing", EVERY_OBJECT, ids=name_of)
+def test_each_object_is_valid_for_kubernetes(thing):
+    validate(thing, KUBERNETES_VERSION, strict=True)  # raises naming the field that is wrong
+
+
+def test_an_unknown_field_is_caught():
+    web = one(BASE, "Deployment", "kourier-web")
+    misspelt = {**web, "spec": {**web["spec"], "replica": 2}}
+    with pytest.raises(Exception, match="replica"):
+        validate(misspelt, KUBERNETES_VERSION, strict=True)
+
+
+def test_the_web_deployment_is_probed_on_readyz_and_healthz():
+    web = container(one(BASE, "Deployment", "kourier-web"))
+    ports = {port["name"] for port in web["ports"]}
+
+    assert web["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert web["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert {web["readinessProbe"]["httpGet"]["port"], web["livenessProbe"]["httpGet"]["port"]} <= ports
+
+
+@pytest.mark.parametrize("path", ["/readyz", "/healthz"])
+def test_the_probes_paths_are_exempt_from_the_redirect_to_https(path):
+    # SecurityMiddleware matches the exemptions against the path without its leading slash.
+    assert any(re.search(pattern, path.lstrip("/")) for pattern in settings.SECURE_REDIRECT_EXEMPT)
+
+
+def test_the_web_pods_own_ip_is_an_allowed_host_for_the_probes():
+    env = container(one(BASE, "Deployment", "kourier-web"))["env"]
+    names = [variable["name"] for variable in env]
+    allowed_hosts = env[names.index("ALLOWED_HOSTS")]["value"].split(",")
+    pod_ip = env[names.index("POD_IP")]
+
+    assert pod_ip["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP"
+    # Kubernetes expands $(NAME) only from variables defined before it.
+    assert names.index("POD_IP") < names.index("ALLOWED_HOSTS")
+    assert allowed_hosts == ["$(PUBLIC_HOST)", "$(POD_IP)"]
+    assert one(BASE, "ConfigMap", "kourier-config")["data"]["PUBLIC_HOST"]
+
+
+def test_a_worker_has_longer_to_stop_than_its_hand_over_takes():
+    grace = pod_spec(one(BASE, "Deployment", "kourier-worker"))["terminationGracePeriodSeconds"]
+    configured = float(one(BASE, "ConfigMap", "kourier-config")["data"]["WORKER_SHUTDOWN_SECONDS"])
+
+    assert grace > settings.WORKER_SHUTDOWN_SECONDS
+    assert grace > configured
+
+
+def test_beat_is_exactly_one_and_never_two_during_an_update():
+    beat = one(BASE, "Deployment", "kourier-beat")
+
+    assert beat["spec"]["replicas"] == 1
+    assert beat["spec"]["strategy"] == {"type": "Recreate"}
+
+
+def test_socket_mode_is_its_own_optional_component():
+    assert [name_of(o) for o in SOCKET_MODE] == ["Deployment/kourier-socket"]
+    assert not [o for o in BASE if o["metadata"]["name"] == "kourier-socket"]
+
+
+@pytest.mark.parametrize("workload", WORKLOADS, ids=name_of)
+def test_every_configmap_and_secret_a_workload_reads_is_in_the_base(workload):
+    defined = {name_of(o) for o in BASE}
+    sources = container(workload).get("envFrom", [])
+    referenced = {f"ConfigMap/{s['configMapRef']['name']}" for s in sources if "configMapRef" in s} | {
+        f"Secret/{s['secretRef']['name']}" for s in sources if "secretRef" in s
+    }
+
+    assert "Secret/kourier-settings" in referenced
+    assert referenced <= defined
+
+
+def test_the_secrets_in_the_base_hold_no_value():
+    secrets = [o for o in BASE if o["kind"] == "Secret"]
+
+    assert {name_of(s) for s in secrets} == {"Secret/kourier-settings", "Secret/kourier-tokens"}
+    assert [value for s in secrets for value in s["stringData"].values() if value] == []
+
+
+@pytest.mark.parametrize("workload", WORKLOADS, ids=name_of)
+def test_every_workload_runs_the_image_as_a_user_without_privileges(workload):
+    pod = pod_spec(workload)
+    only = container(workload)
+
+    assert only["image"] == IMAGE
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] != 0
+    assert only["securityContext"]["allowPrivilegeEscalation"] is False
+    assert only["securityContext"]["readOnlyRootFilesystem"] is True
+
+
+@pytest.mark.parametrize("workload", DEPLOYMENTS, ids=name_of)
+def test_every_deployment_selects_its_own_pods(workload):
+    selector = workload["spec"]["selector"]["matchLabels"]
+    assert selector.items() <= workload["spec"]["template"]["metadata"]["labels"].items()
+
+
+@pytest.mark.parametrize(
+    ("workload", "command"),
+    [
+        ("kourier-web", ["python", "-m", "daphne"]),
+        ("kourier-worker", ["python", "-m", "celery", "-A", "kourier", "worker"]),
+        ("kourier-beat", ["python", "-m", "celery", "-A", "kourier", "beat"]),
+        ("kourier-socket", ["python", "manage.py", "socket"]),
+        ("kourier-migrate", ["python", "manage.py", "migrate"]),
+    ],
+)
+def test_each_workload_starts_its_process(workload, command):
+    [found] = [w for w in WORKLOADS if w["metadata"]["name"] == workload]
+    started = container(found)["command"]
+
+    assert started[: len(command)] == command
+    if command[1] == "manage.py":
+        assert command[2] in get_commands()
+    if command[2] == "daphne":
+        assert started[-1] == "kourier.asgi:application"
+
+
+def test_the_ingress_sends_slack_and_triggers_to_the_web_service():
+    ingress = one(BASE, "Ingress", "kourier")
+    service = one(BASE, "Service", "kourier-web")
+    web = one(BASE, "Deployment", "kourier-web")
+    [rule] = ingress["spec"]["rules"]
+    backends = {
+        path["path"]: (path["pathType"], path["backend"]["service"]) for path in rule["http"]["paths"]
+    }
+    service_ports = {port["name"]: port["targetPort"] for port in service["spec"]["ports"]}
+
+    assert backends == {
+        "/slack/": ("Prefix", {"name": "kourier-web", "port": {"name": "http"}}),
+        "/triggers/": ("Prefix", {"name": "kourier-web", "port": {"name": "http"}}),
+    }
+    assert service_ports["http"] in {port["name"] for port in container(web)["ports"]}
+    assert service["spec"]["selector"].items() <= web["spec"]["template"]["metadata"]["labels"].items()
+    assert ingress["spec"]["tls"][0]["hosts"] == [rule["host"]]
+
+
+def test_the_config_turns_on_what_check_deploy_asks_for_behind_tls():
+    data = one(BASE, "ConfigMap", "kourier-config")["data"]
+
+    assert {name: data.get(name) for name in BEHIND_TLS} == BEHIND_TLS
+    assert data["DEBUG"] == "false"
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl (with its kustomize) is not installed")
+def test_the_example_overlay_renders_to_valid_objects(tmp_path):
+    tree = tmp_path / "kubernetes"
+    shutil.copytree(KUBERNETES, tree)
+    example = tree / "example"
+    for name in ("settings.env", "tokens.env"):
+        shutil.copy(example / f"{name}.example", example / name)
+    kustomization = example / KUSTOMIZATION
+    # With Socket Mode, as an operator would turn it on.
+    kustomization.write_text(
+        kustomization.read_text().replace(
+            "# components:\n#   - ../socket-mode", "components:\n  - ../socket-mode"
+        )
+    )
+
+    rendered = subprocess.run(
+        ["kubectl", "kustomize", str(example)], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    objects = [o for o in yaml.safe_load_all(rendered) if o]
+
+    for thing in objects:
+        validate(thing, KUBERNETES_VERSION, strict=True)
+    assert "Deployment/kourier-socket" in {name_of(o) for o in objects}
+    assert {o["metadata"].get("namespace") for o in objects if o["kind"] != "Namespace"} == {"kourier"}
+    secrets = [o for o in objects if o["kind"] == "Secret"]
+    assert [s.get("stringData") for s in secrets] == [None, None]  # the values replace the empty ones
+    assert {container(o)["image"] for o in objects if o["kind"] in ("Deployment", "Job")} == {
+        "registry.example.com/kourier:0.1.0"
+    }
