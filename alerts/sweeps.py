@@ -2,6 +2,7 @@
 
 from django.utils import timezone
 
+from kourier import metrics
 from kourier.queue import enqueue_after_commit
 from kourier.sweeps import Swept, sweep
 
@@ -14,4 +15,5 @@ def deliver_alerts() -> Swept:
     owing = alerts_owing_posts(timezone.now())
     for alert_id in owing:
         enqueue_after_commit(DELIVER_ALERT, alert_id)
+    metrics.recovered(metrics.Recovery.ALERT, len(owing))
     return Swept({"alerts delivered": len(owing)})

@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from audit.models import AuditEvent
 from audit.services import record
+from kourier import metrics
 from kourier.a2a.events import ApprovalRequest
 from kourier.queue import enqueue_after_commit
 from kourier.redaction import redact, redact_text
@@ -207,6 +208,7 @@ def take_decision(
         turn = _queue_decision_turn(interaction, list(verdicts), user_id)
         enqueue_after_commit(CLOSE_PROMPT, interaction.pk)
     logger.info("interaction.decided", extra={"interaction_id": interaction.pk, "turn_id": turn.pk})
+    metrics.interactions_decided(Interaction.Kind.APPROVAL.value)
     return Taken(interaction.pk, turn.pk)
 
 
@@ -325,12 +327,15 @@ def audit_timeout(interaction_id: int) -> bool:
 
 def claim_timeout(interaction_id: int) -> bool:
     """OPEN → TIMED_OUT, a conditional update: a person's decision that won keeps the Interaction."""
-    return (
+    claimed = (
         Interaction.objects.filter(pk=interaction_id, state=Interaction.State.OPEN).update(
             state=Interaction.State.TIMED_OUT
         )
         == 1
     )
+    if claimed:
+        metrics.interactions_timed_out(Interaction.Kind.APPROVAL.value)
+    return claimed
 
 
 def supersede_timeout(interaction_id: int) -> None:

@@ -17,6 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.services import record
+from kourier import metrics
 from kourier.a2a.events import AnswerFormat, ApprovalRequest, Question
 from kourier.queue import enqueue_after_commit
 from kourier.slack.clients import connection_workspace, web_client
@@ -205,6 +206,7 @@ def _take(
         enqueue_after_commit(DRIVE_SESSION, session.pk)
         enqueue_after_commit(CLOSE_PROMPT, interaction.pk)
     logger.info("interaction.answered", extra={"interaction_id": interaction.pk, "turn_id": turn.pk})
+    metrics.interactions_decided(Interaction.Kind.QUESTION.value)
     return Taken(interaction.pk, turn.pk)
 
 
@@ -292,9 +294,11 @@ def claim_timeouts(*, now: datetime | None = None) -> int:
     """Marks every open question past its deadline timed out (a conditional update: an answer that
     wins meanwhile keeps it); how many. Approvals time out step by step (approvals.py)."""
     now = now or timezone.now()
-    return Interaction.objects.filter(
+    timed_out = Interaction.objects.filter(
         kind=Interaction.Kind.QUESTION, state=Interaction.State.OPEN, deadline__lte=now
     ).update(state=Interaction.State.TIMED_OUT)
+    metrics.interactions_timed_out(Interaction.Kind.QUESTION.value, timed_out)
+    return timed_out
 
 
 def timed_out_to_close() -> list[Interaction]:

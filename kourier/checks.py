@@ -1,5 +1,7 @@
 """Start-up checks of the settings, with messages that say what to change."""
 
+import os
+
 from django.conf import settings
 from django.core.checks import Error, Tags, register
 
@@ -54,3 +56,18 @@ def check_worker_limits(app_configs, **kwargs):
             )
         )
     return errors
+
+
+@register()
+def check_metrics_directory(app_configs, **kwargs):
+    directory = settings.PROMETHEUS_MULTIPROC_DIR
+    if directory and not (os.path.isdir(directory) and os.access(directory, os.W_OK)):
+        return [
+            Error(
+                f"PROMETHEUS_MULTIPROC_DIR names {directory!r}, which is not a writable directory.",
+                hint="Create it, empty, before the processes start (manage.py serve makes var/metrics), "
+                "or unset it to run a single process.",
+                id="kourier.E004",
+            )
+        ]
+    return []

@@ -100,6 +100,11 @@ SESSION_LEASE_SECONDS = env("SESSION_LEASE_SECONDS")
 WORKER_MAX_SESSIONS = env("WORKER_MAX_SESSIONS")
 WORKER_DATABASE_THREADS = env("WORKER_DATABASE_THREADS")
 WORKER_SHUTDOWN_SECONDS = env("WORKER_SHUTDOWN_SECONDS")
+# /metrics answers only requests that carry "Authorization: Bearer <METRICS_TOKEN>" when it is set.
+METRICS_TOKEN = env("METRICS_TOKEN", default="")
+# Where the processes of one host write their metrics for /metrics to add up (kourier/metrics.py);
+# prometheus_client reads the variable itself, at import. `manage.py serve` makes var/metrics.
+PROMETHEUS_MULTIPROC_DIR = env("PROMETHEUS_MULTIPROC_DIR", default="")
 # Slack ingress reads Connections and Bindings from a per-process snapshot this old at most
 # (bindings/directory.py): an admin edit reaches every web process within this many seconds.
 BINDINGS_CACHE_SECONDS = env("BINDINGS_CACHE_SECONDS")

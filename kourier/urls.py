@@ -1,11 +1,12 @@
 from django.contrib import admin
 from django.urls import path
 
-from kourier import health
+from kourier import health, metrics_view
 
 # Slack's requests (POST /slack/events) are served ahead of Django: kourier/routing.py.
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
+    path("metrics", metrics_view.scrape, name="metrics"),
     path("admin/", admin.site.urls),
 ]

@@ -11,6 +11,7 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from kourier import metrics
 from kourier.db import in_database_thread
 from kourier.slack.clients import async_web_client, connection_workspace, error_name, may_pass
 from kourier.slack.reactions import add_reaction, remove_reaction
@@ -33,6 +34,7 @@ class Acknowledgment:
     message_ts: str
     emoji: str
     bot_token: str
+    accepted_at: datetime  # when the message was taken as a turn
 
 
 def _acknowledgment(turn: Turn) -> Acknowledgment | None:
@@ -46,6 +48,7 @@ def _acknowledgment(turn: Turn) -> Acknowledgment | None:
         message_ts=turn.message_ts,
         emoji=binding.acknowledgment_emoji,
         bot_token=turn.connection.bot_token(),
+        accepted_at=turn.created_at,
     )
 
 
@@ -130,6 +133,7 @@ async def acknowledge_waiting_turns(session_id: int) -> None:
                 "turn.acknowledgment_failed", extra={"turn_id": ack.turn_id, "error": error_name(exc)}
             )
             continue
+        metrics.turn_acknowledged(ack.accepted_at)
         # The turn may have ended while the reaction was on its way; its runner then found nothing
         # to remove.
         if await in_database_thread(turn_is_over)(ack.turn_id):

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from kourier.db import in_database_thread
@@ -69,18 +70,24 @@ OWED_NOTICE_HORIZON = timedelta(days=1)
 OWED_NOTICE_BATCH = 50
 
 
-def owed_notices(*, intended_before: datetime) -> list[OwedNotice]:
-    """Notices of ended turns that were intended and never confirmed: Slack refused them past the
-    client's retries, or the runner died around the post. Oldest first."""
-    intents = (
+def _owed(*, intended_before: datetime, intended_after: datetime) -> QuerySet[PostIntent]:
+    return (
         PostIntent.objects.filter(
             kind=PostKind.NOTICE,
             state=PostIntent.State.INTENDED,
             created_at__lt=intended_before,
-            created_at__gte=intended_before - OWED_NOTICE_HORIZON,
+            created_at__gte=intended_after,
         )
         .exclude(text="")
         .exclude(turn__state__in=[Turn.State.QUEUED, Turn.State.RUNNING])
+    )
+
+
+def owed_notices(*, intended_before: datetime) -> list[OwedNotice]:
+    """Notices of ended turns that were intended and never confirmed: Slack refused them past the
+    client's retries, or the runner died around the post. Oldest first."""
+    intents = (
+        _owed(intended_before=intended_before, intended_after=intended_before - OWED_NOTICE_HORIZON)
         .select_related("turn__session", "turn__connection")
         .order_by("created_at")[:OWED_NOTICE_BATCH]
     )
@@ -96,3 +103,10 @@ def owed_notices(*, intended_before: datetime) -> list[OwedNotice]:
         )
         for intent in intents
     ]
+
+
+def count_owed_notices(*, now: datetime | None = None) -> int:
+    """How many notices of ended turns are intended within the sweep's horizon and not confirmed: what
+    post-owed-notices still has to post (one being posted at this moment counts until Slack answers)."""
+    now = now or timezone.now()
+    return _owed(intended_before=now, intended_after=now - OWED_NOTICE_HORIZON).count()

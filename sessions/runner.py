@@ -16,6 +16,7 @@ from django.conf import settings
 
 from interactions import approvals, asking
 from interactions import services as interaction_services
+from kourier import metrics
 from kourier.a2a import errors as a2a_errors
 from kourier.a2a import follow
 from kourier.a2a.client import A2AClient
@@ -211,7 +212,7 @@ def _display(work: turns.TurnWork, slack, turn_id: int) -> TurnDisplay:
         progress=progress,
         status=status,
         existing_ts=work.reply_ts or None,
-        on_posted=lambda ts: _db(turns.record_reply)(turn_id, ts),
+        on_posted=_ReplyPosted(work, turn_id),
         outbox=TurnOutbox(turn_id),
         adopted_cards=[Card(card_id, title, CardStatus.IN_PROGRESS) for card_id, title in work.stream_cards],
         on_stream_cards=lambda cards: _db(turns.record_stream_cards)(
@@ -221,10 +222,30 @@ def _display(work: turns.TurnWork, slack, turn_id: int) -> TurnDisplay:
     return TurnDisplay(reply, progress)
 
 
+class _ReplyPosted:
+    """Keeps the reply's ts, and measures how long the thread waited to see it (not for a resumed
+    turn: its reply may have been shown by the runner before)."""
+
+    def __init__(self, work: turns.TurnWork, turn_id: int) -> None:
+        self.work = work
+        self.turn_id = turn_id
+        self.measured = work.resumed
+
+    async def __call__(self, ts: str) -> None:
+        if not self.measured:
+            self.measured = True
+            metrics.turn_output_shown(self.work.binding_name, self.work.accepted_at)
+        await _db(turns.record_reply)(self.turn_id, ts)
+
+
 async def run_turn(turn_id: int) -> None:
     work = await _db(turns.start_turn)(turn_id)
     if work is None:
         return
+    if work.resumed:
+        metrics.recovered(metrics.Recovery.TURN)
+    else:
+        metrics.turn_started(work.binding_name)
     slack = async_web_client(work.bot_token, workspace=connection_workspace(work.connection_id))
     display = _display(work, slack, turn_id)
     logger.info(
@@ -260,6 +281,9 @@ async def run_turn(turn_id: int) -> None:
     if outcome.forget_context:
         await _db(turns.forget_context)(work.session_id)
     await _db(turns.finish_turn)(turn_id, outcome=outcome.outcome, failed=outcome.failed)
+    metrics.turn_ended(
+        work.binding_name, outcome.outcome.value, failed=outcome.failed, started_at=work.started_at
+    )
     left = await _db(acknowledgments.of_turn)(turn_id)
     if left is not None:
         await acknowledgments.take_off(left)

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from audit.services import record
 from interactions.models import Interaction
+from kourier import metrics
 from kourier.queue import enqueue_after_commit
 from kourier.slack.clients import async_web_client, connection_workspace
 from kourier.slack.outbox import post_notice
@@ -49,6 +50,7 @@ def recover_sessions() -> Swept:
     )
     for session_id in stranded:
         enqueue_after_commit(DRIVE_SESSION, session_id)
+    metrics.recovered(metrics.Recovery.SESSION, len(stranded))
     return Swept({"sessions driven again": len(stranded)})
 
 
@@ -63,6 +65,7 @@ def remove_stale_acknowledgments() -> Swept:
         return sum([await acknowledgments.take_off(ack) for ack in left])
 
     removed = async_to_sync(take_off_all)() if left else 0
+    metrics.recovered(metrics.Recovery.REACTION, removed)
     return Swept({"reactions removed": removed, "reactions left for the next run": len(left) - removed})
 
 
@@ -96,6 +99,7 @@ def post_owed_notices() -> Swept:
         return posted
 
     posted = async_to_sync(post_all)() if owed else 0
+    metrics.recovered(metrics.Recovery.NOTICE, posted)
     return Swept({"notices posted": posted, "notices left for the next run": len(owed) - posted})
 
 

@@ -33,6 +33,8 @@ from collections.abc import Awaitable, Callable
 
 from django.conf import settings
 
+from kourier import metrics
+
 logger = logging.getLogger(__name__)
 
 
@@ -89,6 +91,7 @@ class TurnLoop:
             if self._closing or len(self._sessions) >= self.max_sessions:
                 raise LoopFull(session_id)
             self._sessions[session_id] = threading.Event()
+            metrics.sessions_running(len(self._sessions))
         asyncio.run_coroutine_threadsafe(self._run(session_id), self.loop)
         return True
 
@@ -123,6 +126,7 @@ class TurnLoop:
 
     def _let_go(self, session_id: int) -> None:
         done = self._sessions.pop(session_id, None)
+        metrics.sessions_running(len(self._sessions))
         if done is not None:
             self._again.discard(session_id)
             done.set()

@@ -120,6 +120,8 @@ class TurnWork:
     tool_approvals: bool  # interactions.toolApprovals: an approval request is put to the channel
     acknowledgment_emoji: str | None
     notes: tuple[tuple[str, str], ...]  # (user_id, text) of replies carried as context
+    accepted_at: datetime  # when its message was taken as a turn
+    started_at: datetime  # when a runner first started it
 
 
 def start_turn(turn_id: int, *, now: datetime | None = None) -> TurnWork | None:
@@ -179,6 +181,8 @@ def start_turn(turn_id: int, *, now: datetime | None = None) -> TurnWork | None:
             tool_approvals=binding.tool_approvals,
             acknowledgment_emoji=binding.acknowledgment_emoji if binding.acknowledgment_enabled else None,
             notes=notes,
+            accepted_at=turn.created_at,
+            started_at=turn.started_at or now,
         )
 
 

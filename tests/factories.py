@@ -9,7 +9,9 @@ from django.utils import timezone
 from factory.django import DjangoModelFactory
 
 from bindings.models import Binding, BindingChannel, Connection
-from sessions.models import Session, Turn
+from interactions.models import Interaction
+from kourier.slack.outbox import PostKind
+from sessions.models import PostIntent, Session, Turn
 from sessions.turns import message_id_for
 
 # --- bindings ----------------------------------------------------------------------------------------
@@ -92,3 +94,32 @@ class TurnFactory(DjangoModelFactory[Turn]):
     message_id = factory.LazyAttribute(
         lambda turn: message_id_for(turn.connection.pk, turn.channel_id, turn.message_ts)
     )
+
+
+class PostIntentFactory(DjangoModelFactory[PostIntent]):
+    """A notice the turn means to post, not yet confirmed."""
+
+    class Meta:
+        model = PostIntent
+
+    turn = factory.SubFactory(TurnFactory)
+    key = factory.Sequence(lambda n: f"notice-{n}")
+    kind = PostKind.NOTICE.value
+    text = "Something went wrong."
+
+
+# --- interactions ------------------------------------------------------------------------------------
+
+
+class InteractionFactory(DjangoModelFactory[Interaction]):
+    """An open question put to the turn's thread, due in an hour."""
+
+    class Meta:
+        model = Interaction
+
+    turn = factory.SubFactory(TurnFactory, state=Turn.State.DONE, outcome=Turn.Outcome.ASKED)
+    session = factory.SelfAttribute("turn.session")
+    channel_id = factory.SelfAttribute("turn.channel_id")
+    kind = Interaction.Kind.QUESTION
+    pause = factory.LazyFunction(dict)
+    deadline = factory.LazyFunction(lambda: timezone.now() + timedelta(hours=1))

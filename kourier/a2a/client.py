@@ -26,7 +26,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Literal, Self, TypeVar
 
@@ -34,6 +34,7 @@ import httpx
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from httpx_sse import EventSource, ServerSentEvent
 
+from kourier import metrics
 from kourier.a2a import codec_v03, codec_v10
 from kourier.a2a.card import parse_agent_card, same_origin
 from kourier.a2a.codec import Codec, task_params
@@ -150,8 +151,9 @@ class A2AClient:
             if self._card is None:
                 card_url = self.url.rstrip("/") + AGENT_CARD_WELL_KNOWN_PATH
                 method = "GET agent card"
-                response = await self._unary(method, lambda: self._http.get(card_url))
-                self._card = parse_agent_card(_json_body(response, method))
+                with _counted(method):
+                    response = await self._unary(method, lambda: self._http.get(card_url))
+                    self._card = parse_agent_card(_json_body(response, method))
             return self._card
 
     async def resolved_version(self) -> str:
@@ -243,8 +245,11 @@ class A2AClient:
         request_id = str(uuid.uuid4())
         payload = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         headers = codec.headers(self.extensions)
-        response = await self._unary(method, lambda: self._http.post(rpc_url, json=payload, headers=headers))
-        return _result_of(_json_body(response, method), request_id, method)
+        with _counted(method):
+            response = await self._unary(
+                method, lambda: self._http.post(rpc_url, json=payload, headers=headers)
+            )
+            return _result_of(_json_body(response, method), request_id, method)
 
     async def _unary(self, method: str, send: Callable[[], Any]) -> httpx.Response:
         """One request/response exchange under the whole-request deadline, errors typed."""
@@ -263,6 +268,16 @@ class A2AClient:
     ) -> AsyncGenerator[StreamEvent, None]:
         codec, rpc_url = await self._resolve()
         method, params = request_of(codec)
+        with _counted(method) as request:
+            async with contextlib.aclosing(self._stream_events(codec, rpc_url, method, params)) as events:
+                async for event in events:
+                    # A reader stops at the last event: the stream is complete, not abandoned.
+                    request.complete = ends_stream(event)
+                    yield event
+
+    async def _stream_events(
+        self, codec: Codec, rpc_url: str, method: str, params: dict[str, Any]
+    ) -> AsyncGenerator[StreamEvent, None]:
         request_id = str(uuid.uuid4())
         request = self._http.build_request(
             "POST",
@@ -339,6 +354,33 @@ class A2AClient:
             ) from error
         finally:
             await response.aclose()
+
+
+class _Request:
+    complete = False  # a stream that yielded its last event, even if its reader closes it there
+
+
+@contextlib.contextmanager
+def _counted(method: str) -> Iterator[_Request]:
+    """Counts one request by how it ended (kourier_a2a_requests_total): ok, the error's name,
+    cancelled, or closed (a stream its reader stopped reading before its end)."""
+    request = _Request()
+    try:
+        yield request
+    except A2AError as error:
+        metrics.a2a_request(method, type(error).__name__)
+        raise
+    except asyncio.CancelledError:
+        metrics.a2a_request(method, "cancelled")
+        raise
+    except GeneratorExit:
+        metrics.a2a_request(method, "ok" if request.complete else "closed")
+        raise
+    except Exception:
+        metrics.a2a_request(method, "error")
+        raise
+    else:
+        metrics.a2a_request(method, "ok")
 
 
 def _decode_server_event(

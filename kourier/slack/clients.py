@@ -42,6 +42,9 @@ Faults, per call:
 
 The sync client (``web_client``) follows the same budgets and retries, without the checks: its
 posts are not in threads.
+
+Every call is counted once by method and how it ended (``call_outcome``), and every 429 Slack
+answers by method (kourier/metrics.py).
 """
 
 from __future__ import annotations
@@ -67,7 +70,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from slack_sdk.web.slack_response import SlackResponse
 
-from kourier import shared_cache
+from kourier import metrics, shared_cache
 
 from .threads import find_post, find_started_stream
 
@@ -220,6 +223,24 @@ def never_reached_slack(exc: BaseException) -> bool:
     if isinstance(exc, urllib.error.URLError) and not isinstance(exc, urllib.error.HTTPError):
         return isinstance(exc.reason, ConnectionRefusedError)
     return isinstance(exc, ConnectionRefusedError)
+
+
+CALL_OK = "ok"
+
+
+def call_outcome(exc: BaseException) -> str:
+    """How a failed call ended, as kourier_slack_calls_total names it (kourier/metrics.py)."""
+    if not isinstance(exc, SlackApiError):
+        return "error"
+    if isinstance(exc, SlackOutcomeUnknown):
+        return "outcome_unknown"
+    if isinstance(exc, SlackUnavailable):
+        return "unavailable"
+    if getattr(exc.response, "status_code", None) == 429:
+        return "rate_limited"
+    if is_server_error(exc):
+        return "server_error"
+    return "refused"
 
 
 def error_name(exc: Exception) -> str:
@@ -444,6 +465,15 @@ class KourierAsyncWebClient(AsyncWebClient):
         self._bot_user_id: str | None = None
 
     async def api_call(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:  # type: ignore[override]
+        try:
+            response = await self._call_with_retries(api_method, **kwargs)
+        except Exception as exc:
+            metrics.slack_call(api_method, call_outcome(exc))
+            raise
+        metrics.slack_call(api_method, CALL_OK)
+        return response
+
+    async def _call_with_retries(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:
         attempts = _Attempts(
             api_method, self.base_url + api_method, self.workspace, self.policy, self._clock()
         )
@@ -459,6 +489,7 @@ class KourierAsyncWebClient(AsyncWebClient):
             except SlackApiError as exc:
                 retry_after = retry_after_of(exc)
                 if retry_after is not None:
+                    metrics.slack_rate_limited(api_method)
                     await self._budget.ablock(api_method, self._clock() + retry_after, retry_after)
                     if attempts.rate_limit_retry(exc):
                         continue
@@ -559,6 +590,15 @@ class KourierWebClient(WebClient):
         self._sleep = sleep
 
     def api_call(self, api_method: str, **kwargs: Any) -> SlackResponse:  # type: ignore[override]
+        try:
+            response = self._call_with_retries(api_method, **kwargs)
+        except Exception as exc:
+            metrics.slack_call(api_method, call_outcome(exc))
+            raise
+        metrics.slack_call(api_method, CALL_OK)
+        return response
+
+    def _call_with_retries(self, api_method: str, **kwargs: Any) -> SlackResponse:
         attempts = _Attempts(
             api_method, self.base_url + api_method, self.workspace, self.policy, self._clock()
         )
@@ -570,6 +610,7 @@ class KourierWebClient(WebClient):
             except SlackApiError as exc:
                 retry_after = retry_after_of(exc)
                 if retry_after is not None:
+                    metrics.slack_rate_limited(api_method)
                     self._budget.block(api_method, self._clock() + retry_after, retry_after)
                     if attempts.rate_limit_retry(exc):
                         continue

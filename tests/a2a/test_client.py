@@ -12,6 +12,7 @@ from kourier.a2a.client import A2AClient
 from kourier.a2a.wire import Message, Role, StatusUpdate, Task, TaskState, TextPart
 from tests.a2a.transcripts import V010, V1ALPHA, exchanges
 from tests.a2a.wire_stub import AGENT_URL, CARD_V03, CARD_V10, WireStub, error_body, result_body, sse_response
+from tests.support.metrics import sample
 
 pytestmark = pytest.mark.anyio
 
@@ -563,3 +564,34 @@ async def test_json_rpc_requests_are_well_formed(stub):
     assert body["jsonrpc"] == "2.0"
     assert body["params"] == {"id": "t1"}
     assert uuid.UUID(body["id"])
+
+
+# -- every request is counted ------------------------------------------------------------------------
+
+
+async def test_a_stream_read_to_its_final_event_is_counted_ok_even_when_its_reader_stops_there(stub):
+    stub.on("SendStreamingMessage", stub.stream(WORKING, COMPLETED, hang=True))
+    before = sample("kourier_a2a_requests_total", method="SendStreamingMessage", outcome="ok")
+    async with client_for(stub) as client, client.send_streaming(HELLO) as stream:
+        async for event in stream:
+            if isinstance(event, StatusUpdate) and event.state is TaskState.COMPLETED:
+                break
+    assert sample("kourier_a2a_requests_total", method="SendStreamingMessage", outcome="ok") == before + 1
+
+
+async def test_a_stream_left_before_its_end_is_counted_closed(stub):
+    stub.on("SendStreamingMessage", stub.stream(WORKING, CHUNK, hang=True))
+    before = sample("kourier_a2a_requests_total", method="SendStreamingMessage", outcome="closed")
+    async with client_for(stub) as client, client.send_streaming(HELLO) as stream:
+        async for _ in stream:
+            break
+    assert sample("kourier_a2a_requests_total", method="SendStreamingMessage", outcome="closed") == before + 1
+
+
+async def test_a_failed_request_is_counted_by_its_errors_name(stub):
+    stub.on("GetTask", stub.fail(httpx.ReadTimeout("slow")))
+    before = sample("kourier_a2a_requests_total", method="GetTask", outcome="AgentTimeout")
+    async with client_for(stub) as client:
+        with pytest.raises(errors.AgentTimeout):
+            await client.get_task("t1")
+    assert sample("kourier_a2a_requests_total", method="GetTask", outcome="AgentTimeout") == before + 1

@@ -58,6 +58,9 @@ def test_serve_runs_web_worker_beat_and_a_private_redis_and_stops_them_all(tmp_p
         "SECRET_KEY": "serve-test-secret-key",
         "CELERY_QUEUE": f"serve-test-{web_port}",
     }
+    stale_metrics = tmp_path / "metrics" / "counter_1.db"  # an earlier run's, unreadable now
+    stale_metrics.parent.mkdir()
+    stale_metrics.write_bytes(b"left by a run long gone")
     log = open(tmp_path / "serve.log", "wb")  # noqa: SIM115  (closed below)
     process = subprocess.Popen(
         [sys.executable, "manage.py", "serve", "--port", str(web_port), "--web-processes", "2"],
@@ -75,6 +78,11 @@ def test_serve_runs_web_worker_beat_and_a_private_redis_and_stops_them_all(tmp_p
         assert (tmp_path / "kourier.sqlite3").exists()
         # Two Daphnes accept on the one port: both were handed the socket serve bound.
         assert len([command for command in children_of(process.pid) if " daphne " in command]) == 2
+        # The children write their metrics into var/metrics, emptied first, and either Daphne adds them up.
+        scraped = httpx.get(f"http://127.0.0.1:{web_port}/metrics")
+        assert scraped.status_code == 200
+        assert "kourier_live_state_readable 1.0" in scraped.text
+        assert not stale_metrics.exists()
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=60)

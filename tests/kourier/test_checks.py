@@ -42,3 +42,14 @@ def test_a_negative_shutdown_wait_is_refused():
 
 def test_the_default_worker_limits_pass():
     assert "kourier.E003" not in error_ids()
+
+
+def test_a_metrics_directory_that_does_not_exist_is_refused(tmp_path):
+    with override_settings(PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "missing")):
+        [message] = [m for m in run_checks() if m.id == "kourier.E004"]
+    assert "not a writable directory" in message.msg
+
+
+def test_an_existing_metrics_directory_passes(tmp_path):
+    with override_settings(PROMETHEUS_MULTIPROC_DIR=str(tmp_path)):
+        assert "kourier.E004" not in error_ids()

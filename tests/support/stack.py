@@ -137,6 +137,9 @@ def start_stack(
         *, env: dict[str, str] | None = None, web: bool = True, workers: int = 1, beat: bool = False
     ) -> Stack:
         unique = uuid.uuid4().hex[:8]
+        # The processes add their metrics up there, as `manage.py serve`'s children do.
+        metrics_dir = tmp_path / f"metrics-{unique}"
+        metrics_dir.mkdir()
         stack = Stack(
             env={
                 **os.environ,
@@ -149,6 +152,7 @@ def start_stack(
                 "ALLOWED_HOSTS": "127.0.0.1,localhost",
                 "LOG_LEVEL": "INFO",
                 "PYTHONUNBUFFERED": "1",
+                "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir),
                 **(env or {}),
             },
             logs=tmp_path,

@@ -1,7 +1,9 @@
 """Runs the whole service on one machine: Daphne (one process per core), a Celery worker and Celery beat.
 
 With no REDIS_URL it first starts the private Redis-compatible server of the embedded default.
-Each process is a child; a signal to this command stops them all, gracefully.
+Each process is a child; a signal to this command stops them all, gracefully. The children write
+their metrics into one directory (PROMETHEUS_MULTIPROC_DIR, else var/metrics), emptied at start, so
+that /metrics, whichever web process answers it, adds up every process of the host.
 """
 
 import os
@@ -9,15 +11,27 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 from kourier.embedded_redis import start_private_redis
+from kourier.metrics import MULTIPROC_DIR_VARIABLE, mark_process_dead
 from kourier.web_processes import daphne_commands, default_web_processes, listen
 
 GRACEFUL_STOP_SECONDS = 30
+
+
+def fresh_metrics_dir(directory: str | Path) -> Path:
+    """The children's metrics directory, made if missing and emptied of an earlier run's files
+    (prometheus_client's multiprocess mode needs it empty at start)."""
+    path = Path(directory)
+    path.mkdir(parents=True, exist_ok=True)
+    for stale in path.glob("*.db"):
+        stale.unlink()
+    return path
 
 
 class Command(BaseCommand):
@@ -44,17 +58,22 @@ class Command(BaseCommand):
         try:
             call_command("migrate", interactive=False, verbosity=0)
             self.stdout.write("Database migrated.")
-            children = self._start_children(host, port, concurrency, web_processes)
+            metrics_dir = fresh_metrics_dir(settings.PROMETHEUS_MULTIPROC_DIR or settings.VAR_DIR / "metrics")
+            children = self._start_children(host, port, concurrency, web_processes, metrics_dir)
             self._announce(host, port)
-            self._wait(children)
+            try:
+                self._wait(children)
+            finally:
+                for child in children:  # their live gauges go; their counters stay counted
+                    mark_process_dead(child.pid, str(metrics_dir))
         finally:
             if redis_server is not None:
                 redis_server.stop()
 
     def _start_children(
-        self, host: str, port: int, concurrency: int, web_processes: int
+        self, host: str, port: int, concurrency: int, web_processes: int, metrics_dir: Path
     ) -> list[subprocess.Popen]:
-        env = {**os.environ, "REDIS_URL": settings.REDIS_URL}
+        env = {**os.environ, "REDIS_URL": settings.REDIS_URL, MULTIPROC_DIR_VARIABLE: str(metrics_dir)}
         python = sys.executable
         with listen(host, port) as listener:  # the Daphnes hold it once started
             children = [

@@ -22,6 +22,7 @@ from kourier.slack.clients import (
     web_client,
 )
 from tests.fakes.slack import defaults
+from tests.support.metrics import sample
 
 # Backoffs short enough for tests; the fake answers at once.
 QUICK = RetryPolicy(backoff=0.01, max_backoff=0.02)
@@ -387,3 +388,39 @@ def test_a_workspaces_updates_are_paced_below_their_tier_across_clients(slack_fa
     # Posts are not paced: Slack limits them per channel, and a reply posts once.
     call(one, "chat_postMessage", channel=defaults.CHANNEL_ID, text="not paced")
     assert len(steps.waits) == 1
+
+
+# -- every call is counted ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_each_429_is_counted_and_the_call_by_how_it_ended(slack_fake, client_for, kind):
+    ok = sample("kourier_slack_calls_total", method="reactions.add", outcome="ok")
+    limited = sample("kourier_slack_rate_limited_total", method="reactions.add")
+    slack_fake.fail("reactions.add", "ratelimited", retry_after=1)
+    ts = slack_fake.user_says(defaults.ADA, defaults.CHANNEL_ID, "hello")
+
+    call(
+        client_for(kind, workspace=uuid.uuid4().hex),
+        "reactions_add",
+        channel=defaults.CHANNEL_ID,
+        timestamp=ts,
+        name="eyes",
+    )
+
+    assert sample("kourier_slack_rate_limited_total", method="reactions.add") == limited + 1
+    assert sample("kourier_slack_calls_total", method="reactions.add", outcome="ok") == ok + 1
+
+
+@pytest.mark.parametrize(
+    ("fault", "outcome"),
+    [("channel_not_found", "refused"), ("http_500", "server_error"), ("disconnect", "unavailable")],
+)
+def test_a_call_that_failed_is_counted_by_why(slack_fake, client_for, fault, outcome):
+    before = sample("kourier_slack_calls_total", method="reactions.remove", outcome=outcome)
+    slack_fake.fail("reactions.remove", fault, times=None)
+
+    with pytest.raises(SlackApiError):
+        call(client_for("async"), "reactions_remove", channel=defaults.CHANNEL_ID, timestamp="1.2", name="x")
+
+    assert sample("kourier_slack_calls_total", method="reactions.remove", outcome=outcome) == before + 1

@@ -1,0 +1,81 @@
+"""/metrics end to end: real turns in the real processes, then Prometheus' scrape of the web process
+adds up what every process counted (the worker's turns, its Slack and A2A calls)."""
+
+import socket
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.e2e.test_threads import wait_for_turns_to_end
+from tests.fakes.a2a_agent import steps
+
+pytestmark = pytest.mark.slow
+
+TOKEN = "e2e-metrics-token"
+
+
+def scrape(world) -> dict[str, list]:
+    response = httpx.get(
+        f"{world.stack.base_url}/metrics", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10
+    )
+    assert response.status_code == 200, response.text
+    return {family.name: family.samples for family in text_string_to_metric_families(response.text)}
+
+
+def value(scraped, family: str, sample: str, **labels: str) -> float:
+    """One sample's value (0 when not recorded yet: a counter starts there)."""
+    return next((s.value for s in scraped.get(family, []) if s.name == sample and s.labels == labels), 0.0)
+
+
+def test_a_scrape_after_real_turns_counts_each_outcome_and_slacks_429(make_world, a2a_agent):
+    a2a_agent.on_message(
+        lambda received: (
+            [steps.text("Trying. "), steps.fail("boom")]
+            if received.text.endswith("break it")
+            else [steps.text("All good.")]
+        )
+    )
+    world = make_world(agent_url=a2a_agent.url, env={"METRICS_TOKEN": TOKEN})
+    binding = world.binding.name
+    assert httpx.get(f"{world.stack.base_url}/metrics", timeout=10).status_code == 401
+    before = scrape(world)
+
+    world.slack.fail("reactions.add", "ratelimited", retry_after=1)  # the first acknowledgment meets a 429
+    world.mention("hello")
+    wait_for_turns_to_end(world, 1)
+    world.mention("break it")
+    wait_for_turns_to_end(world, 2)
+    after = scrape(world)
+
+    def moved(family: str, sample: str, **labels: str) -> float:
+        return value(after, family, sample, **labels) - value(before, family, sample, **labels)
+
+    assert moved("kourier_turns_started", "kourier_turns_started_total", binding=binding) == 2
+    ended = "kourier_turns_ended", "kourier_turns_ended_total"
+    assert moved(*ended, binding=binding, outcome="completed", failed="false") == 1
+    assert moved(*ended, binding=binding, outcome="failed", failed="true") == 1
+    assert (
+        moved("kourier_slack_rate_limited", "kourier_slack_rate_limited_total", method="reactions.add") == 1
+    )
+    slack_calls = "kourier_slack_calls", "kourier_slack_calls_total"
+    assert moved(*slack_calls, method="reactions.add", outcome="ok") == 2
+    assert moved(*slack_calls, method="reactions.remove", outcome="ok") == 2
+    a2a = "kourier_a2a_requests", "kourier_a2a_requests_total"
+    assert moved(*a2a, method="SendStreamingMessage", outcome="ok") == 2
+    # Every turn was acknowledged and timed; the thread saw a reply of each.
+    ack = "kourier_turn_acknowledgment_seconds"
+    assert moved(ack, f"{ack}_count") == 2
+    turn_seconds = "kourier_turn_duration_seconds"
+    assert moved(turn_seconds, f"{turn_seconds}_count", binding=binding) == 2
+    first_output = "kourier_turn_first_output_seconds"
+    assert moved(first_output, f"{first_output}_count", binding=binding) == 2
+    # What the database says now: nothing waits, nothing is owed, and the worker runs no session.
+    assert value(after, "kourier_live_state_readable", "kourier_live_state_readable") == 1
+    assert value(after, "kourier_notices_owed", "kourier_notices_owed") == 0
+    assert after["kourier_turns_queued"] == []
+    worker_pid = str(world.stack.processes["worker"].pid)
+    sessions = "kourier_worker_sessions_running"
+    assert [(s.labels, s.value) for s in after[sessions]] == [
+        ({"host": socket.gethostname(), "pid": worker_pid}, 0)
+    ]
