@@ -75,7 +75,7 @@ BINDINGS_CACHE_SECONDS = env("BINDINGS_CACHE_SECONDS")
 
 INSTALLED_APPS = [
     "daphne",
-    "django.contrib.admin",
+    "kourier.admin_config.KourierAdminConfig",  # django.contrib.admin, with our site (kourier/admin_site.py)
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

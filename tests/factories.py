@@ -5,10 +5,12 @@ from __future__ import annotations
 from datetime import timedelta
 
 import factory
+from django.contrib.auth.models import Permission, User
 from django.utils import timezone
 from factory.django import DjangoModelFactory
 
 from bindings.models import Binding, BindingChannel, Connection
+from interactions.models import Interaction
 from sessions.models import Session, Turn
 from sessions.turns import message_id_for
 
@@ -92,3 +94,44 @@ class TurnFactory(DjangoModelFactory[Turn]):
     message_id = factory.LazyAttribute(
         lambda turn: message_id_for(turn.connection.pk, turn.channel_id, turn.message_ts)
     )
+
+
+# --- interactions ------------------------------------------------------------------------------------
+
+
+class InteractionFactory(DjangoModelFactory[Interaction]):
+    """An open tool approval, due in half an hour, of a turn that ended asking it."""
+
+    class Meta:
+        model = Interaction
+
+    turn = factory.SubFactory(TurnFactory, state=Turn.State.DONE, outcome=Turn.Outcome.ASKED)
+    session = factory.SelfAttribute("turn.session")
+    kind = Interaction.Kind.APPROVAL
+    pause = factory.LazyFunction(dict)
+    channel_id = factory.SelfAttribute("turn.channel_id")
+    deadline = factory.LazyFunction(lambda: timezone.now() + timedelta(minutes=30))
+
+
+# --- people of the admin -----------------------------------------------------------------------------
+
+
+class StaffUserFactory(DjangoModelFactory[User]):
+    """A staff member (not a superuser) who may log in to the admin and do nothing there.
+
+    Pass ``permissions=["threads.view_turn", ...]`` for what they may do."""
+
+    class Meta:
+        model = User
+        skip_postgeneration_save = True
+
+    username = factory.Sequence(lambda n: f"staff-{n}")
+    is_staff = True
+
+    @factory.post_generation
+    def permissions(obj: User, create: bool, extracted: list[str] | None, **kwargs: object) -> None:
+        for name in extracted or []:
+            app_label, codename = name.split(".")
+            obj.user_permissions.add(
+                Permission.objects.get(content_type__app_label=app_label, codename=codename)
+            )
