@@ -20,6 +20,7 @@ class KourierAdminSite(admin.AdminSite):
     site_header = "Agent Kourier"
     site_title = "Agent Kourier"
     index_title = "Agent Kourier"
+    site_url = None  # the service has no page of its own at "/": no "View site" link
 
     def get_app_list(self, request: HttpRequest, app_label: str | None = None) -> list[dict[str, Any]]:
         apps = super().get_app_list(request, app_label)

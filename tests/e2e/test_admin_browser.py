@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connections
 from django.utils import timezone
 
 from audit.services import record
@@ -65,13 +66,18 @@ def chromium() -> str:
 
 @contextmanager
 def synchronous_orm_calls() -> Iterator[None]:
-    """Playwright's sync API keeps its event loop marked as running in this thread, so Django takes
-    the test's ORM calls for calls from async code. They are plain synchronous calls; the flag is set
-    only around them, never in the processes under test."""
+    """The test's ORM calls while Playwright's sync API runs.
+
+    That API keeps its event loop marked as running in this thread, so Django would take these plain
+    synchronous calls for calls from async code: the flag that allows them is set only around them,
+    never in the processes under test. They also run in Playwright's greenlet, whose context is its
+    own and so is its database connection: it is closed here, or the test database could not be
+    dropped after the run."""
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     try:
         yield
     finally:
+        connections.close_all()
         del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
 
 

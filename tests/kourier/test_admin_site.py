@@ -25,6 +25,7 @@ def test_the_admin_says_agent_kourier_not_django_administration(admin_client):
     assert '<a href="/admin/">Agent Kourier</a>' in content
     assert "Django administration" not in content
     assert "Site administration" not in content
+    assert "View site" not in content  # the service has no site at "/" to view
 
 
 def test_the_index_lists_bindings_then_activity_then_the_audit_then_the_rest(admin_client):
