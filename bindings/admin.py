@@ -9,14 +9,20 @@ import os
 from typing import Any
 
 from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path
+from django.utils import timezone
 from django.utils.html import format_html_join
 from django.utils.safestring import mark_safe
 
 from bindings import services
 from bindings.forms import BindingForm, ConnectionForm, ManifestForm
 from bindings.models import Binding, Connection
+from sessions.live import live_state
 
 
 def _variables_status(variables: list[tuple[str, str]]) -> str:
@@ -139,6 +145,33 @@ class BindingAdmin(ManifestAdmin):
 
     def save_spec(self, spec: Any, obj: Binding) -> None:
         services.save_binding(spec, obj)
+
+    def get_urls(self) -> list[URLPattern]:
+        # Ahead of Django's own: its "<object_id>/" catch-all would take ".../live/" too.
+        live = path(
+            "<path:object_id>/live/",
+            self.admin_site.admin_view(self.live_view),
+            name=f"{self.opts.app_label}_{self.opts.model_name}_live",
+        )
+        return [live, *super().get_urls()]
+
+    def live_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """What the Binding's threads are doing now: read-only, for anyone who may view the Binding."""
+        binding = self.get_object(request, unquote(object_id))
+        if binding is None:
+            raise Http404(f"No Binding has the id {object_id!r}.")
+        if not self.has_view_permission(request, binding):
+            raise PermissionDenied
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"{binding.name}: live state",
+            "subtitle": None,
+            "opts": self.opts,
+            "original": binding,
+            "state": live_state(binding.pk),
+            "as_of": timezone.now(),
+        }
+        return TemplateResponse(request, "admin/bindings/binding/live.html", context)
 
     def change_view(
         self,

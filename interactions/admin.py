@@ -19,7 +19,7 @@ class InteractionAdmin(admin.ModelAdmin):
         "answered_at",
         "created_at",
     ]
-    list_filter = ["state", "kind"]
+    list_filter = ["state", "kind", "session__binding"]
     search_fields = ["=id", "answered_by", "channel_id"]
     ordering = ["deadline"]
     exclude = ["pause"]

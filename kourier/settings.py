@@ -57,8 +57,9 @@ CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 # says the client used https (X-Forwarded-Proto); set it only when that proxy overwrites the header,
 # or a client could claim https itself.
 SECURE_SSL_REDIRECT = env("SECURE_SSL_REDIRECT")
-# The probes of an orchestrator call the process directly, over plain HTTP: a redirect would fail them.
-SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+# The probes of an orchestrator and Prometheus' scrapes call the process directly, over plain HTTP: a
+# redirect would fail them.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 SESSION_COOKIE_SECURE = env("SESSION_COOKIE_SECURE")
 CSRF_COOKIE_SECURE = env("CSRF_COOKIE_SECURE")
 SECURE_HSTS_SECONDS = env("SECURE_HSTS_SECONDS")
@@ -111,7 +112,7 @@ BINDINGS_CACHE_SECONDS = env("BINDINGS_CACHE_SECONDS")
 
 INSTALLED_APPS = [
     "daphne",
-    "django.contrib.admin",
+    "kourier.admin_config.KourierAdminConfig",  # django.contrib.admin, with our site (kourier/admin_site.py)
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

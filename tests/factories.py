@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import factory
+from django.contrib.auth.models import Permission, User
 from django.utils import timezone
 from factory.django import DjangoModelFactory
 
@@ -112,7 +113,7 @@ class PostIntentFactory(DjangoModelFactory[PostIntent]):
 
 
 class InteractionFactory(DjangoModelFactory[Interaction]):
-    """An open question put to the turn's thread, due in an hour."""
+    """An open question put to the turn's thread, due in an hour (``kind=Interaction.Kind.APPROVAL`` for a tool approval)."""
 
     class Meta:
         model = Interaction
@@ -123,3 +124,27 @@ class InteractionFactory(DjangoModelFactory[Interaction]):
     kind = Interaction.Kind.QUESTION
     pause = factory.LazyFunction(dict)
     deadline = factory.LazyFunction(lambda: timezone.now() + timedelta(hours=1))
+
+
+# --- people of the admin -----------------------------------------------------------------------------
+
+
+class StaffUserFactory(DjangoModelFactory[User]):
+    """A staff member (not a superuser) who may log in to the admin and do nothing there.
+
+    Pass ``permissions=["threads.view_turn", ...]`` for what they may do."""
+
+    class Meta:
+        model = User
+        skip_postgeneration_save = True
+
+    username = factory.Sequence(lambda n: f"staff-{n}")
+    is_staff = True
+
+    @factory.post_generation
+    def permissions(obj: User, create: bool, extracted: list[str] | None, **kwargs: object) -> None:
+        for name in extracted or []:
+            app_label, codename = name.split(".")
+            obj.user_permissions.add(
+                Permission.objects.get(content_type__app_label=app_label, codename=codename)
+            )

@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.contrib.messages import get_messages
 from django.urls import reverse
+from django.utils import timezone
+from django.utils.formats import date_format
 
 from bindings import manifest
 from bindings.models import Binding, Connection
-from tests.factories import BindingFactory, ConnectionFactory
+from sessions.models import Turn
+from tests.factories import (
+    BindingFactory,
+    ConnectionFactory,
+    InteractionFactory,
+    SessionFactory,
+    StaffUserFactory,
+    TurnFactory,
+)
 
 from .manifests import binding, documents, errors_of
 
@@ -446,3 +457,54 @@ def test_no_page_renders_a_header_secret(admin_client, acme, monkeypatch):
         assert page.status_code == 200
         assert "very-secret-agent-token" not in page.content.decode()
     assert "Authorization: <code>OPS_AGENT_TOKEN</code> (set)" in pages[0].content.decode()
+
+
+# --- A Binding's live page ---------------------------------------------------------------------------
+
+
+def live_url(binding: Binding) -> str:
+    return reverse("admin:bindings_binding_live", args=[binding.pk])
+
+
+def test_a_bindings_page_links_to_its_live_state(admin_client):
+    existing = BindingFactory(name="ops")
+
+    page = admin_client.get(reverse("admin:bindings_binding_change", args=[existing.pk]))
+
+    assert f'href="{live_url(existing)}"' in page.content.decode()
+
+
+def test_the_live_page_shows_sessions_turns_pending_interactions_and_the_last_failure(admin_client):
+    existing = BindingFactory(name="ops")
+    session = SessionFactory(binding=existing)
+    TurnFactory(session=session, state=Turn.State.RUNNING)
+    TurnFactory(
+        session=session,
+        state=Turn.State.FAILED,
+        outcome=Turn.Outcome.UNREACHABLE,
+        ended_at=timezone.now() - timedelta(minutes=4),
+    )
+    pending = InteractionFactory(turn__session__binding=existing, channel_id="C0PENDING")
+
+    response = admin_client.get(live_url(existing))
+
+    assert response.status_code == 200
+    state = response.context["state"]
+    assert (state.sessions_open, state.turns_queued, state.turns_running, state.pending_count) == (2, 0, 1, 1)
+    content = response.content.decode()
+    assert "ops: live state" in content
+    assert "C0PENDING" in content
+    assert date_format(timezone.localtime(pending.deadline), "DATETIME_FORMAT") in content
+    assert "unreachable" in content
+    assert "4\xa0minutes ago" in content
+
+
+def test_the_live_page_of_a_binding_that_is_gone_is_not_found(admin_client):
+    assert admin_client.get(reverse("admin:bindings_binding_live", args=[999])).status_code == 404
+
+
+def test_the_live_page_is_for_those_who_may_view_the_binding(client):
+    existing = BindingFactory(name="ops")
+    client.force_login(StaffUserFactory(permissions=["threads.view_turn"]))
+
+    assert client.get(live_url(existing)).status_code == 403

@@ -71,7 +71,8 @@ def test_serve_runs_web_worker_beat_and_a_private_redis_and_stops_them_all(tmp_p
         assert ready.json() == {"status": "ok"}
         login = httpx.get(f"http://127.0.0.1:{web_port}/admin/login/")
         assert login.status_code == 200
-        assert "Django administration" in login.text
+        assert "Agent Kourier" in login.text
+        assert "Django administration" not in login.text
         stylesheet = httpx.get(f"http://127.0.0.1:{web_port}/static/admin/css/base.css")
         assert stylesheet.status_code == 200
         assert port_is_open(redis_port)

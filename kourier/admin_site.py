@@ -1,0 +1,62 @@
+"""The admin as operators use it: it says Agent Kourier, and its index is grouped by what an operator
+looks for (what is configured, what is going on, what was decided), not by Django app."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+# (section, its app index or "" when it spans apps, the models in the order shown as app_label.model)
+INDEX_SECTIONS: list[tuple[str, str, list[str]]] = [
+    ("Bindings", "bindings", ["bindings.binding", "bindings.connection"]),
+    ("Activity", "", ["threads.session", "threads.turn", "interactions.interaction"]),
+    ("Audit", "audit", ["audit.auditevent"]),
+]
+
+
+class KourierAdminSite(admin.AdminSite):
+    site_header = "Agent Kourier"
+    site_title = "Agent Kourier"
+    index_title = "Agent Kourier"
+    site_url = None  # the service has no page of its own at "/": no "View site" link
+
+    def get_app_list(self, request: HttpRequest, app_label: str | None = None) -> list[dict[str, Any]]:
+        apps = super().get_app_list(request, app_label)
+        if app_label is not None:
+            return apps  # one app's own page keeps Django's grouping
+        return grouped_for_operators(apps)
+
+
+def grouped_for_operators(apps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The sections of ``INDEX_SECTIONS`` first, each with the models this user may see; then every
+    other app as Django lists it, without the models a section already took."""
+    models_by_key = {
+        f"{app['app_label']}.{model['object_name'].lower()}": (app, model)
+        for app in apps
+        for model in app["models"]
+    }
+    taken: set[str] = set()
+    sections = []
+    for name, app_label, keys in INDEX_SECTIONS:
+        present = [key for key in keys if key in models_by_key]
+        if not present:
+            continue
+        taken.update(present)
+        first_app = models_by_key[present[0]][0]
+        sections.append(
+            {
+                "name": name,
+                "app_label": app_label or name.lower(),
+                "app_url": first_app["app_url"] if app_label else "",
+                "has_module_perms": True,
+                "models": [models_by_key[key][1] for key in present],
+            }
+        )
+    rest = []
+    for app in apps:
+        models = [m for m in app["models"] if f"{app['app_label']}.{m['object_name'].lower()}" not in taken]
+        if models:
+            rest.append({**app, "models": models})
+    return sections + rest

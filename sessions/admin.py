@@ -1,0 +1,135 @@
+"""Sessions and turns in the admin, read-only: what each thread and turn did, and when.
+
+A turn's message text (and the answers and cards it carries) is shown to superusers only: staff
+who browse activity see states, times, outcomes and the agent's task id.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.db.models import Q, QuerySet
+from django.http import HttpRequest
+from django.utils import timezone
+
+from .models import Session, Turn
+
+TEXT_FIELDS = ["text", "answers", "stream_cards"]
+TURN_SUMMARY = ("kind", "state", "outcome", "task_id", "created_at", "started_at", "ended_at")
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Activity is written by the product alone: the admin browses it and nothing else."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class SessionState(admin.SimpleListFilter):
+    """Open: within its TTL (whether a runner holds it or not); running: a runner's lease is live."""
+
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("open", "Open"), ("running", "Running"), ("expired", "Expired")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Session]) -> QuerySet[Session]:
+        now = timezone.now()
+        match self.value():
+            case "open":
+                return queryset.filter(expires_at__gt=now)
+            case "running":
+                return queryset.filter(Q(lease_expires_at__gt=now) & ~Q(lease_owner=""))
+            case "expired":
+                return queryset.filter(expires_at__lte=now)
+        return queryset
+
+
+def session_state(session: Session) -> str:
+    """Running while a runner holds its live lease; else open within its TTL, expired after."""
+    now = timezone.now()
+    if session.lease_owner and session.lease_expires_at and session.lease_expires_at > now:
+        return "running"
+    return "open" if session.expires_at > now else "expired"
+
+
+class TurnInline(admin.TabularInline):
+    model = Turn
+    fields = TURN_SUMMARY
+    readonly_fields = TURN_SUMMARY
+    ordering = ["message_ts"]
+    show_change_link = True
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Session)
+class SessionAdmin(ReadOnlyAdmin):
+    list_display = ["__str__", "binding", "kind", "state", "created_at", "last_activity_at", "expires_at"]
+    list_filter = [SessionState, "kind", "binding"]
+    list_select_related = ["binding"]
+    search_fields = ["channel_id", "thread_ts", "context_id"]
+    date_hierarchy = "created_at"
+    ordering = ["-last_activity_at"]
+    fieldsets = [
+        (None, {"fields": ["binding", "connection", "kind", "channel_id", "thread_ts", "context_id"]}),
+        ("Times", {"fields": ["created_at", "last_activity_at", "expires_at"]}),
+        ("Runner", {"fields": ["lease_owner", "lease_expires_at"]}),
+    ]
+    inlines = [TurnInline]
+
+    @admin.display(description="State")
+    def state(self, obj: Session) -> str:
+        return session_state(obj)
+
+
+@admin.register(Turn)
+class TurnAdmin(ReadOnlyAdmin):
+    list_display = [
+        "__str__",
+        "binding",
+        "kind",
+        "state",
+        "outcome",
+        "task_id",
+        "created_at",
+        "started_at",
+        "ended_at",
+    ]
+    list_filter = ["state", "outcome", "kind", "session__binding"]
+    list_select_related = ["session__binding"]
+    search_fields = ["=task_id", "channel_id", "message_ts", "user_id"]
+    date_hierarchy = "created_at"
+    ordering = ["-created_at", "-pk"]
+
+    def get_fieldsets(self, request: HttpRequest, obj: Turn | None = None) -> Any:
+        fieldsets: list[tuple[str | None, dict[str, Any]]] = [
+            (
+                None,
+                {"fields": ["session", "kind", "state", "outcome", "channel_id", "message_ts", "user_id"]},
+            ),
+            ("Agent", {"fields": ["task_id", "message_id"]}),
+            ("Reply", {"fields": ["reply_ts", "acknowledged"]}),
+            ("Times", {"fields": ["created_at", "started_at", "ended_at"]}),
+        ]
+        if request.user.is_superuser:
+            fieldsets.append(("Message", {"fields": TEXT_FIELDS}))
+        return fieldsets
+
+    @admin.display(description="Binding", ordering="session__binding__name")
+    def binding(self, obj: Turn) -> str:
+        return str(obj.session.binding or "—")

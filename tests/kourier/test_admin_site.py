@@ -1,0 +1,52 @@
+"""The admin says Agent Kourier, and its index is grouped as an operator looks: Bindings, activity, audit."""
+
+import pytest
+from django.urls import reverse
+
+from tests.factories import StaffUserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def index_of(client):
+    response = client.get(reverse("admin:index"))
+    assert response.status_code == 200
+    return response
+
+
+def sections(response) -> list[tuple[str, list[str]]]:
+    return [(app["name"], [model["name"] for model in app["models"]]) for app in response.context["app_list"]]
+
+
+def test_the_admin_says_agent_kourier_not_django_administration(admin_client):
+    content = index_of(admin_client).content.decode()
+
+    assert "<title>Agent Kourier | Agent Kourier</title>" in content
+    assert '<a href="/admin/">Agent Kourier</a>' in content
+    assert "Django administration" not in content
+    assert "Site administration" not in content
+    assert "View site" not in content  # the service has no site at "/" to view
+
+
+def test_the_index_lists_bindings_then_activity_then_the_audit_then_the_rest(admin_client):
+    listed = sections(index_of(admin_client))
+
+    assert listed[:3] == [
+        ("Bindings", ["Bindings", "Connections"]),
+        ("Activity", ["Sessions", "Turns", "Interactions"]),
+        ("Audit", ["Audit events"]),
+    ]
+    assert ("Authentication and Authorization", ["Groups", "Users"]) in listed[3:]
+
+
+def test_a_section_shows_only_what_the_user_may_see(client):
+    client.force_login(StaffUserFactory(permissions=["threads.view_turn", "audit.view_auditevent"]))
+
+    assert sections(index_of(client)) == [("Activity", ["Turns"]), ("Audit", ["Audit events"])]
+
+
+def test_the_activity_section_spans_apps_so_its_title_is_not_a_link(admin_client):
+    content = index_of(admin_client).content.decode()
+
+    assert '<span class="section">Activity</span>' in content
+    assert 'href="/admin/bindings/" class="section"' in content

@@ -1,0 +1,146 @@
+"""Sessions and turns are browsed read-only; a turn's message text is shown to superusers only."""
+
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from sessions.models import Turn
+from tests.factories import BindingFactory, SessionFactory, StaffUserFactory, TurnFactory
+
+pytestmark = pytest.mark.django_db
+
+SECRET_TEXT = "the database password is hunter2"
+
+
+@pytest.fixture
+def turn():
+    return TurnFactory(
+        text=SECRET_TEXT,
+        state=Turn.State.DONE,
+        outcome=Turn.Outcome.COMPLETED,
+        task_id="task-7f3a",
+        started_at=timezone.now() - timedelta(seconds=9),
+        ended_at=timezone.now(),
+    )
+
+
+@pytest.fixture
+def staff_client(client):
+    client.force_login(StaffUserFactory(permissions=["threads.view_turn", "threads.view_session"]))
+    return client
+
+
+def turn_page(client, turn):
+    response = client.get(reverse("admin:threads_turn_change", args=[turn.pk]))
+    assert response.status_code == 200
+    return response
+
+
+def fieldsets_of(page) -> list[str | None]:
+    return [fieldset.name for fieldset in page.context["adminform"]]
+
+
+def test_the_turn_list_shows_state_outcome_task_id_and_times_but_no_text(staff_client, turn):
+    response = staff_client.get(reverse("admin:threads_turn_changelist"))
+
+    assert response.status_code == 200
+    [listed] = response.context["cl"].result_list
+    assert listed == turn
+    content = response.content.decode()
+    assert "task-7f3a" in content
+    assert "completed" in content
+    assert SECRET_TEXT not in content
+
+
+@pytest.mark.parametrize(
+    ("query", "shown"),
+    [
+        ({"state__exact": "failed"}, ["failed"]),
+        ({"outcome__exact": "unreachable"}, ["failed"]),
+        ({"state__exact": "queued"}, ["queued"]),
+        ({"q": "task-failed"}, ["failed"]),
+    ],
+)
+def test_turns_filter_by_state_outcome_and_search_by_task_id(admin_client, query, shown):
+    TurnFactory(state=Turn.State.QUEUED)
+    TurnFactory(state=Turn.State.FAILED, outcome=Turn.Outcome.UNREACHABLE, task_id="task-failed")
+
+    response = admin_client.get(reverse("admin:threads_turn_changelist"), query)
+
+    assert [t.state for t in response.context["cl"].result_list] == shown
+
+
+def test_turns_filter_by_binding(admin_client):
+    ops = BindingFactory(name="ops")
+    mine = TurnFactory(session__binding=ops)
+    TurnFactory()
+
+    response = admin_client.get(
+        reverse("admin:threads_turn_changelist"), {"session__binding__id__exact": ops.pk}
+    )
+
+    assert list(response.context["cl"].result_list) == [mine]
+
+
+def test_a_staff_member_sees_a_turn_without_its_message_text(staff_client, turn):
+    page = turn_page(staff_client, turn)
+
+    assert fieldsets_of(page) == [None, "Agent", "Reply", "Times"]
+    assert "task-7f3a" in page.content.decode()
+    assert SECRET_TEXT not in page.content.decode()
+
+
+def test_a_superuser_sees_the_turns_message_text(admin_client, turn):
+    page = turn_page(admin_client, turn)
+
+    assert fieldsets_of(page) == [None, "Agent", "Reply", "Times", "Message"]
+    assert SECRET_TEXT in page.content.decode()
+
+
+def test_nobody_adds_changes_or_deletes_a_turn_or_a_session(admin_client, turn):
+    page = turn_page(admin_client, turn).content.decode()
+
+    assert 'name="_save"' not in page
+    assert admin_client.get(reverse("admin:threads_turn_add")).status_code == 403
+    assert admin_client.post(reverse("admin:threads_turn_delete", args=[turn.pk])).status_code == 403
+    assert admin_client.get(reverse("admin:threads_session_add")).status_code == 403
+    assert (
+        admin_client.post(reverse("admin:threads_session_delete", args=[turn.session.pk])).status_code == 403
+    )
+    admin_client.post(reverse("admin:threads_turn_change", args=[turn.pk]), {"state": "queued"})
+    turn.refresh_from_db()
+    assert turn.state == Turn.State.DONE
+
+
+@pytest.mark.parametrize(
+    ("state", "shown"),
+    [("open", ["running", "open"]), ("running", ["running"]), ("expired", ["expired"])],
+)
+def test_sessions_filter_by_state(admin_client, state, shown):
+    now = timezone.now()
+    SessionFactory(thread_ts="1.000001", last_activity_at=now)
+    SessionFactory(
+        thread_ts="1.000002",
+        last_activity_at=now + timedelta(seconds=1),
+        lease_owner="worker-1",
+        lease_expires_at=now + timedelta(minutes=1),
+    )
+    SessionFactory(
+        thread_ts="1.000003", last_activity_at=now - timedelta(days=2), expires_at=now - timedelta(days=1)
+    )
+
+    response = admin_client.get(reverse("admin:threads_session_changelist"), {"state": state})
+
+    model_admin = response.context["cl"].model_admin
+    assert [model_admin.state(s) for s in response.context["cl"].result_list] == shown
+
+
+def test_a_sessions_page_lists_its_turns_without_their_text(staff_client, turn):
+    response = staff_client.get(reverse("admin:threads_session_change", args=[turn.session.pk]))
+
+    assert response.status_code == 200
+    content = response.content.decode()
+    assert "task-7f3a" in content
+    assert SECRET_TEXT not in content
