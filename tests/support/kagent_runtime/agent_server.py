@@ -8,12 +8,15 @@ google-adk and a2a-sdk 1.x as kagent 1.0.0a5 ships them. The agent is wired the 
 ``AgentConfig.to_agent`` wires a declarative agent: the script's tools, the built-in ``ask_user``
 tool, and kagent's approval callback when a tool requires approval (as an MCP binding with
 ``require_approval: true`` marks its tools). ``KAgentApp(...).build(local=True)`` serves it: in-memory
-sessions and tasks, no controller. Only the model is not kagent's: it plays the script's turns in
-order, one per model call, streaming each turn's text as kagent's OpenAI adapter does (deltas, then
-the whole turn with its function calls).
+sessions and tasks, no controller. A script's remote agents become sub-agent tools as ``to_agent``
+makes them from ``remote_agents``: a ``KAgentRemoteA2AToolset`` on the sub-agent's card, which talks
+A2A to that agent (another runtime) and turns its pause into a pause of its own. Only the model is
+not kagent's: it plays the script's turns in order, one per model call, streaming each turn's text
+as kagent's OpenAI adapter does (deltas, then the whole turn with its function calls).
 
-The script (JSON): ``{"tools": [{"name", "requires_approval", "result"}], "turns": [{"text", "calls":
-[{"id", "name", "args"}]}]}``. A model call past the last turn fails the task.
+The script (JSON): ``{"tools": [{"name", "requires_approval", "result"}], "remote_agents": [{"name",
+"url", "description", "timeout"}], "turns": [{"text", "calls": [{"id", "name", "args"}]}]}``.
+A model call past the last turn fails the task.
 
 The record (JSON lines, appended as things happen): ``{"model_request": [...]}`` with what the model
 received since its previous turn (function responses, user text), and ``{"tool_ran": {"id", "name",
@@ -65,8 +68,10 @@ def stub_unpublished_modules() -> None:
 
 stub_unpublished_modules()
 
+import httpx  # noqa: E402
 import uvicorn  # noqa: E402
 from a2a.types import AgentCard  # noqa: E402
+from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH  # noqa: E402
 from google.adk.agents import Agent  # noqa: E402
 from google.adk.models.base_llm import BaseLlm  # noqa: E402
 from google.adk.models.llm_request import LlmRequest  # noqa: E402
@@ -77,6 +82,7 @@ from google.genai import types  # noqa: E402
 from google.protobuf.json_format import ParseDict  # noqa: E402
 from kagent.adk import KAgentApp  # noqa: E402
 from kagent.adk._approval import make_approval_callback  # noqa: E402
+from kagent.adk._remote_a2a_tool import KAgentRemoteA2AToolset  # noqa: E402
 from kagent.adk.tools.ask_user_tool import AskUserTool  # noqa: E402
 
 
@@ -179,18 +185,29 @@ class ScriptedTool(BaseTool):
         return self.result
 
 
-def make_agent(tools_spec: list[dict[str, Any]]) -> Agent:
+def remote_agent_tool(spec: dict[str, Any]) -> KAgentRemoteA2AToolset:
+    # As to_agent builds one from a RemoteAgentConfig without headers.
+    return KAgentRemoteA2AToolset(
+        name=spec["name"],
+        description=spec.get("description") or "",
+        agent_card_url=f"{spec['url']}{AGENT_CARD_WELL_KNOWN_PATH}",
+        httpx_client=httpx.AsyncClient(timeout=httpx.Timeout(timeout=spec.get("timeout", 30.0))),
+    )
+
+
+def make_agent(tools_spec: list[dict[str, Any]], remote_agents_spec: list[dict[str, Any]]) -> Agent:
     tools: list[BaseTool] = [
         ScriptedTool(spec["name"], spec.get("result", {}), bool(spec.get("requires_approval")))
         for spec in tools_spec
     ]
+    remote_agents = [remote_agent_tool(spec) for spec in remote_agents_spec]
     needs_approval = any(spec.get("requires_approval") for spec in tools_spec)
     return Agent(
         name=APP_NAME,
         model=ScriptedModel(),
         description="An agent whose model plays a script",
         static_instruction="You follow the script.",
-        tools=[*tools, AskUserTool()],
+        tools=[*tools, *remote_agents, AskUserTool()],
         before_tool_callback=make_approval_callback() if needs_approval else None,
     )
 
@@ -228,12 +245,13 @@ def serve(script_path: Path, port_file: Path) -> None:
     spec = json.loads(script_path.read_text())
     SCRIPT.turns = spec.get("turns") or []
     tools_spec = spec.get("tools") or []
+    remote_agents_spec = spec.get("remote_agents") or []
 
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     port = listener.getsockname()[1]
     runtime = KAgentApp(
-        lambda: make_agent(tools_spec),
+        lambda: make_agent(tools_spec, remote_agents_spec),
         agent_card(port),
         kagent_api_url="http://127.0.0.1:9",  # never called with build(local=True)
         app_name=APP_NAME,
