@@ -56,6 +56,11 @@ class Script:
     turns: Sequence[Turn]
     tools: Sequence[Tool] = ()
     remote_agents: Sequence[RemoteAgent] = ()
+    # kagent 1.0.0a5 forwards a decision on a sub-agent's tools as a message without parts, which the
+    # sub-agent's a2a-sdk refuses ("Validation failed": parts is REQUIRED in A2A 1.0), so the sub-agent
+    # never gets it. True patches that one forward to carry a text part (agent_server.py): for tests
+    # that follow a decision into the sub-agent, since the pinned runtime cannot deliver it.
+    patch_nested_decision_forward: bool = False
 
     def to_json(self) -> str:
         return json.dumps(
@@ -64,6 +69,7 @@ class Script:
                     {"name": tool.name, "result": tool.result, "requires_approval": tool.requires_approval}
                     for tool in self.tools
                 ],
+                "patch_nested_decision_forward": self.patch_nested_decision_forward,
                 "remote_agents": [
                     {
                         "name": agent.name,
