@@ -92,6 +92,8 @@ def test_approving_add_numbers_and_denying_check_status_runs_only_add_numbers_an
     approve_add_and_deny_check(world, prompt)
 
     assert wait_for_the_decision_turn(world).outcome == Turn.Outcome.COMPLETED  # the task completed
+    # One pause for both tools, decided once.
+    assert Interaction.objects.get().state == Interaction.State.ANSWERED
     assert [run.name for run in runtime.tool_runs()] == ["add_numbers"]
     first, after_decision = runtime.model_requests()
     assert first.text.endswith("add 2 and 3, then check the db")
