@@ -4,8 +4,8 @@
 | --- | --- |
 | `requirements.lock.txt` | the runtime's pinned packages (installed with `--no-deps`) |
 | `build.py` | builds the runtime's own virtualenv once per lock file, cached, under a file lock |
-| `agent_server.py` | runs inside that virtualenv: kagent's `KAgentApp` with a scripted model and tools |
-| `script.py` | the script vocabulary (`Script`, `Turn`, `Call`, `Tool`, `ask_user`) and the record |
+| `agent_server.py` | runs inside that virtualenv: kagent's `KAgentApp` with a scripted model, tools and sub-agents |
+| `script.py` | the script vocabulary (`Script`, `Turn`, `Call`, `Tool`, `RemoteAgent`, `ask_user`, `ask_agent`) and the record |
 | `runtime.py` | `KagentRuntime`: starts the server, waits for its card, reads its record, stops it |
 | `fixtures.py` | `start_kagent_runtime(script)`, `kagent_runtime_python` |
 

@@ -8,11 +8,14 @@ google-adk and a2a-sdk 1.x as kagent 1.0.0a5 ships them. The agent is wired the 
 ``AgentConfig.to_agent`` wires a declarative agent: the script's tools, the built-in ``ask_user``
 tool, and kagent's approval callback when a tool requires approval (as an MCP binding with
 ``require_approval: true`` marks its tools). ``KAgentApp(...).build(local=True)`` serves it: in-memory
-sessions and tasks, no controller. Only the model is not kagent's: it plays the script's turns in
-order, one per model call, streaming each turn's text as kagent's OpenAI adapter does (deltas, then
-the whole turn with its function calls).
+sessions and tasks, no controller. A script's remote agents become sub-agent tools as ``to_agent``
+makes them from ``remote_agents``: a ``KAgentRemoteA2AToolset`` on the sub-agent's card, which talks
+A2A to that agent (another runtime) and turns its pause into a pause of its own. Only the model is
+not kagent's: it plays the script's turns in order, one per model call, streaming each turn's text
+as kagent's OpenAI adapter does (deltas, then the whole turn with its function calls).
 
-The script (JSON): ``{"tools": [{"name", "requires_approval", "result"}], "turns": [{"text", "calls":
+The script (JSON): ``{"tools": [{"name", "requires_approval", "result"}], "remote_agents": [{"name",
+"url", "description", "timeout"}], "patch_nested_decision_forward": bool, "turns": [{"text", "calls":
 [{"id", "name", "args"}]}]}``. A model call past the last turn fails the task.
 
 The record (JSON lines, appended as things happen): ``{"model_request": [...]}`` with what the model
@@ -21,7 +24,8 @@ received since its previous turn (function responses, user text), and ``{"tool_r
 
 Two things of the stock runtime are changed so that it stays on loopback and off fixed ports: the
 readiness listener (0.0.0.0:8081) is not started, and the gRPC A2A listener binds 127.0.0.1 on a free
-port. The HTTP port is free too; it is written to ``--port-file`` once bound.
+port. The HTTP port is free too; it is written to ``--port-file`` once bound. A third makes the local
+task store keep tasks as a cluster's does, see ``one_owner_task_store``.
 """
 
 from __future__ import annotations
@@ -65,8 +69,14 @@ def stub_unpublished_modules() -> None:
 
 stub_unpublished_modules()
 
+import httpx  # noqa: E402
+import kagent.adk._a2a as kagent_a2a  # noqa: E402
+import kagent.adk._remote_a2a_tool as remote_a2a_tool  # noqa: E402
 import uvicorn  # noqa: E402
-from a2a.types import AgentCard  # noqa: E402
+from a2a.server.context import ServerCallContext  # noqa: E402
+from a2a.server.tasks import InMemoryTaskStore  # noqa: E402
+from a2a.types import AgentCard, Part  # noqa: E402
+from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH  # noqa: E402
 from google.adk.agents import Agent  # noqa: E402
 from google.adk.models.base_llm import BaseLlm  # noqa: E402
 from google.adk.models.llm_request import LlmRequest  # noqa: E402
@@ -77,6 +87,7 @@ from google.genai import types  # noqa: E402
 from google.protobuf.json_format import ParseDict  # noqa: E402
 from kagent.adk import KAgentApp  # noqa: E402
 from kagent.adk._approval import make_approval_callback  # noqa: E402
+from kagent.adk._remote_a2a_tool import KAgentRemoteA2AToolset  # noqa: E402
 from kagent.adk.tools.ask_user_tool import AskUserTool  # noqa: E402
 
 
@@ -179,18 +190,49 @@ class ScriptedTool(BaseTool):
         return self.result
 
 
-def make_agent(tools_spec: list[dict[str, Any]]) -> Agent:
+def remote_agent_tool(spec: dict[str, Any]) -> KAgentRemoteA2AToolset:
+    # As to_agent builds one from a RemoteAgentConfig without headers.
+    return KAgentRemoteA2AToolset(
+        name=spec["name"],
+        description=spec.get("description") or "",
+        agent_card_url=f"{spec['url']}{AGENT_CARD_WELL_KNOWN_PATH}",
+        httpx_client=httpx.AsyncClient(timeout=httpx.Timeout(timeout=spec.get("timeout", 30.0))),
+    )
+
+
+def patch_nested_decision_forward() -> None:
+    """Gives the decision kagent forwards to a paused sub-agent the text part it lacks.
+
+    ``KAgentRemoteA2ATool._handle_resume`` (kagent 1.0.0a5) sends the person's decision to the
+    sub-agent's task as a message with the hitl/v1 metadata and no parts; the sub-agent's a2a-sdk
+    server validates A2A 1.0's REQUIRED fields and answers -32602 "Validation failed", so the parent's
+    tool returns "resume failed" and the sub-agent's tools never run. One text part, as kagent's own
+    UI sends with each decision, makes it valid; the sub-agent's executor reads only the metadata.
+    """
+    attach_hitl_extension = remote_a2a_tool.attach_hitl_extension
+
+    def attach_with_text_part(message: Any, payload: Any) -> Any:
+        attach_hitl_extension(message, payload)
+        if not message.parts:
+            message.parts.append(Part(text="Decision on the sub-agent's tools"))
+        return message
+
+    remote_a2a_tool.attach_hitl_extension = attach_with_text_part  # type: ignore[assignment]
+
+
+def make_agent(tools_spec: list[dict[str, Any]], remote_agents_spec: list[dict[str, Any]]) -> Agent:
     tools: list[BaseTool] = [
         ScriptedTool(spec["name"], spec.get("result", {}), bool(spec.get("requires_approval")))
         for spec in tools_spec
     ]
+    remote_agents = [remote_agent_tool(spec) for spec in remote_agents_spec]
     needs_approval = any(spec.get("requires_approval") for spec in tools_spec)
     return Agent(
         name=APP_NAME,
         model=ScriptedModel(),
         description="An agent whose model plays a script",
         static_instruction="You follow the script.",
-        tools=[*tools, AskUserTool()],
+        tools=[*tools, *remote_agents, AskUserTool()],
         before_tool_callback=make_approval_callback() if needs_approval else None,
     )
 
@@ -216,6 +258,23 @@ def agent_card(port: int) -> AgentCard:
     )
 
 
+def one_owner_task_store() -> InMemoryTaskStore:
+    """The local task store, with every task under one owner, as in the controller's store.
+
+    ``build(local=True)`` keeps tasks in a2a-sdk's ``InMemoryTaskStore``, which files each under the
+    caller's user name. A kagent parent calls its sub-agent with ``x-user-id``; kagent applies that
+    header after the SDK looked the task up but before it saves it, so the sub-agent saves the paused
+    task under that user and looks it up, when the decision comes, under the anonymous one: "Task …
+    not found". In a cluster the controller's store (``KAgentTaskStore``) keeps a runtime's tasks
+    without an owner, and the decision finds its task.
+    """
+
+    def everyone(context: ServerCallContext) -> str:
+        return "local"
+
+    return InMemoryTaskStore(owner_resolver=everyone)
+
+
 def no_readiness_listener():
     @contextlib.asynccontextmanager
     async def lifespan(app):
@@ -228,12 +287,15 @@ def serve(script_path: Path, port_file: Path) -> None:
     spec = json.loads(script_path.read_text())
     SCRIPT.turns = spec.get("turns") or []
     tools_spec = spec.get("tools") or []
+    remote_agents_spec = spec.get("remote_agents") or []
+    if spec.get("patch_nested_decision_forward"):
+        patch_nested_decision_forward()
 
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     port = listener.getsockname()[1]
     runtime = KAgentApp(
-        lambda: make_agent(tools_spec),
+        lambda: make_agent(tools_spec, remote_agents_spec),
         agent_card(port),
         kagent_api_url="http://127.0.0.1:9",  # never called with build(local=True)
         app_name=APP_NAME,
@@ -241,6 +303,7 @@ def serve(script_path: Path, port_file: Path) -> None:
         a2a_grpc_address="127.0.0.1:0",
     )
     runtime._readiness_lifespan = no_readiness_listener
+    kagent_a2a.InMemoryTaskStore = one_owner_task_store  # type: ignore[assignment]
     app = runtime.build(local=True)
     written = port_file.with_name(port_file.name + ".partial")
     written.write_text(str(port))

@@ -1,9 +1,10 @@
 """What a test scripts the runtime's model to do, and what the runtime records back (agent_server.py).
 
-A script is the model's turns in order, one per model call, and the tools the agent has. A turn is
-text and/or function calls; ``ask_user`` is kagent's built-in tool, every other name must be one of
-the script's tools. What the model received and which tools ran come back as ``ModelRequest`` and
-``ToolRun`` values.
+A script is the model's turns in order, one per model call, and the tools the agent has: its own
+``Tool``s and its sub-agents (``RemoteAgent``, another running runtime). A turn is text and/or function
+calls; ``ask_user`` is kagent's built-in tool, every other name must be one of the script's tools or
+sub-agents (a sub-agent is called with ``{"request": text}``, see ``ask_agent``). What the model
+received and which tools ran come back as ``ModelRequest`` and ``ToolRun`` values.
 """
 
 from __future__ import annotations
@@ -25,6 +26,19 @@ class Tool:
 
 
 @dataclass(frozen=True)
+class RemoteAgent:
+    """A sub-agent of the agent, as a kagent Agent's ``tools`` of type Agent wires it (``remote_agents``
+    in the runtime's config): a tool named ``name`` that talks A2A to the agent served at ``url``."""
+
+    name: str
+    url: str
+    description: str = ""
+    # kagent's RemoteAgentConfig.timeout: how long a call may wait for the sub-agent's answer (its
+    # default, 30 s, is short for a sub-agent whose first model turn imports much of ADK on a busy host).
+    timeout_seconds: float = 30.0
+
+
+@dataclass(frozen=True)
 class Call:
     call_id: str
     name: str
@@ -41,6 +55,12 @@ class Turn:
 class Script:
     turns: Sequence[Turn]
     tools: Sequence[Tool] = ()
+    remote_agents: Sequence[RemoteAgent] = ()
+    # kagent 1.0.0a5 forwards a decision on a sub-agent's tools as a message without parts, which the
+    # sub-agent's a2a-sdk refuses ("Validation failed": parts is REQUIRED in A2A 1.0), so the sub-agent
+    # never gets it. True patches that one forward to carry a text part (agent_server.py): for tests
+    # that follow a decision into the sub-agent, since the pinned runtime cannot deliver it.
+    patch_nested_decision_forward: bool = False
 
     def to_json(self) -> str:
         return json.dumps(
@@ -48,6 +68,16 @@ class Script:
                 "tools": [
                     {"name": tool.name, "result": tool.result, "requires_approval": tool.requires_approval}
                     for tool in self.tools
+                ],
+                "patch_nested_decision_forward": self.patch_nested_decision_forward,
+                "remote_agents": [
+                    {
+                        "name": agent.name,
+                        "url": agent.url,
+                        "description": agent.description,
+                        "timeout": agent.timeout_seconds,
+                    }
+                    for agent in self.remote_agents
                 ],
                 "turns": [
                     {
@@ -80,6 +110,11 @@ def question(
 
 def ask_user(call_id: str, *questions: dict[str, Any]) -> Call:
     return Call(call_id, "ask_user", {"questions": list(questions)})
+
+
+def ask_agent(call_id: str, agent: RemoteAgent, request: str) -> Call:
+    """A call of a sub-agent's tool: its one argument is the request the sub-agent receives as text."""
+    return Call(call_id, agent.name, {"request": request})
 
 
 @dataclass(frozen=True)
