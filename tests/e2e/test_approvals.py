@@ -377,11 +377,15 @@ class TestAKeptPressSurvivesARestart:
     @staticmethod
     def tries_held(world) -> int:
         """Retry messages the worker has taken in to run later (Celery logs each with its ETA)."""
-        log = (world.stack.logs / "worker.log").read_text(errors="replace")
-        return sum(
-            "Received task: interactions.tasks.retry_approval_press[" in line and "ETA:[" in line
-            for line in log.splitlines()
-        )
+        held = 0
+        for line in (world.stack.logs / "worker.log").read_text(errors="replace").splitlines():
+            if not line.startswith("{"):
+                continue
+            data = json.loads(line).get("data") or {}
+            held += (
+                data.get("name") == "interactions.tasks.retry_approval_press" and data.get("eta") is not None
+            )
+        return held
 
     def assert_decided_once(self, world, agent, thread_ts):
         world.slack.wait_until(
