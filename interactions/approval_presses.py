@@ -8,8 +8,9 @@ group may decide):
 - a permanent failure (an unknown group, a missing scope, a plan without user groups, ...) ends the
   press with a fixed message only the person sees, decides nothing, writes no audit row, leaves the
   approval pending, and logs an error naming the Binding and the interaction;
-- a transient one (a timeout, a server error, a rate limit) keeps the press: it is retried by a
-  Celery task with backoff (``RETRY_PRESS``), a broker message that outlives a restart.
+- a transient one (a timeout, a server error, a rate limit) keeps the press: a row, tried again by
+  a Celery task with backoff, and sent again by beat's sweep when a worker died holding the try
+  (kept_presses.py), so the retry outlives any restart.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import logging
 from dataclasses import asdict
 
 from kourier.db import in_database_thread
-from kourier.queue import enqueue_after_commit
 from kourier.slack.clients import (
     RetryPolicy,
     SlackError,
@@ -32,9 +32,8 @@ from kourier.slack.ephemeral import tell_privately
 from kourier.slack.incoming import SubmitPress
 from kourier.slack.people import channel_members, is_bot, usergroup_members
 
-from . import approvals
+from . import approvals, kept_presses
 from .approvals import Refusal
-from .queue import RETRY_PRESS
 
 logger = logging.getLogger(__name__)
 
@@ -48,18 +47,45 @@ class Outcome(enum.Enum):
     DECIDED = "decided"
     REFUSED = "refused"
     RETRY = "retry"  # a group read failed for now: the press is kept and tried again
+    STALE = "stale"  # a retry message for a try already taken (sent twice), or of a press decided since
 
 
 async def take_approval_press(press: SubmitPress, *, connection_id: int, bot_token: str) -> Outcome:
     """The listener's entry: decides, refuses, or hands the press to the durable retry."""
     outcome = await decide_press(press, connection_id=connection_id, bot_token=bot_token)
     if outcome is Outcome.RETRY:
-        await in_database_thread(enqueue_after_commit)(RETRY_PRESS, asdict(press), connection_id, 0)
+        await in_database_thread(kept_presses.keep)(
+            asdict(press), connection_id=connection_id, interaction_id=int(press.value)
+        )
+    return outcome
+
+
+async def retry_kept_press(kept_id: int, attempt: int) -> Outcome:
+    """Try ``attempt`` of a kept press: decided, refused, or put off (RETRY) until the next try."""
+    kept = await in_database_thread(kept_presses.claim)(kept_id, attempt)
+    if kept is None:
+        return Outcome.STALE
+    outcome = await decide_press(
+        SubmitPress(**kept.press),
+        connection_id=kept.connection_id,
+        bot_token=kept.bot_token,
+        last_attempt=kept.last,
+        kept_id=kept.id,
+    )
+    if outcome is Outcome.RETRY:
+        await in_database_thread(kept_presses.put_off)(kept.id, attempt)
+    else:
+        await in_database_thread(kept_presses.forget)(kept.id)
     return outcome
 
 
 async def decide_press(
-    press: SubmitPress, *, connection_id: int, bot_token: str, last_attempt: bool = False
+    press: SubmitPress,
+    *,
+    connection_id: int,
+    bot_token: str,
+    last_attempt: bool = False,
+    kept_id: int | None = None,
 ) -> Outcome:
     interaction_id = int(press.value) if press.value.isascii() and press.value.isdigit() else 0
     slack = async_web_client(
@@ -77,6 +103,7 @@ async def decide_press(
             user_id=press.user_id,
             action_id=press.action_id,
             values=press.values,
+            kept_press_id=kept_id,
         )
         if isinstance(result, approvals.Taken):
             return Outcome.DECIDED

@@ -33,7 +33,7 @@ from sessions.turns import message_id_for
 
 from .audit import decision_shape
 from .decisions import NotADecision, Undecided, read_decision
-from .models import Interaction
+from .models import Interaction, KeptPress
 from .queue import CLOSE_PROMPT
 
 logger = logging.getLogger(__name__)
@@ -163,10 +163,12 @@ def take_decision(
     user_id: str,
     action_id: str,
     values: dict[str, Any],
+    kept_press_id: int | None = None,
     now: datetime | None = None,
 ) -> Taken | Refused:
     """Takes an authorized press on an approval prompt: the first complete decision wins (a
-    conditional update); it is audited, then queued as the turn that sends it to the agent."""
+    conditional update); it is audited, then queued as the turn that sends it to the agent. A kept
+    press (kept_presses.py) is forgotten with the decision, so no later try of it is told it lost."""
     now = now or timezone.now()
     interaction = Interaction.objects.select_related("session__binding").filter(pk=interaction_id).first()
     if interaction is None or interaction.kind != Interaction.Kind.APPROVAL:
@@ -206,6 +208,8 @@ def take_decision(
             details=decision_shape([tool.name for tool in request.tools], verdicts),
         )
         turn = _queue_decision_turn(interaction, list(verdicts), user_id)
+        if kept_press_id is not None:
+            KeptPress.objects.filter(pk=kept_press_id).delete()
         enqueue_after_commit(CLOSE_PROMPT, interaction.pk)
     logger.info("interaction.decided", extra={"interaction_id": interaction.pk, "turn_id": turn.pk})
     metrics.interactions_decided(Interaction.Kind.APPROVAL.value)

@@ -61,3 +61,30 @@ class Interaction(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.pk} ({self.state})"
+
+
+class KeptPress(models.Model):
+    """A press on an approval prompt whose approver groups Slack could not read for now, kept until a
+    try decides it (interactions/kept_presses.py).
+
+    The retry message carries the row's id and the try it is for; the row says when that try should
+    have started, so beat's sweep sends it again when a worker died with it (a SIGKILL leaves the
+    broker's copy invisible for an hour). A message for a try already taken is stale and does nothing.
+    """
+
+    interaction = models.ForeignKey(Interaction, on_delete=models.CASCADE, related_name="kept_presses")
+    connection = models.ForeignKey("bindings.Connection", on_delete=models.CASCADE, related_name="+")
+    press = models.JSONField(
+        help_text="The press as the listener read it (kourier.slack.incoming.SubmitPress)."
+    )
+    attempt = models.PositiveIntegerField(
+        default=0, help_text="The try the next retry message is for; a message for another is stale."
+    )
+    due_at = models.DateTimeField(
+        db_index=True,
+        help_text="When the next try should have started or ended; past it, the sweep sends it again.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"kept press {self.pk} of interaction {self.interaction_id} (try {self.attempt})"

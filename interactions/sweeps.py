@@ -19,7 +19,7 @@ from sessions import notices
 from sessions.outbox import TurnOutbox
 from sessions.queue import DRIVE_SESSION
 
-from . import approvals, asking, services
+from . import approvals, asking, kept_presses, services
 from .models import Interaction
 
 logger = logging.getLogger(__name__)
@@ -50,6 +50,12 @@ def time_out_interactions() -> Swept:
         logger.info("interaction.timed_out", extra={"interaction_id": interaction.pk})
         closed += 1
     return Swept({"questions timed out": timed_out, "prompts closed": closed, **_approvals()})
+
+
+@sweep("retry-kept-presses")
+def retry_kept_presses() -> Swept:
+    """Sends again the tries of kept presses whose worker died holding them (kept_presses.py)."""
+    return Swept({"kept presses tried again": kept_presses.send_overdue()})
 
 
 def _approvals() -> dict[str, int]:

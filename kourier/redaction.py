@@ -7,13 +7,21 @@ given. Two kinds of rule apply:
 - by key: the value under a key that names a secret (``password``, ``token``, ``client_secret``,
   ``x-api-key``, ``Authorization``, ...; case and separators do not matter) is replaced whole, whatever
   it is (a string, a number, a nested object). None and booleans stay: they hold no secret.
-- by value: wherever a string holds something shaped like a credential, that part is replaced: Slack
+- by value: wherever a string holds something shaped like a credential, that part is replaced. First
+  the patterns kept here: Slack
   tokens (``xoxb-``, ``xoxp-``, ``xapp-``, ...) and webhook URLs, GitHub tokens (``ghp_``, ``gho_``,
   ``ghu_``, ``ghs_``, ``ghr_``, ``github_pat_``), AWS access key ids (``AKIA``/``ASIA``), OpenAI
   (``sk-``, ``sk-proj-``) and Anthropic (``sk-ant-``) keys, JWTs, PEM private key blocks, the password
   of a URL (``https://user:[redacted]@host``), ``Bearer``/``Basic`` credentials, and ``key=value`` or
   ``key: value`` pairs inside text whose key names a secret (``aws_secret_access_key=...``,
-  ``?access_token=...``).
+  ``?access_token=...``). Then detect-secrets' plugins (docs/redaction.md: they catch every key of the
+  redaction corpus, the patterns here half of them): Stripe, SendGrid, GitLab, PyPI, Twilio,
+  Mailchimp, Discord, Telegram, Azure storage, ... and random-looking base64 strings; the whole word
+  around what a plugin reports is replaced, so a key longer than its plugin's pattern goes whole.
+
+Only the plugins' own matching is used: no scanner, settings, filters by file or verification (a
+plugin's ``analyze_line`` consults detect-secrets' global settings and may verify a key over the
+network). The plugins are loaded once, at import; ``redact`` does no I/O.
 
 Redaction never shortens: an approval prompt shows the redacted arguments exactly. ``format_call``
 is the display form for step cards and lines, shortened with an ellipsis.
@@ -24,8 +32,15 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import Any, cast
+
+import detect_secrets.plugins
+from detect_secrets.core.plugins.util import get_plugins_from_module
+from detect_secrets.filters import heuristic
+from detect_secrets.plugins import high_entropy_strings, ip_public, keyword
+from detect_secrets.plugins.base import BasePlugin
+from detect_secrets.util.importlib import import_modules_from_package
 
 REDACTED = "[redacted]"
 ELLIPSIS = "…"
@@ -102,6 +117,73 @@ _KEY_VALUE = re.compile(
 )
 
 
+def _load_plugins() -> tuple[BasePlugin, ...]:
+    """Every plugin detect-secrets ships, each module read on its own (its registry would read the
+    global settings for custom plugins), less those that flag what is no credential."""
+    left_out = {
+        ip_public.IPPublicDetector,  # a public IP address is not a secret; a host must be shown
+        # 40 hex digits are a commit more often than a key; a person must see which commit a tool
+        # will check out. Hex keys of known formats have plugins of their own.
+        high_entropy_strings.HexHighEntropyString,
+    }
+    plugins: dict[type[BasePlugin], BasePlugin] = {}
+    for module in import_modules_from_package(detect_secrets.plugins, filter=lambda name: False):
+        # The registry's type variable reads as Never to mypy.
+        found = cast(list[type[BasePlugin]], list(get_plugins_from_module(module)))
+        for plugin_class in found:
+            if plugin_class not in left_out and plugin_class not in plugins:
+                plugins[plugin_class] = plugin_class()
+    return tuple(plugins.values())
+
+
+_PLUGINS = _load_plugins()
+# A word around a plugin's match: a pattern that stops short of a longer key leaves no part of it.
+_WORD_CHARS = r"[A-Za-z0-9_.\-]*"
+# The entropy plugins' words, quoted or not: a tool's argument is rarely quoted.
+_UNQUOTED_WORDS = {
+    plugin.secret_type: re.compile(f"[{re.escape(plugin.charset)}]+")
+    for plugin in _PLUGINS
+    if isinstance(plugin, high_entropy_strings.HighEntropyStringsPlugin)
+}
+
+
+def _plugin_findings(line: str) -> Iterator[str]:
+    """What detect-secrets' plugins report as a secret in one line, less what its heuristics call
+    an id, a template, a sequence or no word at all (its own filters, the ones that need no file)."""
+    for plugin in _PLUGINS:
+        if isinstance(plugin, high_entropy_strings.HighEntropyStringsPlugin):
+            found: Iterator[str] = (
+                word
+                for word in _UNQUOTED_WORDS[plugin.secret_type].findall(line)
+                if plugin.calculate_shannon_entropy(word) > plugin.entropy_limit
+            )
+        elif isinstance(plugin, keyword.KeywordDetector):
+            found = plugin.analyze_string(line, keyword.CONFIG_DENYLIST_REGEX_TO_GROUP)
+        else:
+            found = plugin.analyze_string(line)
+        for secret in found:
+            if not (
+                heuristic.is_sequential_string(secret)
+                or heuristic.is_potential_uuid(secret)
+                or heuristic.is_likely_id_string(secret, line, plugin)
+                or heuristic.is_templated_secret(secret)
+                or heuristic.is_not_alphanumeric_string(secret)
+                or secret in (REDACTED, REDACTED[1:-1])
+            ):
+                yield secret
+
+
+def _redact_plugin_findings(text: str) -> str:
+    for line in text.splitlines() or [text]:
+        for secret in sorted(set(_plugin_findings(line)), key=len, reverse=True):
+            text = _redact_words_around(text, secret)
+    return text
+
+
+def _redact_words_around(text: str, secret: str) -> str:
+    return re.sub(f"{_WORD_CHARS}{re.escape(secret)}{_WORD_CHARS}", REDACTED, text)
+
+
 def is_secret_key(key: object) -> bool:
     """True when a mapping key names a secret (``client_secret``, ``X-Api-Key``, ``accessToken``, ...)."""
     try:
@@ -122,7 +204,8 @@ def redact_text(text: str) -> str:
     for pattern, replacement in _PATTERNS:
         text = pattern.sub(replacement, text)
     text = _BASIC.sub(_redact_basic, text)
-    return _KEY_VALUE.sub(_redact_pair, text)
+    text = _KEY_VALUE.sub(_redact_pair, text)
+    return _redact_plugin_findings(text)
 
 
 def _redact_basic(match: re.Match[str]) -> str:

@@ -214,6 +214,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "interactions.tasks.time_out_interactions",
         "schedule": env("RECOVERY_INTERVAL_SECONDS"),
     },
+    "retry-kept-presses": {
+        "task": "interactions.tasks.retry_kept_presses",
+        "schedule": env("RECOVERY_INTERVAL_SECONDS"),
+    },
     "deliver-alerts": {
         "task": "alerts.tasks.deliver_alerts",
         "schedule": env("RECOVERY_INTERVAL_SECONDS"),

@@ -4,6 +4,7 @@ and every failure path of the approver check, the timeout and an unusable prompt
 Slack fake or the agent."""
 
 import json
+import signal
 from datetime import timedelta
 
 import pytest
@@ -11,10 +12,11 @@ import pytest
 from audit.models import AuditEvent
 from interactions.approval_prompts import APPROVE_ACTION, DECIDE_ACTION, DENY_ACTION, TIMED_OUT_LINE
 from interactions.approvals import REFUSALS, Refusal
-from interactions.models import Interaction
+from interactions.models import Interaction, KeptPress
 from kourier.a2a.dialects.kagent import DENIAL_REASON, TIMEOUT_DENIAL_REASON
 from sessions import notices
 from sessions.models import Turn
+from tests.e2e.test_threads import wait_for
 from tests.fakes.a2a_agent import HITL_EXTENSION, ReceivedMessage, kagent
 from tests.fakes.a2a_agent.kagent import PendingTool
 from tests.fakes.a2a_agent.steps import Step, text, tool_result
@@ -23,6 +25,9 @@ from tests.fakes.slack import defaults
 pytestmark = pytest.mark.slow
 
 WAIT = 20.0
+# A killed worker's try is sent again by the sweep once overdue: its backoff, LOST_AFTER, a sweep's
+# interval; or, had it been killed mid-try, TRY_TAKES_AT_MOST (60 s).
+RESTART_WAIT = 90.0
 SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"  # a GitHub token's shape
 ADD = PendingTool("call_add", "add_numbers", {"a": 2, "b": 3}, approval_id="adk-add")
 CHECK = PendingTool("call_check", "check_status", {"service": "db", "token": SECRET}, approval_id="adk-check")
@@ -339,3 +344,79 @@ def test_a_request_too_big_for_one_message_is_refused_the_thread_told_and_the_ta
     world.slack.wait_until(lambda: Interaction.objects.get().task_cancelled_at is not None, timeout=WAIT)
     assert not any(_has_controls(m.blocks) for m in bot_messages(world, ts))
     world.slack.wait_until(lambda: Turn.objects.get().outcome == Turn.Outcome.QUESTION_UNUSABLE, timeout=WAIT)
+
+
+class TestAKeptPressSurvivesARestart:
+    """A press whose approver groups Slack cannot read for now is kept; the worker that holds its next
+    try is stopped (SIGTERM, as Kubernetes stops a pod) or killed (SIGKILL), Slack recovers, and a new
+    worker decides it exactly once."""
+
+    # Slack fails the group read until the test clears it; the worker then holds the retry message of
+    # the third try, 4 s before it runs, unacknowledged.
+    TRIES_BEFORE_THE_RESTART = 3
+
+    def world(self, make_world, agent, **options):
+        world = approvals_world(make_world, agent, approver_groups=[OPERATORS], **options)
+        world.slack.add_usergroup(OPERATORS, "operators", [defaults.GRACE])
+        return world
+
+    def press_while_slack_fails_then_restart(self, world, sig):
+        thread_ts = world.mention("check the service")
+        prompt = wait_for_prompt(world, thread_ts)
+        world.slack.fail("usergroups.users.list", "http_503", times=None)
+        press(world, prompt.ts, APPROVE_ACTION)
+        wait_for(
+            lambda: self.tries_held(world) >= self.TRIES_BEFORE_THE_RESTART,
+            "the worker holding a later try of the kept press",
+        )
+        world.stack.kill("worker", sig)
+        world.slack.clear_faults()
+        world.stack.start_worker(name="worker2")
+        return thread_ts
+
+    @staticmethod
+    def tries_held(world) -> int:
+        """Retry messages the worker has taken in to run later (Celery logs each with its ETA)."""
+        held = 0
+        for line in (world.stack.logs / "worker.log").read_text(errors="replace").splitlines():
+            if not line.startswith("{"):
+                continue
+            data = json.loads(line).get("data") or {}
+            held += (
+                data.get("name") == "interactions.tasks.retry_approval_press" and data.get("eta") is not None
+            )
+        return held
+
+    def assert_decided_once(self, world, agent, thread_ts):
+        world.slack.wait_until(
+            lambda: any("Ran 2 of 2 tools." in m.text for m in bot_messages(world, thread_ts)), timeout=WAIT
+        )
+        assert len(agent.received) == 2
+        assert [a["approved"] for a in decisions_received(agent.received[1])["approvals"]] == [True, True]
+        assert AuditEvent.objects.get(action="interaction.decided").actor_id == defaults.GRACE
+        assert not KeptPress.objects.exists()
+        assert not world.slack.ephemerals(defaults.GRACE)
+
+    def test_a_worker_stopped_with_sigterm_gives_the_try_back_and_the_next_worker_decides_once(
+        self, make_world, kagent_agent
+    ):
+        world = self.world(make_world, kagent_agent)  # no beat: the broker gets the held try back at once
+        thread_ts = self.press_while_slack_fails_then_restart(world, signal.SIGTERM)
+        world.slack.wait_until(lambda: len(kagent_agent.received) == 2, timeout=WAIT)
+        self.assert_decided_once(world, kagent_agent, thread_ts)
+
+    def test_a_worker_killed_with_sigkill_leaves_the_try_to_the_sweep_and_the_next_worker_decides_once(
+        self, make_world, kagent_agent
+    ):
+        world = self.world(make_world, kagent_agent, beat=True, env={"RECOVERY_INTERVAL_SECONDS": "1"})
+        thread_ts = self.press_while_slack_fails_then_restart(world, signal.SIGKILL)
+        # The broker would give the killed worker's message back after its visibility timeout (an
+        # hour); the sweep sends the try again once it is overdue (its backoff and LOST_AFTER).
+        world.slack.wait_until(lambda: len(kagent_agent.received) == 2, timeout=RESTART_WAIT)
+        self.assert_decided_once(world, kagent_agent, thread_ts)
+        swept = (world.stack.logs / "beat.log").read_text().count("interactions.tasks.retry_kept_presses")
+        world.stack.wait_for_log(
+            "beat", "interactions.tasks.retry_kept_presses", count=swept + 3, timeout=WAIT
+        )
+        assert len(kagent_agent.received) == 2
+        assert AuditEvent.objects.filter(action="interaction.decided").count() == 1

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from kourier.redaction import REDACTED, format_call, is_secret_key, redact, redact_text, shorten
+from tests.support.secret_corpus import CORPUS, PLAIN_VALUES, leaked
 
 R = REDACTED
 
@@ -217,3 +220,33 @@ def test_format_call_redacts_before_it_shortens():
 )
 def test_shorten(text, limit, expected):
     assert shorten(text, limit) == expected
+
+
+class TestTheRedactionCorpus:
+    """Every key of tests/support/secret_corpus.py, wherever a tool's arguments hold it, goes; values
+    that hold no secret stay exactly as they were (docs/redaction.md has the comparison and cost)."""
+
+    @pytest.mark.parametrize("name", list(CORPUS))
+    def test_a_key_alone_is_redacted(self, name):
+        assert leaked(json.dumps(redact(CORPUS[name]))) == []
+
+    @pytest.mark.parametrize("name", list(CORPUS))
+    def test_a_key_in_running_text_is_redacted_and_the_text_kept(self, name):
+        shown = redact_text(f"echo 'using {CORPUS[name]}' >> notes.txt")
+        assert leaked(shown) == []
+        assert shown.startswith("echo 'using ")
+        assert shown.endswith("' >> notes.txt")
+
+    @pytest.mark.parametrize("name", list(CORPUS))
+    def test_a_key_deep_in_lists_and_objects_is_redacted(self, name):
+        args = {"layers": [{"settings": [{"v": CORPUS[name]}]}], "keep": "me"}
+        shown = redact(args)
+        assert leaked(json.dumps(shown)) == []
+        assert shown["keep"] == "me"
+
+    def test_every_key_at_once_in_one_argument_is_redacted(self):
+        assert leaked(json.dumps(redact({"values": list(CORPUS.values())}))) == []
+
+    @pytest.mark.parametrize("value", PLAIN_VALUES)
+    def test_a_value_that_holds_no_secret_is_left_as_it_is(self, value):
+        assert redact({"value": value}) == {"value": value}

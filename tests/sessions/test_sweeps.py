@@ -94,6 +94,7 @@ class TestTheSweepCommand:
             "post-owed-notices",
             "recover-sessions",
             "remove-stale-acknowledgments",
+            "retry-kept-presses",
             "time-out-interactions",
         ]
 
