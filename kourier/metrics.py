@@ -275,16 +275,20 @@ def multiprocess_dir() -> str | None:
     return os.environ.get(MULTIPROC_DIR_VARIABLE) or None
 
 
-def exposition(read_live_state: Callable[[], LiveState]) -> bytes:
+def exposition(read_live_state: Callable[[], LiveState] | None) -> bytes:
     """Every metric in Prometheus' text format: all processes' (from the multiprocess directory, or
-    this process's alone without one) and the live state read now."""
-    live = CollectorRegistry()
-    live.register(LiveStateCollector(read_live_state))
+    this process's alone without one), and the live state read now when ``read_live_state`` is given.
+    Only the web processes give it (kourier/metrics_endpoint.py says why)."""
     directory = multiprocess_dir()
     if directory is None:
-        return generate_latest(REGISTRY) + generate_latest(live)
-    processes = CollectorRegistry()
-    multiprocess.MultiProcessCollector(processes, path=directory)
+        processes = REGISTRY
+    else:
+        processes = CollectorRegistry()
+        multiprocess.MultiProcessCollector(processes, path=directory)
+    if read_live_state is None:
+        return generate_latest(processes)
+    live = CollectorRegistry()
+    live.register(LiveStateCollector(read_live_state))
     return generate_latest(processes) + generate_latest(live)
 
 
