@@ -108,7 +108,8 @@ def forget_other_processes(directory: str | Path, pid: int) -> list[Path]:
     """Deletes the files other processes left in this process's directory: an earlier container's
     in the same pod (an emptyDir outlives a restart), or earlier pool children's. This process's
     own are kept: prometheus_client opened them when the metrics were imported, before any hook
-    that runs here, and a file deleted under it would be written to unseen."""
+    that runs here, and a file deleted under it would be written to unseen. (A container restarted
+    with its predecessor's pid, 1 without an init, goes on from that one's counts: they only grow.)"""
     removed = []
     for path in Path(directory).glob("*.db"):
         found = _PID_OF_FILE.search(path.name)
