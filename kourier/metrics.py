@@ -6,10 +6,11 @@ values to files in that directory, and a scrape of ``/metrics``, answered by whi
 the kernel picks, adds them all up. ``manage.py serve`` makes the directory and hands it to its
 children; processes started another way need it in their environment before they start, since
 prometheus_client reads it once, when first imported. Without it each process counts on its own
-(fine for one process, as in unit tests).
+(fine for one process, as in unit tests). A process with no web process on its host (a pod of its
+own) serves its own directory on METRICS_PORT (kourier/metrics_endpoint.py).
 
 What the database knows (turns queued and running, interactions pending, notices owed) is counted
-when /metrics is scraped (``LiveStateCollector``), not kept in gauges: a gauge kept by the process
+when the web's /metrics is scraped (``LiveStateCollector``; never on METRICS_PORT), not kept in gauges: a gauge kept by the process
 that changed a row is wrong once that process dies between two updates, and the rows are what the
 sweeps act on. A few indexed COUNTs per scrape cost less than keeping them right.
 
@@ -275,16 +276,20 @@ def multiprocess_dir() -> str | None:
     return os.environ.get(MULTIPROC_DIR_VARIABLE) or None
 
 
-def exposition(read_live_state: Callable[[], LiveState]) -> bytes:
+def exposition(read_live_state: Callable[[], LiveState] | None) -> bytes:
     """Every metric in Prometheus' text format: all processes' (from the multiprocess directory, or
-    this process's alone without one) and the live state read now."""
-    live = CollectorRegistry()
-    live.register(LiveStateCollector(read_live_state))
+    this process's alone without one), and the live state read now when ``read_live_state`` is given.
+    Only the web processes give it (kourier/metrics_endpoint.py says why)."""
     directory = multiprocess_dir()
     if directory is None:
-        return generate_latest(REGISTRY) + generate_latest(live)
-    processes = CollectorRegistry()
-    multiprocess.MultiProcessCollector(processes, path=directory)
+        processes = REGISTRY
+    else:
+        processes = CollectorRegistry()
+        multiprocess.MultiProcessCollector(processes, path=directory)
+    if read_live_state is None:
+        return generate_latest(processes)
+    live = CollectorRegistry()
+    live.register(LiveStateCollector(read_live_state))
     return generate_latest(processes) + generate_latest(live)
 
 

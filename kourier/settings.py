@@ -103,6 +103,11 @@ WORKER_DATABASE_THREADS = env("WORKER_DATABASE_THREADS")
 WORKER_SHUTDOWN_SECONDS = env("WORKER_SHUTDOWN_SECONDS")
 # /metrics answers only requests that carry "Authorization: Bearer <METRICS_TOKEN>" when it is set.
 METRICS_TOKEN = env("METRICS_TOKEN", default="")
+# A worker, beat or Socket Mode process with no web process beside it (a pod of its own) serves its
+# own /metrics on this port (kourier/metrics_endpoint.py); unset, it serves none (`make serve`: the
+# web processes add up every process's metrics).
+_metrics_port = env("METRICS_PORT", default="")
+METRICS_PORT: int | None = int(_metrics_port) if _metrics_port else None
 # Where the processes of one host write their metrics for /metrics to add up (kourier/metrics.py);
 # prometheus_client reads the variable itself, at import. `manage.py serve` makes var/metrics.
 PROMETHEUS_MULTIPROC_DIR = env("PROMETHEUS_MULTIPROC_DIR", default="")

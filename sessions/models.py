@@ -181,5 +181,16 @@ class PostIntent(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     confirmed_at = models.DateTimeField(null=True, blank=True)
 
+    class Meta:
+        indexes = [
+            # The notices owed (sessions/outbox.py, read by every scrape of /metrics and by the sweep):
+            # the few notices never confirmed, among every post ever confirmed (docs/performance.md).
+            models.Index(
+                fields=["created_at"],
+                name="postintent_owed_notices",
+                condition=Q(kind=PostKind.NOTICE.value, state="intended"),
+            )
+        ]
+
     def __str__(self) -> str:
         return f"{self.kind} {self.key} ({self.state})"

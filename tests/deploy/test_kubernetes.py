@@ -1,5 +1,6 @@
 """deploy/kubernetes/: every object valid against Kubernetes' own schemas, and what the operations
-guide relies on: probes, graceful shutdown, one beat, references that resolve, the Ingress's paths."""
+guide relies on: probes, graceful shutdown, one beat, references that resolve, the Ingress's paths,
+every pod's /metrics found by Prometheus."""
 
 import re
 import shutil
@@ -34,8 +35,21 @@ WORKLOADS = [o for o in BASE + SOCKET_MODE if o["kind"] in ("Deployment", "Job")
 DEPLOYMENTS = [o for o in WORKLOADS if o["kind"] == "Deployment"]
 
 
+# Every Deployment runs Kourier's code; all but the web's run it with no web process to add them up.
+WITHOUT_A_WEB_PROCESS = [o for o in DEPLOYMENTS if o["metadata"]["name"] != "kourier-web"]
+
+
 def name_of(thing: KubernetesObject) -> str:
     return f"{thing['kind']}/{thing['metadata']['name']}"
+
+
+def env_of(workload: KubernetesObject) -> dict[str, str]:
+    return {variable["name"]: variable.get("value", "") for variable in container(workload).get("env", [])}
+
+
+def scrape_annotations(workload: KubernetesObject) -> dict[str, str]:
+    annotations = workload["spec"]["template"]["metadata"].get("annotations", {})
+    return {name: value for name, value in annotations.items() if name.startswith("prometheus.io/")}
 
 
 def test_every_object_file_is_listed_by_a_kustomization():
@@ -218,3 +232,51 @@ def test_the_example_overlay_renders_to_valid_objects(tmp_path):
     assert {container(o)["image"] for o in objects if o["kind"] in ("Deployment", "Job")} == {
         "registry.example.com/kourier:0.1.0"
     }
+
+
+@pytest.mark.parametrize("workload", DEPLOYMENTS, ids=name_of)
+def test_every_deployment_is_annotated_for_prometheus_on_the_one_port_it_declares(workload):
+    annotations = scrape_annotations(workload)
+    # kubernetes_sd's pod role makes a target of each declared port: with one, the README's relabelling
+    # to the annotated port makes one target a pod.
+    [port] = container(workload)["ports"]
+
+    assert annotations == {
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": str(port["containerPort"]),
+        "prometheus.io/path": "/metrics",
+    }
+
+
+@pytest.mark.parametrize("workload", WITHOUT_A_WEB_PROCESS, ids=name_of)
+def test_a_process_without_a_web_process_serves_its_own_metrics_from_a_mounted_empty_dir(workload):
+    env = env_of(workload)
+    [port] = container(workload)["ports"]
+    mounts = {mount["mountPath"]: mount["name"] for mount in container(workload)["volumeMounts"]}
+    volumes = {volume["name"]: volume for volume in pod_spec(workload)["volumes"]}
+
+    assert port["name"] == "metrics"
+    assert env["METRICS_PORT"] == str(port["containerPort"])
+    # The root filesystem is read-only: prometheus_client's files need a volume, the pod's own.
+    assert volumes[mounts[env["PROMETHEUS_MULTIPROC_DIR"]]]["emptyDir"] == {}
+
+
+def test_the_webs_metrics_are_on_its_http_port_from_its_one_process():
+    web = one(BASE, "Deployment", "kourier-web")
+    [port] = container(web)["ports"]
+
+    assert scrape_annotations(web)["prometheus.io/port"] == str(port["containerPort"])
+    assert port["name"] == "http"
+    assert any(re.search(pattern, "metrics") for pattern in settings.SECURE_REDIRECT_EXEMPT)
+    # One Daphne a pod: nothing to add up, and no port of its own beside the web's.
+    assert "PROMETHEUS_MULTIPROC_DIR" not in env_of(web)
+    assert "METRICS_PORT" not in env_of(web)
+
+
+def test_every_pod_reads_the_metrics_token_from_a_secret():
+    settings_secret = one(BASE, "Secret", "kourier-settings")
+
+    assert "METRICS_TOKEN" in settings_secret["stringData"]
+    for workload in DEPLOYMENTS:
+        sources = container(workload)["envFrom"]
+        assert {"secretRef": {"name": "kourier-settings"}} in sources

@@ -53,7 +53,12 @@ def make_world(slack_fake: SlackFake, start_stack: Callable[..., Stack]) -> Call
     """Writes the Connection and a Binding of channel C0001, starts the product and points Slack at it."""
 
     def make(
-        *, workers: int = 1, beat: bool = False, env: dict[str, str] | None = None, **binding_fields
+        *,
+        workers: int = 1,
+        beat: bool = False,
+        env: dict[str, str] | None = None,
+        workers_own_metrics: bool = False,
+        **binding_fields,
     ) -> World:
         connection = ConnectionFactory(
             name="acme", bot_token_env=BOT_TOKEN_ENV, signing_secret_env=SIGNING_SECRET_ENV
@@ -68,6 +73,7 @@ def make_world(slack_fake: SlackFake, start_stack: Callable[..., Stack]) -> Call
             },
             workers=workers,
             beat=beat,
+            workers_own_metrics=workers_own_metrics,
         )
         slack_fake.deliver_events_to(f"{stack.base_url}/slack/events", defaults.SIGNING_SECRET)
         return World(slack=slack_fake, connection=connection, binding=binding, stack=stack)

@@ -1,5 +1,6 @@
 """/metrics end to end: real turns in the real processes, then Prometheus' scrape of the web process
-adds up what every process counted (the worker's turns, its Slack and A2A calls)."""
+adds up what every process counted (the worker's turns, its Slack and A2A calls); a worker in a pod
+of its own serves its own, and the web's counts nothing twice."""
 
 import socket
 
@@ -15,9 +16,10 @@ pytestmark = pytest.mark.slow
 TOKEN = "e2e-metrics-token"
 
 
-def scrape(world) -> dict[str, list]:
+def scrape(world, url: str | None = None) -> dict[str, list]:
+    """The web's /metrics, or the one at ``url``."""
     response = httpx.get(
-        f"{world.stack.base_url}/metrics", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10
+        url or f"{world.stack.base_url}/metrics", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10
     )
     assert response.status_code == 200, response.text
     return {family.name: family.samples for family in text_string_to_metric_families(response.text)}
@@ -79,3 +81,33 @@ def test_a_scrape_after_real_turns_counts_each_outcome_and_slacks_429(make_world
     assert [(s.labels, s.value) for s in after[sessions]] == [
         ({"host": socket.gethostname(), "pid": worker_pid}, 0)
     ]
+
+
+def test_a_worker_with_a_directory_of_its_own_is_scraped_on_its_port_and_the_web_does_not_count_it_again(
+    make_world, a2a_agent
+):
+    a2a_agent.on_message(lambda received: [steps.text("All good.")])
+    world = make_world(agent_url=a2a_agent.url, env={"METRICS_TOKEN": TOKEN}, workers_own_metrics=True)
+    binding = world.binding.name
+    worker_url = world.stack.metrics_urls["worker"]
+    assert httpx.get(worker_url, timeout=10).status_code == 401
+    worker_before, web_before = scrape(world, worker_url), scrape(world)
+
+    world.mention("hello")
+    wait_for_turns_to_end(world, 1)
+    worker_after, web_after = scrape(world, worker_url), scrape(world)
+
+    started = "kourier_turns_started", "kourier_turns_started_total"
+    ended = "kourier_turns_ended", "kourier_turns_ended_total"
+    completed = {"binding": binding, "outcome": "completed", "failed": "false"}
+    assert (
+        value(worker_after, *started, binding=binding) - value(worker_before, *started, binding=binding) == 1
+    )
+    assert value(worker_after, *ended, **completed) - value(worker_before, *ended, **completed) == 1
+    # The web's directory holds no file of the worker's: the turn is counted once, on the worker's port.
+    assert value(web_after, *started, binding=binding) == value(web_before, *started, binding=binding) == 0
+    assert value(web_after, *ended, **completed) == 0
+    # The database's counts come from the web's /metrics alone.
+    assert value(web_after, "kourier_live_state_readable", "kourier_live_state_readable") == 1
+    assert "kourier_notices_owed" not in worker_after
+    assert "kourier_turns_queued" not in worker_after

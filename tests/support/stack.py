@@ -41,10 +41,14 @@ class Stack:
     logs: Path
     base_url: str = ""
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
+    # A process's own /metrics (METRICS_PORT), by process name.
+    metrics_urls: dict[str, str] = field(default_factory=dict)
 
-    def start(self, name: str, command: list[str]) -> subprocess.Popen:
+    def start(self, name: str, command: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
         log = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115  (closed with the process)
-        process = subprocess.Popen(command, env=self.env, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            command, env={**self.env, **(env or {})}, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT
+        )
         self.processes[name] = process
         return process
 
@@ -67,12 +71,24 @@ class Stack:
             time.sleep(0.1)  # polling for the server to listen, not timing a race
         raise RuntimeError(f"web did not start:\n{self.log_tail('web')}")
 
-    def start_worker(self, name: str = "worker", concurrency: int = 4) -> subprocess.Popen:
+    def start_worker(
+        self, name: str = "worker", concurrency: int = 4, own_metrics: bool = False
+    ) -> subprocess.Popen:
+        """Starts a worker; with ``own_metrics``, as in a pod of its own: its own metrics directory,
+        apart from the web's, and its own /metrics on a port (``metrics_urls[name]``)."""
+        env = {}
+        if own_metrics:
+            directory = self.logs / f"metrics-{name}-{uuid.uuid4().hex[:8]}"
+            directory.mkdir()
+            port = free_port()
+            env = {"PROMETHEUS_MULTIPROC_DIR": str(directory), "METRICS_PORT": str(port)}
+            self.metrics_urls[name] = f"http://127.0.0.1:{port}/metrics"
         return self.start(
             name,
             [sys.executable, "-m", "celery", "-A", "kourier", "worker", "--pool", "threads",
              "--concurrency", str(concurrency), "-Q", self.env["CELERY_QUEUE"], "-n", f"{name}-{uuid.uuid4().hex[:6]}@%h",
              "--without-gossip", "--without-mingle", "--loglevel", "INFO"],
+            env,
         )  # fmt: skip
 
     def wait_until_ready(self, name: str) -> None:
@@ -134,7 +150,12 @@ def start_stack(
     stacks: list[Stack] = []
 
     def start(
-        *, env: dict[str, str] | None = None, web: bool = True, workers: int = 1, beat: bool = False
+        *,
+        env: dict[str, str] | None = None,
+        web: bool = True,
+        workers: int = 1,
+        beat: bool = False,
+        workers_own_metrics: bool = False,
     ) -> Stack:
         unique = uuid.uuid4().hex[:8]
         # The processes add their metrics up there, as `manage.py serve`'s children do.
@@ -162,7 +183,7 @@ def start_stack(
             stack.start_web()
         names = ["worker" if index == 0 else f"worker{index + 1}" for index in range(workers)]
         for name in names:
-            stack.start_worker(name=name)
+            stack.start_worker(name=name, own_metrics=workers_own_metrics)
         for name in names:
             stack.wait_until_ready(name)
         if beat:

@@ -74,6 +74,9 @@ class Command(BaseCommand):
         self, host: str, port: int, concurrency: int, web_processes: int, metrics_dir: Path
     ) -> list[subprocess.Popen]:
         env = {**os.environ, "REDIS_URL": settings.REDIS_URL, MULTIPROC_DIR_VARIABLE: str(metrics_dir)}
+        # The web processes' /metrics adds up the one directory: no worker or beat serves its own (and
+        # two could not listen on one port).
+        env.pop("METRICS_PORT", None)
         python = sys.executable
         with listen(host, port) as listener:  # the Daphnes hold it once started
             children = [

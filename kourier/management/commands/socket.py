@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
 from bindings.models import Connection
+from kourier.metrics_endpoint import serve_process_metrics
 from kourier.queue import import_task_modules
 from kourier.slack.listeners import bolt_app_for
 
@@ -36,6 +37,7 @@ class Command(BaseCommand):
             handlers.append(AsyncSocketModeHandler(bolt_app_for(connection), app_token))
             self.stdout.write(f'Socket Mode: connecting Connection "{connection.name}"')
         import_task_modules()  # as the web process: its first event is not held up by the import
+        serve_process_metrics("socket")  # when METRICS_PORT is set: no web process adds it up
         asyncio.run(self._run(handlers))
 
     async def _run(self, handlers: list[AsyncSocketModeHandler]) -> None:
