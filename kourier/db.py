@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ParamSpec, TypeVar
 
+from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, connections, router
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Model
@@ -80,11 +81,11 @@ def in_database_thread(fn: Callable[P, R], *, thread_sensitive: bool = False) ->
     """``fn`` for async callers, on another thread (one transaction per call), made again on a new
     connection when the thread's one was dead (``on_a_live_connection``).
 
-    ``thread_sensitive``: on the process's one database thread, in the order of the calls (ingress's
-    work); else on a thread of the running loop's executor. A plain ``run_in_executor``: asgiref's
-    ``sync_to_async`` did the same for twice the CPU (docs/performance.md, section "Point 10").
+    ``thread_sensitive``: on the process's ingress threads (``ingress_threads``); else on a thread of
+    the running loop's executor. A plain ``run_in_executor``: asgiref's ``sync_to_async`` did the same
+    for twice the CPU (docs/performance.md, section "Point 10").
     """
-    executor = _one_database_thread() if thread_sensitive else None
+    executor = ingress_threads() if thread_sensitive else None
 
     @functools.wraps(fn)
     async def call(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -98,8 +99,17 @@ def in_database_thread(fn: Callable[P, R], *, thread_sensitive: bool = False) ->
 
 
 @functools.cache
-def _one_database_thread() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="database")
+def ingress_threads() -> ThreadPoolExecutor:
+    """The threads a web process does ingress's database work on: ``INGRESS_DATABASE_THREADS`` on
+    PostgreSQL, where one event's round trip overlaps the next one's work; one on SQLite, which
+    takes one writer at a time (a second thread would only wait in its busy handler).
+
+    Calls on different threads may commit in another order than they came. Nothing depends on it:
+    a thread's turns are ordered by their Slack ts, and two deliveries of one message are settled by
+    the unique constraints. Several web processes never had an order between them either.
+    """
+    threads = settings.INGRESS_DATABASE_THREADS if connection.vendor == "postgresql" else 1
+    return ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="database")
 
 
 def on_a_live_connection(fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:

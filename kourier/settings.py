@@ -24,6 +24,7 @@ env = environ.Env(
     RECOVERY_INTERVAL_SECONDS=(float, 30.0),
     WORKER_MAX_SESSIONS=(int, 1000),
     WORKER_DATABASE_THREADS=(int, 8),
+    INGRESS_DATABASE_THREADS=(int, 2),
     WORKER_SHUTDOWN_SECONDS=(float, 10.0),
     EMBEDDED_REDIS_PORT=(int, 6399),
     SECURE_SSL_REDIRECT=(bool, False),
@@ -101,6 +102,10 @@ SESSION_LEASE_SECONDS = env("SESSION_LEASE_SECONDS")
 WORKER_MAX_SESSIONS = env("WORKER_MAX_SESSIONS")
 WORKER_DATABASE_THREADS = env("WORKER_DATABASE_THREADS")
 WORKER_SHUTDOWN_SECONDS = env("WORKER_SHUTDOWN_SECONDS")
+# Threads (each with its database connection) a web process routes Slack's events on, on PostgreSQL:
+# two overlap one event's round trip with the next one's work (docs/performance.md, "Point 10");
+# more contend for the GIL. SQLite takes one writer at a time, so it always has one.
+INGRESS_DATABASE_THREADS = env("INGRESS_DATABASE_THREADS")
 # /metrics answers only requests that carry "Authorization: Bearer <METRICS_TOKEN>" when it is set.
 METRICS_TOKEN = env("METRICS_TOKEN", default="")
 # A worker, beat or Socket Mode process with no web process beside it (a pod of its own) serves its

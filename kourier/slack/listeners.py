@@ -98,8 +98,8 @@ def _build_app(connection: Connection) -> AsyncApp:
         if isinstance(read, IgnoredEvent):
             logger.debug("slack.event_ignored", extra={"reason": read.reason, "connection_id": connection_id})
             return
-        # One thread per process does ingress's database work, in arrival order: threads of a pool
-        # would contend for the database's write lock (SQLite's busy wait sleeps) and for the GIL.
+        # On ingress's few threads (kourier.db.ingress_threads), not the loop's executor: a burst of
+        # events would open a database connection per executor thread and contend for the GIL.
         await in_database_thread(_route, thread_sensitive=True)(
             connection_id, read, team_id=context.team_id or "", bot_user_id=context.bot_user_id or ""
         )

@@ -1,11 +1,12 @@
 import asyncio
+import threading
 import time
 
 import pytest
 from django.db import DatabaseError, OperationalError, connection, transaction
 from django.utils import timezone
 
-from kourier.db import in_database_thread, insert_unless_taken
+from kourier.db import in_database_thread, ingress_threads, insert_unless_taken
 from sessions.models import Session, Turn
 from tests.factories import ConnectionFactory
 
@@ -156,3 +157,39 @@ class TestOnALiveConnection:
         with pytest.raises(DatabaseError):
             on_the_database_thread(fail_on_purpose)
         assert calls == ["called"]
+
+
+@pytest.fixture
+def ingress_threads_of(settings):
+    """``ingress_threads`` made again with ``INGRESS_DATABASE_THREADS`` set to what the test says."""
+
+    def made(count: int):
+        settings.INGRESS_DATABASE_THREADS = count
+        ingress_threads.cache_clear()
+        return ingress_threads()
+
+    yield made
+    ingress_threads.cache_clear()
+
+
+@pytest.mark.postgres
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite has one ingress thread")
+def test_on_postgresql_ingress_runs_as_many_calls_at_once_as_it_has_threads(ingress_threads_of):
+    executor = ingress_threads_of(3)
+    all_started = threading.Barrier(3, timeout=30)  # passes only when three calls run at once
+    calls = [executor.submit(all_started.wait) for _ in range(3)]
+    assert sorted(call.result() for call in calls) == [0, 1, 2]
+
+
+def test_on_sqlite_ingress_has_one_thread_whatever_the_setting(ingress_threads_of, monkeypatch):
+    monkeypatch.setattr(connection, "vendor", "sqlite")
+    executor = ingress_threads_of(3)
+    release = threading.Event()
+
+    def thread_name() -> str:
+        release.wait(timeout=30)  # every call is submitted while the first still holds its thread
+        return threading.current_thread().name
+
+    calls = [executor.submit(thread_name) for _ in range(6)]
+    release.set()
+    assert len({call.result() for call in calls}) == 1
