@@ -9,6 +9,8 @@ from django.http.response import HttpResponseBase
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 
+from kourier.admin_site import ReadOnlyAdmin
+
 from .export import stream_csv
 from .models import AuditEvent
 
@@ -17,7 +19,7 @@ NOT_FILTERS = {"p", "e"}
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
+class AuditEventAdmin(ReadOnlyAdmin):
     """Read-only: the audit log is append-only, so the admin browses it and nothing else.
 
     Filters by Binding, action, Slack user and date (``?at__gte=…&at__lt=…`` for any range); search
@@ -29,15 +31,6 @@ class AuditEventAdmin(admin.ModelAdmin):
     search_fields = ["subject", "actor_id", "binding_name"]
     date_hierarchy = "at"
     readonly_fields = ["at", "action", "binding_name", "actor_kind", "actor_id", "subject", "details"]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: AuditEvent | None = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: AuditEvent | None = None) -> bool:
-        return False
 
     def get_urls(self) -> list[URLPattern]:
         export = path(

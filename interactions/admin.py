@@ -1,11 +1,12 @@
 from django.contrib import admin
-from django.http import HttpRequest
+
+from kourier.admin_site import ReadOnlyAdmin
 
 from .models import Interaction
 
 
 @admin.register(Interaction)
-class InteractionAdmin(admin.ModelAdmin):
+class InteractionAdmin(ReadOnlyAdmin):
     """Read-only: the questions and approvals people were asked, the pending ones with their deadlines
     (filter on state ``open``). What they ask is not shown: the pause's arguments stay in the row."""
 
@@ -23,12 +24,3 @@ class InteractionAdmin(admin.ModelAdmin):
     search_fields = ["=id", "answered_by", "channel_id"]
     ordering = ["deadline"]
     exclude = ["pause"]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Interaction | None = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Interaction | None = None) -> bool:
-        return False

@@ -16,6 +16,19 @@ INDEX_SECTIONS: list[tuple[str, str, list[str]]] = [
 ]
 
 
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """For what the product alone writes (activity, the audit): the admin browses it and nothing else."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
 class KourierAdminSite(admin.AdminSite):
     site_header = "Agent Kourier"
     site_title = "Agent Kourier"

@@ -166,8 +166,11 @@ def turn_output_shown(binding: str, accepted_at: datetime) -> None:
     FIRST_OUTPUT_SECONDS.labels(binding).observe(_seconds_since(accepted_at))
 
 
+_HOST = socket.gethostname()
+
+
 def sessions_running(count: int) -> None:
-    SESSIONS_RUNNING.labels(socket.gethostname()).set(count)
+    SESSIONS_RUNNING.labels(_HOST).set(count)
 
 
 def slack_call(method: str, outcome: str) -> None:

@@ -9,27 +9,16 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from .models import Session, Turn
+from kourier.admin_site import ReadOnlyAdmin
+
+from .models import Session, Turn, held_by_a_runner
 
 TEXT_FIELDS = ["text", "answers", "stream_cards"]
 TURN_SUMMARY = ("kind", "state", "outcome", "task_id", "created_at", "started_at", "ended_at")
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Activity is written by the product alone: the admin browses it and nothing else."""
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 class SessionState(admin.SimpleListFilter):
@@ -47,7 +36,7 @@ class SessionState(admin.SimpleListFilter):
             case "open":
                 return queryset.filter(expires_at__gt=now)
             case "running":
-                return queryset.filter(Q(lease_expires_at__gt=now) & ~Q(lease_owner=""))
+                return queryset.filter(held_by_a_runner(now))
             case "expired":
                 return queryset.filter(expires_at__lte=now)
         return queryset
@@ -56,7 +45,7 @@ class SessionState(admin.SimpleListFilter):
 def session_state(session: Session) -> str:
     """Running while a runner holds its live lease; else open within its TTL, expired after."""
     now = timezone.now()
-    if session.lease_owner and session.lease_expires_at and session.lease_expires_at > now:
+    if session.is_held(now):
         return "running"
     return "open" if session.expires_at > now else "expired"
 

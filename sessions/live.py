@@ -9,7 +9,7 @@ from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from interactions.models import Interaction
-from sessions.models import Session, Turn
+from sessions.models import Session, Turn, held_by_a_runner
 
 PENDING_SHOWN = 50  # the soonest deadlines; the count says how many there are in all
 
@@ -36,7 +36,7 @@ def live_state(binding_id: int, *, now: datetime | None = None) -> LiveState:
     now = now or timezone.now()
     sessions = Session.objects.filter(binding_id=binding_id).aggregate(
         open=Count("pk", filter=Q(expires_at__gt=now)),
-        running=Count("pk", filter=Q(lease_expires_at__gt=now) & ~Q(lease_owner="")),
+        running=Count("pk", filter=held_by_a_runner(now)),
     )
     turns = Turn.objects.filter(session__binding_id=binding_id).aggregate(
         queued=Count("pk", filter=Q(state=Turn.State.QUEUED)),

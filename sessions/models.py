@@ -1,3 +1,5 @@
+from datetime import datetime
+
 from django.db import models
 from django.db.models import Q
 
@@ -38,6 +40,15 @@ class Session(models.Model):
 
     def __str__(self) -> str:
         return f"{self.channel_id}/{self.thread_ts}"
+
+    def is_held(self, now: datetime) -> bool:
+        """Whether a runner's live lease holds the session (``held_by_a_runner`` for a query)."""
+        return bool(self.lease_owner) and self.lease_expires_at is not None and self.lease_expires_at > now
+
+
+def held_by_a_runner(now: datetime) -> Q:
+    """The sessions a runner's live lease holds at ``now`` (sessions/turns.claim_lease takes it)."""
+    return Q(lease_expires_at__gt=now) & ~Q(lease_owner="")
 
 
 class Turn(models.Model):
