@@ -288,14 +288,6 @@ class _Budget:
             "slack.budget_unavailable", extra={"workspace": self.workspace, "error": type(exc).__name__}
         )
 
-    async def ablocked_until(self, method: str) -> float | None:
-        local = _local_blocks.get(self.key(method))
-        try:
-            return _later(await shared_cache.aget(self.key(method)), local)
-        except Exception as exc:
-            self._unavailable(exc)
-            return local
-
     async def ablock(self, method: str, until: float, retry_after: float) -> None:
         _local_blocks[self.key(method)] = max(until, _local_blocks.get(self.key(method), 0.0))
         try:
@@ -339,7 +331,7 @@ class _Pace:
     def __init__(self, workspace: str) -> None:
         self.workspace = workspace
 
-    async def await_turn(self, method: str, now: float) -> float:
+    def take_place(self, method: str, now: float) -> float:
         """Takes a place in the current window; 0, or the seconds until the next window to try again."""
         allowed = paced_calls_per_window(method)
         if allowed is None:
@@ -347,7 +339,7 @@ class _Pace:
         window = int(now // PACE_WINDOW_SECONDS)
         key = f"{PACE_KEY_PREFIX}:{self.workspace}:{method}:{window}"
         try:
-            taken = await shared_cache.acount(key, PACE_WINDOW_SECONDS * 2)
+            taken = shared_cache.count(key, PACE_WINDOW_SECONDS * 2)
         except Exception as exc:
             # Without Redis the calls go on unpaced: Slack's 429s and the blocks still hold them.
             logger.warning(
@@ -357,6 +349,23 @@ class _Pace:
         if taken <= allowed:
             return 0.0
         return (window + 1) * PACE_WINDOW_SECONDS - now
+
+
+@dataclass(frozen=True)
+class _Clearance:
+    """What stands before a call: a block until then, or the seconds to the next pacing window."""
+
+    blocked_until: float | None = None
+    pace_wait: float = 0.0
+
+
+def _clearance(budget: _Budget, pace: _Pace, method: str, now: float) -> _Clearance:
+    """A blocked call takes no place in its pacing window; a free one takes it. One executor hop for
+    both lookups: a call checks them every time, and each hop costs CPU (docs/performance.md, b)."""
+    until = budget.blocked_until(method)
+    if until is not None and until > now:
+        return _Clearance(blocked_until=until)
+    return _Clearance(pace_wait=pace.take_place(method, now))
 
 
 class _Attempts:
@@ -478,11 +487,7 @@ class KourierAsyncWebClient(AsyncWebClient):
             api_method, self.base_url + api_method, self.workspace, self.policy, self._clock()
         )
         while True:
-            while wait := attempts.wait_for_block(
-                await self._budget.ablocked_until(api_method), self._clock()
-            ) or attempts.wait_for_pace(
-                await self._pace.await_turn(api_method, self._clock()), self._clock()
-            ):
+            while wait := await self._wait_for_clearance(api_method, attempts):
                 await self._sleep(wait)
             try:
                 return await super().api_call(api_method, **kwargs)
@@ -523,6 +528,14 @@ class KourierAsyncWebClient(AsyncWebClient):
             if delay is None:
                 raise attempts.final_error(fault) from fault
             await self._sleep(delay)
+
+    async def _wait_for_clearance(self, api_method: str, attempts: _Attempts) -> float:
+        """Seconds to wait before the call may go: a block's end or the next pacing window; 0: go."""
+        now = self._clock()
+        clearance = await shared_cache.arun(lambda: _clearance(self._budget, self._pace, api_method, now))
+        return attempts.wait_for_block(clearance.blocked_until, self._clock()) or attempts.wait_for_pace(
+            clearance.pace_wait, self._clock()
+        )
 
     def _check_for(
         self, api_method: str, kwargs: Mapping[str, Any]
