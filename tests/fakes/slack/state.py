@@ -42,6 +42,7 @@ class EventTarget:
     signing_secret: str
     verification_token: str
     echo_own_messages: bool = True
+    socket_mode: bool = False  # over the app's Socket Mode connections instead of ``url``
 
 
 @dataclass
