@@ -340,16 +340,24 @@ class SlackFake:
             )
 
     def deliver_events_over_socket_mode(
-        self, *, team: str | None = None, echo_own_messages: bool = True
+        self, *, team: str | None = None, echo_own_messages: bool = True, wait_for_acks: bool = False
     ) -> None:
         """Send this workspace's events and interactivity over its app's Socket Mode connections (the app
-        opens them with apps.connections.open and its app token) instead of to a URL."""
+        opens them with apps.connections.open and its app token) instead of to a URL.
+
+        A person's message returns at once (the envelopes' record fills in as the acks come), or with
+        ``wait_for_acks`` once each of its envelopes is acked or timed out, as over HTTP."""
         with self._state.lock:
             workspace = self.workspace(team)
             if workspace.app.app_token is None:
                 raise FakeMisuse(f"the app of {workspace.team_id} has no app token")
             workspace.events = EventTarget(
-                "", "", "fake-verification-token", echo_own_messages, socket_mode=True
+                "",
+                "",
+                "fake-verification-token",
+                echo_own_messages,
+                socket_mode=True,
+                wait_for_acks=wait_for_acks,
             )
 
     # Socket Mode: the connections, their envelopes, and what Slack does to them.
@@ -813,9 +821,10 @@ class SlackFake:
         """Over HTTP: each request, answered. Over Socket Mode the events go out without waiting for
         their acks (their record comes in ``deliveries()`` and ``socket_envelopes()``): []."""
         if outgoing and self._over_socket(outgoing[0]):
-            for each in outgoing:
-                self._socket.send(each, self._app_of(each), wait=False)
-            return []
+            target = self.workspace(outgoing[0].team_id).events
+            wait = target is not None and target.wait_for_acks
+            sent = [self._socket.send(each, self._app_of(each), wait=wait) for each in outgoing]
+            return [self._socket_delivery(envelope) for envelope in sent] if wait else []
         if concurrent and len(outgoing) > 1:
             return self._deliverer.send_together(outgoing)
         return [self._deliverer.send(each) for each in outgoing]

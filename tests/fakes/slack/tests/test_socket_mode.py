@@ -292,3 +292,11 @@ def test_the_sdks_own_socket_mode_client_connects_and_acks(socket_fake):
     [request] = asyncio.run(run())
     assert request.type == "events_api"
     assert socket_fake.deliveries()[0].ok
+
+
+def test_with_wait_for_acks_a_message_returns_its_acked_deliveries(socket_fake, make_app):
+    socket_fake.deliver_events_over_socket_mode(wait_for_acks=True)
+    make_app().connect()
+    deliveries = socket_fake.user_says(ADA, CHANNEL_ID, f"{socket_fake.bot_mention} hi", deliver="both")
+    assert isinstance(deliveries, str)  # the ts, as ever; the acks are in by now:
+    assert [(d.kind, d.ok) for d in socket_fake.deliveries()] == [("app_mention", True), ("message", True)]
