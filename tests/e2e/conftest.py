@@ -56,9 +56,9 @@ class SocketWorld(World):
         assert_acked(self.slack, ts)
         return ts
 
-    def start_replica(self, name: str | None = None) -> str:
+    def start_replica(self, name: str | None = None, env: dict[str, str] | None = None) -> str:
         name = name or f"socket{len(self.replicas) + 1}"
-        self.stack.start_socket(name)
+        self.stack.start_socket(name, env=env)
         self.replicas.append(name)
         return name
 
