@@ -19,7 +19,7 @@ from tests.fakes.a2a_agent.gates import Gate
 from tests.fakes.a2a_agent.kagent import PendingTool
 from tests.fakes.slack import defaults
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(330, func_only=True)]
 
 BURST = 50
 

@@ -23,7 +23,7 @@ from tests.fakes.a2a_agent import HITL_EXTENSION, steps
 from tests.fakes.a2a_agent.kagent import PendingTool
 from tests.fakes.slack import defaults
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(330, func_only=True)]
 
 BURST = 50
 SENT_AGAIN = (0.0, 2.0, 5.0)

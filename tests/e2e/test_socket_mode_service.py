@@ -16,7 +16,7 @@ from tests.fakes.a2a_agent import steps
 from tests.fakes.slack import defaults
 from tests.support.private_redis import free_port
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(330, func_only=True)]
 
 EXIT_WAIT = 60.0  # a bound to fail on: a busy host takes seconds to start Django
 
