@@ -332,7 +332,10 @@ class SocketModeLink:
         self, ws: aiohttp.ClientWebSocketResponse, envelope: Envelope, received_at: float
     ) -> None:
         request = AsyncBoltRequest(mode="socket_mode", body=envelope.payload, headers=retry_headers(envelope))
-        response = await self._app.async_dispatch(request)
+        try:
+            response = await self._app.async_dispatch(request)
+        except Exception as exc:  # Bolt answers a listener's failure with a 500; this is anything else
+            response = BoltResponse(status=500, body=type(exc).__name__)
         if response.status == 404:  # no listener for this kind of payload: sending it again changes nothing
             logger.info(
                 "slack.envelope_ignored",

@@ -1,20 +1,25 @@
 """Reading Socket Mode frames, acks and the backoff: the pure parts of kourier/slack/socket_mode.py
 (the connection itself is proven against the Slack fake's websocket in tests/e2e/test_socket_mode*.py)."""
 
+import asyncio
 import json
 
 import pytest
+from slack_bolt.async_app import AsyncApp
 from slack_bolt.response import BoltResponse
+from slack_sdk.web.async_client import AsyncWebClient
 
 from kourier.slack.socket_mode import (
     Backoff,
     Control,
     Envelope,
     Skipped,
+    SocketModeLink,
     ack_message,
     read_frame,
     retry_headers,
 )
+from tests.fakes.slack import defaults
 
 EVENT = {"type": "event_callback", "team_id": "T1", "event": {"type": "app_mention", "text": "hi"}}
 
@@ -100,3 +105,64 @@ def test_the_backoff_grows_to_its_cap_with_jitter_below_each_step():
     for attempt, ceiling in enumerate([1.0, 2.0, 4.0, 8.0, 8.0]):
         delays = [backoff.delay(attempt) for _ in range(50)]
         assert all(ceiling / 2 <= delay <= ceiling for delay in delays)
+
+
+def run_link_until(fake, app, condition) -> None:
+    """Runs a SocketModeLink against the fake's websocket until ``condition`` holds, then stops it."""
+
+    async def run() -> None:
+        link = SocketModeLink("test", app, defaults.APP_TOKEN, AsyncWebClient(base_url=fake.url))
+        running = asyncio.create_task(link.run(grace=5))
+        await asyncio.to_thread(fake.wait_for_socket_connections, 1, 10)
+        await asyncio.to_thread(
+            fake.user_says, defaults.ADA, defaults.CHANNEL_ID, f"{fake.bot_mention} hi", deliver="app_mention"
+        )
+        await asyncio.to_thread(fake.wait_until, condition, 10)
+        link.stop()
+        await running
+
+    asyncio.run(run())
+
+
+def bolt_app(fake, listener) -> AsyncApp:
+    app = AsyncApp(
+        client=AsyncWebClient(base_url=fake.url, token=defaults.BOT_TOKEN),
+        signing_secret="not-used-over-socket-mode",
+        process_before_response=True,
+    )
+    app.event("app_mention")(listener)
+    return app
+
+
+def test_an_envelope_whose_listener_fails_is_not_acked_so_slack_sends_it_again(make_slack_fake):
+    fake = make_slack_fake(ack_timeout=0.5, socket_retry_delays=(0.0,))
+    fake.deliver_events_over_socket_mode()
+    heard = []
+
+    async def failing(event) -> None:
+        heard.append(event["ts"])
+        raise RuntimeError("the database is down")
+
+    def retried_and_timed_out() -> bool:
+        envelopes = fake.socket_envelopes()
+        return len(envelopes) == 2 and all(e.delivery is not None for e in envelopes)
+
+    run_link_until(fake, bolt_app(fake, failing), retried_and_timed_out)
+    envelopes = fake.socket_envelopes()
+    assert [e.retry_attempt for e in envelopes] == [0, 1]
+    assert [e.acked_at for e in envelopes] == [None, None]
+    assert len(heard) == 2
+
+
+def test_an_envelope_is_acked_once_its_listener_returned_and_a_retry_says_so(make_slack_fake):
+    fake = make_slack_fake()
+    fake.deliver_events_over_socket_mode()
+    headers = []
+
+    async def taking(event, request) -> None:
+        headers.append(request.headers.get("x-slack-retry-num"))
+
+    run_link_until(fake, bolt_app(fake, taking), lambda: bool(fake.deliveries()))
+    [envelope] = fake.socket_envelopes()
+    assert envelope.acked_in_time
+    assert headers == [None]
