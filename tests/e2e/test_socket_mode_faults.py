@@ -4,6 +4,9 @@ sharing one Connection's envelopes. Each mention makes one turn and one answer; 
 
 Slack sends an unacked event again nearly at once, after ~1 min and after ~5 min; the fake here
 does it at once, after 2 s and after 5 s, so that a test need not wait minutes for the later tries.
+Its rate limits are off: Slack's budgets (a post a second per channel, 20 reactions.remove a
+minute) would spread the answers to 50 mentions in one channel over minutes, and what is under test
+here is how the envelopes get through, not the budgets (tests/kourier/slack cover those).
 """
 
 import signal
@@ -18,7 +21,7 @@ from sessions.models import Turn
 from tests.e2e.test_approvals import pause_then_finish
 from tests.e2e.test_approvals import wait_for_prompt as wait_for_approval_prompt
 from tests.e2e.test_socket_mode import mentions_at, wait_until_answered
-from tests.e2e.test_threads import WAIT, replies, wait_for_turns_to_end
+from tests.e2e.test_threads import WAIT, replies, wait_for, wait_for_turns_to_end
 from tests.fakes.a2a_agent import HITL_EXTENSION, steps
 from tests.fakes.a2a_agent.kagent import PendingTool
 from tests.fakes.slack import defaults
@@ -31,7 +34,7 @@ SENT_AGAIN = (0.0, 2.0, 5.0)
 
 @pytest.fixture
 def slack_fake(make_slack_fake):
-    return make_slack_fake(socket_retry_delays=SENT_AGAIN)
+    return make_slack_fake(socket_retry_delays=SENT_AGAIN, rate_limits=False)
 
 
 @pytest.fixture
@@ -52,8 +55,12 @@ def burst_with(world, count: int, fault, *, after_acks: int = 10) -> list[str]:
 
 
 def each_answered_once(world, agent, sent: list[str]) -> None:
-    wait_until_answered(world, sent)
-    wait_for_turns_to_end(world, len(sent), timeout=120)
+    wait_until_answered(world, sent, timeout=240)
+    wait_for(
+        lambda: Turn.objects.filter(state=Turn.State.DONE).count() == len(sent),
+        "every turn done",
+        timeout=120,
+    )
     assert Turn.objects.count() == len(sent)
     assert len(agent.received) == len(sent)
     assert sorted(r.text.rsplit(": ", 1)[-1] for r in agent.received) == sorted(
