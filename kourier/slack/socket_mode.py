@@ -198,6 +198,7 @@ class SocketModeLink:
         self._heartbeat = heartbeat
         self._stopping = asyncio.Event()
         self._sockets: list[aiohttp.ClientWebSocketResponse] = []  # greeted and open, newest last
+        self._leaving: set[aiohttp.ClientWebSocketResponse] = set()  # told to disconnect
         self._readers: set[asyncio.Task[None]] = set()
         self._handling: set[asyncio.Task[None]] = set()
         self.opened = 0  # websockets opened so far (for tests and logs)
@@ -304,13 +305,16 @@ class SocketModeLink:
         finally:
             if ws in self._sockets:
                 self._sockets.remove(ws)
+            self._leaving.discard(ws)
             metrics.sockets_connected(self.name, len(self._sockets))
 
     def _take(self, ws: aiohttp.ClientWebSocketResponse, text: str, replace: asyncio.Future[str]) -> None:
         frame = read_frame(text)
         if isinstance(frame, Control):
-            if frame.type == "disconnect" and not replace.done():
-                replace.set_result(frame.reason or "disconnect")
+            if frame.type == "disconnect":
+                self._leaving.add(ws)
+                if not replace.done():
+                    replace.set_result(frame.reason or "disconnect")
             return
         if self._stopping.is_set():
             # Not acked: Slack sends it again, to a connection that is not going away.
@@ -357,8 +361,11 @@ class SocketModeLink:
     async def _ack(
         self, ws: aiohttp.ClientWebSocketResponse, ack: Mapping[str, Any], received_at: float
     ) -> None:
-        # On the websocket it came on, else on a newer one of the app (Slack takes an ack on any).
-        for socket in [ws, *reversed(self._sockets)]:
+        # On a websocket Slack is not about to close (Slack takes an ack on any of the app's: the
+        # SDKs ack on their newest), else on the one it came on: an ack sent while Slack closes a
+        # websocket is lost, and the envelope sent again.
+        staying = [socket for socket in reversed(self._sockets) if socket not in self._leaving]
+        for socket in [*staying, ws]:
             if socket.closed:
                 continue
             try:
