@@ -55,7 +55,7 @@ def wait_until_answered(world, thread_ts_list: list[str], timeout: float = 120.0
 
 
 def test_a_mention_over_the_socket_is_answered_in_its_thread(make_socket_world, agent):
-    world = make_socket_world(agent_url=agent.url)
+    world = make_socket_world(agent_url=agent.url, beat=True)  # the whole service, no web process
     ts = world.mention("hello")
     wait_for_reply_count(world, ts, 1)
     wait_for_turns_to_end(world, 1)
