@@ -104,6 +104,33 @@ SLACK_RATE_LIMITED = Counter(
     "429 answers from Slack, by method: every one, whether the call was then sent again or not.",
     ["method"],
 )
+SOCKETS_CONNECTED = Gauge(
+    "kourier_slack_sockets_connected",
+    "Socket Mode websockets a socket process holds open now (greeted by Slack's hello), by Connection, "
+    "host and pid. Summed over the replicas: how many of Slack's ten per app are in use.",
+    ["connection", "host"],
+    multiprocess_mode="liveall",
+)
+SOCKET_ENVELOPES = Counter(
+    "kourier_slack_socket_envelopes",
+    "Socket Mode envelopes by Connection, type (events_api, interactive, ...) and outcome: acked "
+    "(handled, then acked), unreadable (acked and dropped: not JSON, wrong shape), ignored (acked: a "
+    "type not used), failed (not acked: the listener failed, Slack sends it again), handed_back (came "
+    "while stopping: not acked, so Slack sends it to another connection).",
+    ["connection", "type", "outcome"],
+)
+SOCKET_LATE_ACKS = Counter(
+    "kourier_slack_socket_late_acks",
+    "Socket Mode acks sent more than three seconds after their envelope came: Slack will have sent it again.",
+    ["connection"],
+)
+SOCKET_RECONNECTS = Counter(
+    "kourier_slack_socket_reconnects",
+    "New Socket Mode websockets opened after the first, by Connection and why: refresh_requested, "
+    "warning, too_many_websockets, link_disabled (Slack's disconnect), closed (Slack closed it or it "
+    "dropped).",
+    ["connection", "reason"],
+)
 A2A_REQUESTS = Counter(
     "kourier_a2a_requests",
     "Requests to agents by A2A method and outcome: ok, or the error's name (AgentTimeout, "
@@ -179,6 +206,22 @@ def slack_call(method: str, outcome: str) -> None:
 
 def slack_rate_limited(method: str) -> None:
     SLACK_RATE_LIMITED.labels(method).inc()
+
+
+def sockets_connected(connection: str, count: int) -> None:
+    SOCKETS_CONNECTED.labels(connection, _HOST).set(count)
+
+
+def socket_envelope(connection: str, envelope_type: str, outcome: str) -> None:
+    SOCKET_ENVELOPES.labels(connection, envelope_type, outcome).inc()
+
+
+def socket_late_ack(connection: str) -> None:
+    SOCKET_LATE_ACKS.labels(connection).inc()
+
+
+def socket_reconnect(connection: str, reason: str) -> None:
+    SOCKET_RECONNECTS.labels(connection, reason).inc()
 
 
 def a2a_request(method: str, outcome: str) -> None:

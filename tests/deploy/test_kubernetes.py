@@ -116,8 +116,29 @@ def test_beat_is_exactly_one_and_never_two_during_an_update():
 
 
 def test_socket_mode_is_its_own_optional_component():
-    assert [name_of(o) for o in SOCKET_MODE] == ["Deployment/kourier-socket"]
+    assert [name_of(o) for o in SOCKET_MODE] == [
+        "Deployment/kourier-socket",
+        "PodDisruptionBudget/kourier-socket",
+    ]
     assert not [o for o in BASE if o["metadata"]["name"] == "kourier-socket"]
+
+
+def test_socket_mode_runs_two_replicas_that_a_drain_or_an_update_never_takes_both_of():
+    socket = one(SOCKET_MODE, "Deployment", "kourier-socket")
+    budget = one(SOCKET_MODE, "PodDisruptionBudget", "kourier-socket")
+
+    assert socket["spec"]["replicas"] == 2
+    assert socket["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
+    assert budget["spec"]["minAvailable"] == 1
+    assert budget["spec"]["selector"]["matchLabels"] == socket["spec"]["selector"]["matchLabels"]
+
+
+def test_the_socket_process_finishes_what_it_holds_before_kubernetes_kills_it():
+    socket = one(SOCKET_MODE, "Deployment", "kourier-socket")
+    command = container(socket)["command"]
+    grace = float(command[command.index("--grace-seconds") + 1])
+
+    assert grace < socket["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
 
 
 @pytest.mark.parametrize("workload", WORKLOADS, ids=name_of)

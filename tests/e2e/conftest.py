@@ -2,7 +2,7 @@
 product's real processes, and the product's Slack clients pointed at the fake."""
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pytest
 from celery import current_app
@@ -16,6 +16,8 @@ from tests.fakes.slack.fake import SlackFake
 from tests.support.stack import Stack
 
 BOT_TOKEN_ENV = "KOURIER_E2E_BOT_TOKEN"
+APP_TOKEN_ENV = "KOURIER_E2E_APP_TOKEN"
+SOCKET_START_TIMEOUT = 60.0  # a busy 2-core host can take many seconds to start a process
 SIGNING_SECRET_ENV = "KOURIER_E2E_SIGNING_SECRET"
 
 
@@ -39,6 +41,37 @@ class World:
 
     def mention(self, text: str, *, user: str = defaults.ADA, thread_ts: str | None = None, **options) -> str:
         return self.says(f"{self.slack.bot_mention} {text}", user=user, thread_ts=thread_ts, **options)
+
+
+@dataclass
+class SocketWorld(World):
+    """The same world over Socket Mode: no web process; `manage.py socket` replicas hold the sockets."""
+
+    replicas: list[str] = field(default_factory=list)
+
+    def says(self, text: str, *, user: str = defaults.ADA, thread_ts: str | None = None, **options) -> str:
+        """A person posts; returns the ts once every envelope Slack sent about it was acked in time."""
+        ts = self.slack.user_says(user, self.channel, text, thread_ts, **options)
+        self.slack.wait_until(lambda: envelopes_done(self.slack, ts), timeout=10)
+        assert_acked(self.slack, ts)
+        return ts
+
+    def start_replica(self, name: str | None = None, env: dict[str, str] | None = None) -> str:
+        name = name or f"socket{len(self.replicas) + 1}"
+        self.stack.start_socket(name, env=env)
+        self.replicas.append(name)
+        return name
+
+
+def envelopes_done(slack: SlackFake, ts: str) -> bool:
+    """Every envelope about message ``ts`` was acked or timed out (and some were sent)."""
+    about = [e for e in slack.socket_envelopes() if _event_ts(e.payload) == ts]
+    return bool(about) and all(e.delivery is not None for e in about)
+
+
+def _event_ts(payload: object) -> str | None:
+    event = payload.get("event") if isinstance(payload, dict) else None
+    return event.get("ts") if isinstance(event, dict) else None
 
 
 def assert_acked(slack: SlackFake, ts: str) -> None:
@@ -77,6 +110,49 @@ def make_world(slack_fake: SlackFake, start_stack: Callable[..., Stack]) -> Call
         )
         slack_fake.deliver_events_to(f"{stack.base_url}/slack/events", defaults.SIGNING_SECRET)
         return World(slack=slack_fake, connection=connection, binding=binding, stack=stack)
+
+    return make
+
+
+@pytest.fixture
+def make_socket_world(slack_fake: SlackFake, start_stack: Callable[..., Stack]) -> Callable[..., SocketWorld]:
+    """A Connection with an app token and a Binding of C0001; the workers, and ``replicas``
+    `manage.py socket` processes connected to the Slack fake's Socket Mode."""
+
+    def make(
+        *,
+        replicas: int = 1,
+        workers: int = 1,
+        beat: bool = False,
+        web: bool = False,
+        env: dict[str, str] | None = None,
+        **binding_fields,
+    ) -> SocketWorld:
+        connection = ConnectionFactory(
+            name="acme",
+            bot_token_env=BOT_TOKEN_ENV,
+            signing_secret_env=SIGNING_SECRET_ENV,
+            app_token_env=APP_TOKEN_ENV,
+        )
+        binding = BindingFactory(connection=connection, channels=[defaults.CHANNEL_ID], **binding_fields)
+        slack_fake.deliver_events_over_socket_mode()
+        stack = start_stack(
+            env={
+                "SLACK_API_URL": slack_fake.url,
+                BOT_TOKEN_ENV: defaults.BOT_TOKEN,
+                SIGNING_SECRET_ENV: defaults.SIGNING_SECRET,
+                APP_TOKEN_ENV: defaults.APP_TOKEN,
+                **(env or {}),
+            },
+            web=web,
+            workers=workers,
+            beat=beat,
+        )
+        world = SocketWorld(slack=slack_fake, connection=connection, binding=binding, stack=stack)
+        for _ in range(replicas):
+            world.start_replica()
+        slack_fake.wait_for_socket_connections(replicas, timeout=SOCKET_START_TIMEOUT)
+        return world
 
     return make
 

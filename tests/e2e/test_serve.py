@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.fakes.slack import defaults
 from tests.support.private_redis import free_port
 from tests.support.stack import REPO_ROOT
 
@@ -93,3 +94,49 @@ def test_serve_runs_web_worker_beat_and_a_private_redis_and_stops_them_all(tmp_p
     assert "createsuperuser" in output
     assert not port_is_open(redis_port)
     assert not port_is_open(web_port)
+
+
+SOCKET_MODE_MANIFEST = """\
+apiVersion: kourier/v1
+kind: Connection
+metadata: {name: acme}
+spec:
+  botToken: {fromEnv: KOURIER_SERVE_BOT_TOKEN}
+  signingSecret: {fromEnv: KOURIER_SERVE_SIGNING_SECRET}
+  appToken: {fromEnv: KOURIER_SERVE_APP_TOKEN}
+"""
+
+
+def test_serve_starts_the_socket_process_when_a_connection_has_an_app_token(tmp_path, slack_fake):
+    slack_fake.deliver_events_over_socket_mode()
+    web_port = free_port()
+    env = {key: value for key, value in os.environ.items() if key not in {"REDIS_URL", "DATABASE_URL"}}
+    env |= {
+        "KOURIER_VAR_DIR": str(tmp_path),
+        "EMBEDDED_REDIS_PORT": str(free_port()),
+        "SECRET_KEY": "serve-test-secret-key",
+        "CELERY_QUEUE": f"serve-test-{web_port}",
+        "SLACK_API_URL": slack_fake.url,
+        "KOURIER_SERVE_BOT_TOKEN": defaults.BOT_TOKEN,
+        "KOURIER_SERVE_SIGNING_SECRET": defaults.SIGNING_SECRET,
+        "KOURIER_SERVE_APP_TOKEN": defaults.APP_TOKEN,
+    }
+    manifest = tmp_path / "acme.yaml"
+    manifest.write_text(SOCKET_MODE_MANIFEST)
+    for command in (["migrate", "--verbosity", "0"], ["apply", "-f", str(manifest)]):
+        subprocess.run([sys.executable, "manage.py", *command], cwd=REPO_ROOT, env=env, check=True)
+    log = open(tmp_path / "serve.log", "wb")  # noqa: SIM115  (closed below)
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "serve", "--port", str(web_port), "--web-processes", "1"],
+        cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        wait_for_ready(f"http://127.0.0.1:{web_port}/readyz", process)
+        slack_fake.wait_for_socket_connections(1, timeout=60)
+        assert len([command for command in children_of(process.pid) if "manage.py socket" in command]) == 1
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=60)
+        log.close()
+    slack_fake.wait_until(lambda: slack_fake.socket_connections() == [], timeout=30)
+    assert "starting manage.py socket" in (tmp_path / "serve.log").read_text()

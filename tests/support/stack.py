@@ -103,6 +103,12 @@ class Stack:
             time.sleep(0.1)  # polling for the worker to start, not timing a race
         raise RuntimeError(f"{name} did not start within {START_TIMEOUT_SECONDS} s:\n{self.log_tail(name)}")
 
+    def start_socket(
+        self, name: str = "socket", args: list[str] | None = None, env: dict[str, str] | None = None
+    ) -> subprocess.Popen:
+        """Starts `manage.py socket` (Socket Mode for every Connection with an app token)."""
+        return self.start(name, [sys.executable, "manage.py", "socket", *(args or [])], env)
+
     def start_beat(self) -> subprocess.Popen:
         return self.start(
             "beat",

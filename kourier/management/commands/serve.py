@@ -1,4 +1,5 @@
-"""Runs the whole service on one machine: Daphne (one process per core), a Celery worker and Celery beat.
+"""Runs the whole service on one machine: Daphne (one process per core), a Celery worker and Celery beat,
+and `manage.py socket` when a Connection has an app token (Socket Mode).
 
 With no REDIS_URL it first starts the private Redis-compatible server of the embedded default.
 Each process is a child; a signal to this command stops them all, gracefully. The children write
@@ -17,6 +18,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
+from bindings.models import Connection
 from kourier.embedded_redis import start_private_redis
 from kourier.metrics import MULTIPROC_DIR_VARIABLE, mark_process_dead
 from kourier.web_processes import daphne_commands, default_web_processes, listen
@@ -32,6 +34,11 @@ def fresh_metrics_dir(directory: str | Path) -> Path:
     for stale in path.glob("*.db"):
         stale.unlink()
     return path
+
+
+def uses_socket_mode() -> bool:
+    """Whether a Connection has an app token: then `make serve` holds its websockets too."""
+    return Connection.objects.exclude(app_token_env="").exists()
 
 
 class Command(BaseCommand):
@@ -89,6 +96,9 @@ class Command(BaseCommand):
             [python, "-m", "celery", "-A", "kourier", "beat", "--loglevel", settings.LOG_LEVEL,
              "--schedule", str(settings.VAR_DIR / "celerybeat-schedule")],
         ]  # fmt: skip
+        if uses_socket_mode():
+            commands.append([python, "manage.py", "socket"])
+            self.stdout.write("Socket Mode: a Connection has an appToken; starting manage.py socket.")
         return children + [subprocess.Popen(command, env=env) for command in commands]
 
     def _announce(self, host: str, port: int) -> None:

@@ -49,6 +49,7 @@ class Delivery:
     event_id: str | None = None
     retry_num: int = 0
     team_id: str | None = None
+    envelope_id: str | None = None  # over Socket Mode: its envelope (status 200 stands for an ack in time)
 
     @property
     def ok(self) -> bool:

@@ -25,6 +25,7 @@ from .pipeline import RecordedCall, WebApi
 from .rate_limits import RateLimiter
 from .server import FakeHttpServer
 from .shapes import message_json, rich_text_blocks
+from .socket_mode import DEFAULT_RETRY_DELAYS, SocketConnection, SocketEnvelope, SocketModeServer
 from .state import (
     DEFAULT_STREAM_LIFETIME,
     AppInstall,
@@ -51,11 +52,14 @@ class SlackFake:
         rate_limit_multiplier: float = 1.0,
         stream_lifetime: float = DEFAULT_STREAM_LIFETIME,
         ack_timeout: float = ACK_TIMEOUT,
+        socket_retry_delays: tuple[float, ...] = DEFAULT_RETRY_DELAYS,
     ) -> None:
         """``rate_limits=False`` admits every call; ``rate_limit_multiplier`` scales every budget.
 
         ``stream_lifetime`` is the default for workspaces added later (Slack: about five minutes).
-        ``ack_timeout`` is how long deliveries wait for the app's 2xx (Slack: three seconds).
+        ``ack_timeout`` is how long deliveries wait for the app's 2xx or its Socket Mode ack (Slack:
+        three seconds). ``socket_retry_delays``: when Slack sends an unacked Socket Mode event again
+        (Slack: nearly at once, ~1 min, ~5 min).
         """
         self.clock = clock or SystemClock()
         self.rate_limits = RateLimiter(self.clock, enabled=rate_limits, multiplier=rate_limit_multiplier)
@@ -66,6 +70,15 @@ class SlackFake:
         self._deliverer = Deliverer(self._record_delivery, ack_timeout)
         self._api = WebApi(self._state, self.rate_limits, self._faults, self._echo_to_app)
         self._server = FakeHttpServer(self._api.handle)
+        self._socket = SocketModeServer(
+            self._notify_changed,
+            self._record_delivery,
+            ack_timeout=ack_timeout,
+            retry_delays=socket_retry_delays,
+        )
+        self._api.open_socket = lambda workspace: self._socket.issue_url(
+            workspace.team_id, workspace.app.app_id
+        )
         self._requests = AppRequests(self._state, lambda: f"http://127.0.0.1:{self._server.port}/")
         self._primary_team: str | None = None
         self._running = False
@@ -78,6 +91,7 @@ class SlackFake:
             raise RuntimeError("a stopped SlackFake cannot be started again; make a new one")
         if not self._running:
             self._server.start()
+            self._socket.start()
             self._running = True
         return self
 
@@ -85,6 +99,7 @@ class SlackFake:
         """Stop serving (held requests are let go) and finish background deliveries. Safe to call twice."""
         if self._running:
             self._server.stop()
+            self._socket.stop()
             self._running = False
         if not self._stopped:
             self._deliverer.close()
@@ -323,6 +338,81 @@ class SlackFake:
             self.workspace(team).events = EventTarget(
                 url, signing_secret, verification_token, echo_own_messages
             )
+
+    def deliver_events_over_socket_mode(
+        self, *, team: str | None = None, echo_own_messages: bool = True, wait_for_acks: bool = False
+    ) -> None:
+        """Send this workspace's events and interactivity over its app's Socket Mode connections (the app
+        opens them with apps.connections.open and its app token) instead of to a URL.
+
+        A person's message returns at once (the envelopes' record fills in as the acks come), or with
+        ``wait_for_acks`` once each of its envelopes is acked or timed out, as over HTTP."""
+        with self._state.lock:
+            workspace = self.workspace(team)
+            if workspace.app.app_token is None:
+                raise FakeMisuse(f"the app of {workspace.team_id} has no app token")
+            workspace.events = EventTarget(
+                "",
+                "",
+                "fake-verification-token",
+                echo_own_messages,
+                socket_mode=True,
+                wait_for_acks=wait_for_acks,
+            )
+
+    # Socket Mode: the connections, their envelopes, and what Slack does to them.
+
+    def socket_connections(self, *, open_only: bool = True) -> list[SocketConnection]:
+        return self._socket.connections(open_only=open_only)
+
+    def socket_envelopes(self, kind: str | None = None) -> list[SocketEnvelope]:
+        """Every envelope sent, retries included, in the order sent; ``kind`` as Delivery.kind."""
+        found = sorted(self._socket.envelopes(), key=lambda envelope: envelope.sent_at)
+        return [e for e in found if kind is None or e.kind == kind]
+
+    @property
+    def socket_refused_frames(self) -> list[str]:
+        """Frames the app sent that ack no envelope of its app (unknown id, not JSON, ...)."""
+        return list(self._socket.refused_frames)
+
+    def wait_for_socket_connections(self, count: int, timeout: float = 30.0) -> list[SocketConnection]:
+        """Waits until ``count`` connections are open (and greeted); returns them."""
+        self.wait_until(lambda: len(self._socket.connections()) >= count, timeout=timeout)
+        return self._socket.connections()
+
+    def socket_disconnect(
+        self, reason: str = "refresh_requested", *, connection: int | None = None, close_after: float = 1.0
+    ) -> list[int]:
+        """Sends ``disconnect`` (refresh_requested, warning, ...) on one connection or all, and closes them
+        ``close_after`` seconds later; returns the connections told."""
+        return self._socket.disconnect(reason, connection, close_after)
+
+    def socket_drop(self, *, connection: int | None = None) -> list[int]:
+        """Drops one connection or all without warning (no disconnect message, no close frame)."""
+        return self._socket.drop(connection)
+
+    def send_socket_frame(
+        self, frame: str, *, connection: int | None = None, team: str | None = None
+    ) -> None:
+        """Sends any text frame on a connection of the app (for its bad-input tests)."""
+        self._socket.send_raw(frame, self.workspace(team).app.app_id, connection)
+
+    def send_socket_envelope(
+        self, envelope_type: str, payload: Any, *, team: str | None = None, kind: str = "raw"
+    ) -> SocketEnvelope:
+        """An envelope of any type and payload, waited for like any other (for bad-input tests)."""
+        workspace = self.workspace(team)
+        return self._socket.send_envelope(
+            envelope_type, payload, kind, workspace.team_id, workspace.app.app_id
+        )
+
+    def revoke_token(self, token: str) -> None:
+        """The token is revoked: calls with it answer token_revoked; an app token's sockets close."""
+        with self._state.lock:
+            known = self._state.tokens.get(token)
+            self._api.revoked_tokens.add(token)
+        if known is not None and known[1] == "app":
+            self._socket.close_app(self.workspace(known[0]).app.app_id)
 
     # The primary (first) workspace's ids, for tests that use one workspace.
 
@@ -627,7 +717,7 @@ class SlackFake:
             person = self._user(user)
             source = interactivity.find_source(self._state, person, channel, ts)
             outgoing = self._requests.block_actions(person, source, actions, state_values or {})
-        return self._deliverer.send(outgoing)
+        return self._transmit(outgoing)
 
     def send_url_verification(self, *, team: str | None = None, challenge: str | None = None) -> Delivery:
         outgoing = self._requests.url_verification(
@@ -656,6 +746,12 @@ class SlackFake:
 
     def redeliver(self, delivery: Delivery, *, retry_num: int = 1, reason: str = "http_timeout") -> Delivery:
         """Send a delivery again as Slack's retry: same body and event_id, fresh signature, retry headers."""
+        if delivery.envelope_id is not None:
+            return self._socket_delivery(
+                self._socket.resend(
+                    self._envelope(delivery.envelope_id), retry_attempt=retry_num, reason=reason
+                )
+            )
         return self._deliverer.send(self._requests.retry(delivery, retry_num, reason))
 
     def deliveries(self, kind: str | None = None, *, ts: str | None = None) -> list[Delivery]:
@@ -722,6 +818,13 @@ class SlackFake:
         return target.root_ts
 
     def _send(self, outgoing: list[Outgoing], concurrent: bool = False) -> list[Delivery]:
+        """Over HTTP: each request, answered. Over Socket Mode the events go out without waiting for
+        their acks (their record comes in ``deliveries()`` and ``socket_envelopes()``): []."""
+        if outgoing and self._over_socket(outgoing[0]):
+            target = self.workspace(outgoing[0].team_id).events
+            wait = target is not None and target.wait_for_acks
+            sent = [self._socket.send(each, self._app_of(each), wait=wait) for each in outgoing]
+            return [self._socket_delivery(envelope) for envelope in sent] if wait else []
         if concurrent and len(outgoing) > 1:
             return self._deliverer.send_together(outgoing)
         return [self._deliverer.send(each) for each in outgoing]
@@ -749,7 +852,7 @@ class SlackFake:
                 all_choices[action_id] = choice
             values = interactivity.state_values(source.blocks, all_choices)
             outgoing = self._requests.block_actions(person, source, [action], values)
-        return self._deliverer.send(outgoing)
+        return self._transmit(outgoing)
 
     def _echo_to_app(self, workspace: Workspace, inner_events: list[dict[str, Any]]) -> None:
         """The app's own posts, edits and deletions come back to it as events, as Slack sends them."""
@@ -757,7 +860,41 @@ class SlackFake:
         if target is None or not target.echo_own_messages:
             return
         for event in inner_events:
-            self._deliverer.send_in_background(self._requests.event(workspace, event))
+            outgoing = self._requests.event(workspace, event)
+            if target.socket_mode:
+                self._socket.send(outgoing, workspace.app.app_id, wait=False)
+            else:
+                self._deliverer.send_in_background(outgoing)
+
+    def _transmit(self, outgoing: Outgoing) -> Delivery:
+        """One request to the app, answered or acked (or not, in time)."""
+        if self._over_socket(outgoing):
+            return self._socket_delivery(self._socket.send(outgoing, self._app_of(outgoing)))
+        return self._deliverer.send(outgoing)
+
+    def _over_socket(self, outgoing: Outgoing) -> bool:
+        if outgoing.team_id is None:
+            return False
+        target = self.workspace(outgoing.team_id).events
+        return target is not None and target.socket_mode
+
+    def _app_of(self, outgoing: Outgoing) -> str:
+        return self.workspace(outgoing.team_id).app.app_id
+
+    def _socket_delivery(self, envelope: SocketEnvelope) -> Delivery:
+        if envelope.delivery is None:
+            raise TimeoutError(f"envelope {envelope.envelope_id} was neither acked nor timed out")
+        return envelope.delivery
+
+    def _envelope(self, envelope_id: str) -> SocketEnvelope:
+        for envelope in self._socket.envelopes():
+            if envelope.envelope_id == envelope_id:
+                return envelope
+        raise FakeMisuse(f"no envelope {envelope_id}")
+
+    def _notify_changed(self) -> None:
+        with self._api.changed:
+            self._api.changed.notify_all()
 
     def _record_delivery(self, delivery: Delivery) -> None:
         with self._api.changed:

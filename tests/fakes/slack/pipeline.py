@@ -74,6 +74,9 @@ class WebApi:
         self.limiter = limiter
         self.faults = faults
         self._on_events = on_events
+        # apps.connections.open's answer: a websocket URL for the workspace's app (socket_mode.py).
+        self.open_socket: Callable[[Workspace], str] | None = None
+        self.revoked_tokens: set[str] = set()
         self._calls: list[RecordedCall] = []
         self.internal_errors: list[str] = []  # tracebacks of the fake's own failures
         # Notified on every recorded call, so tests can wait for the app to do something.
@@ -117,6 +120,8 @@ class WebApi:
         except SlackError as refusal:
             return self._refuse(method, {}, None, now, refusal)
         args = normalize_json_arguments(raw_args)
+        if method == "apps.connections.open":
+            return self._open_connection(request, args, now)
         if method not in METHODS:
             return self._refuse(method, args, None, now, SlackError("unknown_method", req_method=method))
         workspace_or_refusal = self._authenticate(request, body_token)
@@ -160,10 +165,39 @@ class WebApi:
             known = self.state.tokens.get(token)
             if known is None:
                 return SlackError("invalid_auth")
+            if token in self.revoked_tokens:
+                return SlackError("token_revoked")
             team_id, kind = known
             if kind != "bot":  # an app-level token only opens Socket Mode connections
                 return SlackError("not_allowed_token_type")
             return self.state.workspace(team_id)
+
+    def _open_connection(self, request: HttpRequest, args: dict[str, Any], now: float) -> HttpAnswer:
+        """apps.connections.open: an app-level token, in the Authorization header only (Slack's page:
+        passing it as a POST parameter is an error), answers a one-time websocket URL."""
+        authorization = request.headers.get("authorization", "")
+        token = authorization[len("Bearer ") :].strip() if authorization.startswith("Bearer ") else ""
+        method = "apps.connections.open"
+        with self.state.lock:
+            known = self.state.tokens.get(token) if token else None
+        if not token:
+            return self._refuse(method, args, None, now, SlackError("not_authed"))
+        if known is None:
+            return self._refuse(method, args, None, now, SlackError("invalid_auth"))
+        if token in self.revoked_tokens:
+            return self._refuse(method, args, known[0], now, SlackError("token_revoked"))
+        team_id, kind = known
+        if kind != "app":
+            return self._refuse(method, args, team_id, now, SlackError("not_allowed_token_type"))
+        workspace = self.state.workspace(team_id)
+        fault = self.faults.take(method, team_id, args)
+        if fault is not None:
+            return self._inject(fault, method, args, workspace, now, response=None, applied=False)
+        if self.open_socket is None:
+            raise RuntimeError("the fake's Socket Mode server is not running")
+        body = {"ok": True, "url": self.open_socket(workspace)}
+        self._record(RecordedCall(method, args, team_id, now, 200, None, body, applied=True))
+        return _json_answer(200, body)
 
     def _refuse(
         self, method: str, args: dict[str, Any], team_id: str | None, now: float, refusal: SlackError

@@ -42,6 +42,8 @@ class EventTarget:
     signing_secret: str
     verification_token: str
     echo_own_messages: bool = True
+    socket_mode: bool = False  # over the app's Socket Mode connections instead of ``url``
+    wait_for_acks: bool = False  # over Socket Mode: a person's action returns once its envelopes are acked
 
 
 @dataclass
