@@ -2,9 +2,11 @@
 or held in the hour's storm thread), what each thread owes, and how ``deliver`` makes its posts and
 starts its session through the outbox, against the Slack fake."""
 
+import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django import db
 from django.utils import timezone
 
 from alerts import messages, services
@@ -337,3 +339,43 @@ def test_every_alert_of_a_storm_is_a_row(binding):
 
     assert (AlertMember.objects.count(), AlertOccurrence.objects.count()) == (5, 5)
     assert Alert.objects.filter(storm__isnull=False).count() == 4
+
+
+# --- Races (PostgreSQL) -------------------------------------------------------------------------------
+
+ON_POSTGRES = db.connection.vendor == "postgresql"
+
+
+@pytest.mark.postgres
+@pytest.mark.skipif(
+    not ON_POSTGRES,
+    reason="SQLite serializes every write, so deliveries cannot race there; set DATABASE_URL "
+    "to a PostgreSQL database to run it",
+)
+@pytest.mark.django_db(transaction=True)
+def test_groups_arriving_at_once_take_no_more_threads_than_the_cap_and_share_one_storm_thread(binding):
+    capped = TriggerSpec("prometheus", TriggerKind.ALERTMANAGER, "T", max_threads_per_hour=2)
+    groups = 6
+    start = threading.Barrier(groups)
+    failures: list[BaseException] = []
+
+    def deliver(number: int) -> None:
+        try:
+            start.wait()
+            take(binding, pod(f"web-{number}"), trigger=capped, group_key=f"group-{number}")
+        except BaseException as exc:
+            failures.append(exc)
+        finally:
+            db.connection.close()
+
+    threads = [threading.Thread(target=deliver, args=(number,)) for number in range(groups)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert failures == []
+    storm = Alert.objects.get(kind=Alert.Kind.STORM)
+    assert Alert.objects.filter(kind=Alert.Kind.GROUP, storm=None).count() == 2
+    assert storm.held.count() == groups - 2
+    assert sorted(notes(storm))[-1].endswith(f"{groups - 2} held back this hour.")
