@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 import pytest
 
 from alerts import messages
-from alerts.models import Alert
+from alerts.models import Alert, AlertMember, AlertPost
 from sessions.models import Turn
 from tests.fakes.a2a_agent import steps
 from tests.support.alertmanager import INSTALL_HINT, Alertmanager, Receiver, alertmanager_path, config
@@ -29,6 +29,7 @@ TOKEN = "alertmanager-s3cret"
 TRIGGERS = [
     {"name": "prometheus", "kind": "alertmanager", "token_env": TOKEN_ENV},
     {"name": "capped", "kind": "alertmanager", "token_env": TOKEN_ENV, "max_threads_per_hour": 1},
+    {"name": "per-alert", "kind": "alertmanager", "token_env": TOKEN_ENV, "thread_per": "alert"},
 ]
 STARTED = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=5)
 CRASHING = {"alertname": "PodCrashLooping", "namespace": "shop", "severity": "warning"}
@@ -50,8 +51,9 @@ def world(make_world, a2a_agent):
 
 @pytest.fixture
 def alertmanager(world, tmp_path):
-    """Alertmanager with three receivers: everything to the trigger ``prometheus``; alerts labelled
-    storm="yes" to ``capped`` (one thread an hour); alerts labelled token="wrong" with a wrong token."""
+    """Alertmanager with four receivers: everything to the trigger ``prometheus``; alerts labelled
+    storm="yes" to ``capped`` (one thread an hour); alerts labelled token="wrong" with a wrong token;
+    alerts labelled per="alert" to ``per-alert`` (threadPer: alert, the default cap of 20)."""
     binary = alertmanager_path()
     if binary is None:
         skip_or_fail(f"Alertmanager is not installed ({INSTALL_HINT})")
@@ -64,6 +66,7 @@ def alertmanager(world, tmp_path):
                 Receiver("kourier", f"{base}/prometheus", TOKEN),
                 Receiver("storm", f"{base}/capped", TOKEN, matchers=('storm="yes"',)),
                 Receiver("wrong-token", f"{base}/prometheus", "not-the-token", matchers=('token="wrong"',)),
+                Receiver("per-alert", f"{base}/per-alert", TOKEN, matchers=('per="alert"',)),
             ]
         )
     )
@@ -85,18 +88,22 @@ def texts(world, root):
     return [m.text for m in thread_of(world, root)]
 
 
-def wait_for(world, condition, what):
+def wait_for(world, condition, what, *, timeout=WAIT):
     try:
-        world.slack.wait_until(condition, timeout=WAIT)
+        world.slack.wait_until(condition, timeout=timeout)
     except TimeoutError:
-        raise AssertionError(f"no {what} within {WAIT} s; Alertmanager's log ends:\n{_log_tail()}") from None
+        raise AssertionError(
+            f"no {what} within {timeout} s; Alertmanager's log ends:\n{_log_tail()}"
+        ) from None
 
 
 _alertmanager: list[Alertmanager] = []
 
 
 def _log_tail() -> str:
-    return "\n".join(_alertmanager[-1].log().splitlines()[-20:]) if _alertmanager else ""
+    return (
+        "\n".join(line[:300] for line in _alertmanager[-1].log().splitlines()[-12:]) if _alertmanager else ""
+    )
 
 
 def wait_for_note(world, root, text):
@@ -185,3 +192,65 @@ def test_a_restart_of_the_web_process_between_two_notifications_keeps_one_thread
     assert len(roots(world)) == 1
     assert Turn.objects.count() == 1
     assert len(a2a_agent.received) == 1
+
+
+def slack_calls(world) -> dict[str, int]:
+    """The calls Slack answered ok, by method (a call refused as rate limited is counted apart)."""
+    counts: dict[str, int] = {}
+    for call in world.slack.calls():
+        if call.ok:
+            counts[call.method] = counts.get(call.method, 0) + 1
+    return counts
+
+
+def settled(world) -> bool:
+    """Every alert post made and every turn ended."""
+    return (
+        not AlertPost.objects.filter(state=AlertPost.State.INTENDED).exists()
+        and not Turn.objects.filter(state__in=[Turn.State.QUEUED, Turn.State.RUNNING]).exists()
+    )
+
+
+@pytest.mark.timeout(300)  # twenty investigations on a 2-core host
+@pytest.mark.parametrize("threads", ["per-group", "per-alert"])
+def test_fifty_pods_failing_at_once(world, alertmanager, a2a_agent, threads, capsys):
+    """Fifty pods of one deployment crash at once (one rule, one evaluation). Per group: one thread,
+    one investigation. Per alert (threadPer: alert): the cap of 20 threads, the other 30 held in the
+    storm thread. The figures are in docs/alerts.md."""
+    extra = {"per": "alert"} if threads == "per-alert" else {}
+    pods = [{**CRASHING, "pod": f"web-{number:02d}", **extra} for number in range(50)]
+    alertmanager.fire_all(pods, starts_at=STARTED)
+    expected_turns = 1 if threads == "per-group" else 20
+    wait_for(world, lambda: AlertMember.objects.count() == 50, "every pod's alert taken")
+    done = Turn.objects.filter(state=Turn.State.DONE)
+    wait_for(
+        world, lambda: done.count() == expected_turns, "the turns", timeout=4 * WAIT
+    )  # twenty on 2 cores
+    wait_for(world, lambda: settled(world), "every post made")
+
+    calls = slack_calls(world)
+    figures = {
+        "threads": Alert.objects.filter(storm=None).exclude(kind=Alert.Kind.STORM).count(),
+        "storm threads": Alert.objects.filter(kind=Alert.Kind.STORM).count(),
+        "held": Alert.objects.exclude(storm=None).count(),
+        "agent turns": Turn.objects.count(),
+        "Slack calls": sum(calls.values()),
+        "Slack writes": sum(n for method, n in calls.items() if method.startswith("chat.")),
+        "refused as rate limited": sum(1 for call in world.slack.calls() if call.error == "ratelimited"),
+        "channel messages": len(roots(world)),
+        "thread messages": sum(len(thread_of(world, root)) for root in roots(world)),
+    }
+    with capsys.disabled():
+        print(f"\nfifty pods, threads {threads}: {figures} {calls}")
+    if threads == "per-group":
+        assert (figures["threads"], figures["storm threads"], figures["agent turns"]) == (1, 0, 1)
+        assert figures["channel messages"] == 1
+        [root] = roots(world)
+        # Alertmanager may send the first pods before the rest have reached the group: they join.
+        assert root.text.startswith(":rotating_light: *FIRING* · *PodCrashLooping* · ")
+    else:
+        assert (figures["threads"], figures["storm threads"], figures["held"]) == (20, 1, 30)
+        assert figures["agent turns"] == 20
+        assert figures["channel messages"] == 21  # nothing posted twice, rate limits or not
+        assert figures["thread messages"] == 20 + 30
+    assert len(a2a_agent.received) == figures["agent turns"]
