@@ -201,8 +201,8 @@ def _take(
     if joined or again:
         Alert.objects.filter(pk=thread.pk).update(fires=F("fires") + len(joined) + len(again))
         thread.fires += len(joined) + len(again)
-    if batch.truncated:
-        _owe(thread, "truncated", messages.truncated_note(batch.truncated))
+    if batch.truncated:  # said once per count: re-sends of the notification carry it again
+        _owe(thread, f"truncated-{batch.truncated}", messages.truncated_note(batch.truncated), once=True)
     if thread.kind == Alert.Kind.ALERT:
         if again:
             _owe(
@@ -314,7 +314,7 @@ def _open(
         enqueue_after_commit(DELIVER_ALERT, thread.pk)
         logger.info("alert.opened", extra={"alert_id": thread.pk, "binding": binding.name})
     if batch.truncated:
-        _owe(thread, "truncated", messages.truncated_note(batch.truncated))
+        _owe(thread, f"truncated-{batch.truncated}", messages.truncated_note(batch.truncated), once=True)
     return thread
 
 
@@ -357,15 +357,18 @@ def _message_key(alert: Alert) -> str:
     return f"alert-{alert.pk}"
 
 
-def _owe(thread: Alert, name: str, text: str) -> None:
-    """Owes a note in the thread (a held thread's: in its storm thread, naming it)."""
+def _owe(thread: Alert, name: str, text: str, *, once: bool = False) -> None:
+    """Owes a note in the thread (a held thread's: in its storm thread, naming it). ``once``: a note
+    that a re-send of the same notification must not owe again (its name says what it is about)."""
     if thread.storm_id is not None:
         target_id = thread.storm_id
         text = messages.held_group_note(thread.title, text)
     else:
         target_id = thread.pk
     # Unique per note: the thread's row lock orders its notes, and a storm thread's come from many.
-    key = f"alert-{target_id}:{thread.pk}-{name}-{uuid.uuid4().hex[:12]}"
+    key = f"alert-{target_id}:{thread.pk}-{name}" + ("" if once else f"-{uuid.uuid4().hex[:12]}")
+    if once and AlertPost.objects.filter(key=key).exists():
+        return
     AlertPost.objects.create(alert_id=target_id, key=key, kind=AlertPost.Kind.NOTE, text=text)
     enqueue_after_commit(DELIVER_ALERT, target_id)
 

@@ -177,6 +177,7 @@ def test_two_receivers_grouping_the_same_alerts_get_a_thread_each(binding):
 
 def test_a_truncated_notification_says_in_the_thread_that_alertmanager_dropped_alerts(binding):
     take(binding, pod("web-1"), truncated=7)
+    take(binding, pod("web-1"), truncated=7, now=NOW + timedelta(hours=4))  # its repeat_interval re-send
 
     thread = Alert.objects.get()
     assert notes(thread) == [
