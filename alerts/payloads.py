@@ -66,6 +66,7 @@ class Notification:
     receiver: str = ""
     group_labels: dict[str, str] = field(default_factory=dict)
     truncated: int = 0  # alerts Alertmanager left out of this notification (its max_alerts)
+    resolved: bool = False  # the notification's status: every alert of the group resolved
 
 
 def read_alertmanager(body: bytes) -> list[AlertNotice]:
@@ -100,6 +101,7 @@ def read_notification(body: bytes) -> Notification:
         receiver=_text(data.get("receiver"), "receiver", required=False),
         group_labels=_strings(data.get("groupLabels"), "groupLabels", required=False),
         truncated=truncated,
+        resolved=data.get("status") == AlertStatus.RESOLVED.value,
     )
 
 

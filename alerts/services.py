@@ -76,6 +76,7 @@ class _Batch:
     alerts: list[tuple[AlertNotice, str]]
     group_labels: dict[str, str] = field(default_factory=dict)
     truncated: int = 0
+    group_resolved: bool = False  # Alertmanager says the whole group resolved
 
 
 def group_thread_key(receiver: str, group_key: str) -> str:
@@ -117,6 +118,7 @@ def take_alerts(
                 alerts=[(notice, f"{key}|{occurrence(notice)}") for notice in notices],
                 group_labels=notification.group_labels,
                 truncated=notification.truncated,
+                group_resolved=notification.resolved,
             )
         ]
     else:
@@ -197,6 +199,14 @@ def _take(
         member.state, member.occurrence, member.resolved_at = AlertMember.State.FIRING, key, None
         member.save(update_fields=["state", "occurrence", "resolved_at"])
         again.append(member)
+    if batch.group_resolved and not batch.truncated:
+        # The whole group resolved, and the notification lists all of it: an alert it no longer
+        # names (silenced, or its resolve was sent while Kourier could not take it) resolved too.
+        for member in members.values():
+            if member.state == AlertMember.State.FIRING:
+                member.state, member.resolved_at = AlertMember.State.RESOLVED, now
+                member.save(update_fields=["state", "resolved_at"])
+                resolved.append(member)
     counts.update(joined=len(joined), repeated=len(again), resolved=len(resolved))
     if joined or again:
         Alert.objects.filter(pk=thread.pk).update(fires=F("fires") + len(joined) + len(again))

@@ -40,13 +40,16 @@ def pod(name, *, status=AlertStatus.FIRING, starts_at=START, namespace="shop"):
     )
 
 
-def notification(*alerts, group_key='{}:{alertname="PodCrashLooping", namespace="shop"}', truncated=0):
+def notification(
+    *alerts, group_key='{}:{alertname="PodCrashLooping", namespace="shop"}', truncated=0, resolved=False
+):
     return Notification(
         alerts=list(alerts),
         group_key=group_key,
         receiver="kourier",
         group_labels=GROUP_LABELS,
         truncated=truncated,
+        resolved=resolved,
     )
 
 
@@ -133,6 +136,22 @@ def test_a_partial_resolve_says_which_and_how_many_still_fire_and_the_last_one_c
         "Replies still reach the agent.",
     ]
     assert (thread.state, thread.resolved_at) == (Alert.State.RESOLVED, NOW)
+
+
+def test_a_group_alertmanager_says_resolved_closes_even_with_an_alert_it_no_longer_names(binding):
+    take(binding, pod("web-1"), pod("web-2"))
+    take(binding, pod("web-1", status=AlertStatus.RESOLVED), resolved=True)  # web-2 was silenced
+
+    thread = Alert.objects.get()
+    assert thread.state == Alert.State.RESOLVED
+    assert notes(thread)[-1].startswith(":white_check_mark: Resolved at ")
+
+
+def test_a_truncated_resolved_notification_closes_only_what_it_names(binding):
+    take(binding, pod("web-1"), pod("web-2"))
+    take(binding, pod("web-1", status=AlertStatus.RESOLVED), resolved=True, truncated=1)
+
+    assert Alert.objects.get().state == Alert.State.FIRING
 
 
 def test_a_notification_after_the_group_resolved_opens_a_new_thread_linked_to_the_previous(binding):
