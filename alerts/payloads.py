@@ -18,6 +18,7 @@ from typing import Any
 ALERTMANAGER_VERSION = "4"
 MAX_ALERTS = 1000
 MAX_FIELD_LENGTH = 4000
+MAX_GROUP_KEY_LENGTH = 1000
 # Alertmanager writes endsAt as Go's zero time while an alert fires.
 _ZERO_TIME_YEAR = 1
 _FRACTION = re.compile(r"(\.\d{6})\d+")
@@ -56,8 +57,25 @@ class AlertNotice:
         return self.starts_at.astimezone(UTC).isoformat() if self.starts_at is not None else None
 
 
+@dataclass(frozen=True)
+class Notification:
+    """One Alertmanager notification: a group's alerts, as its receiver was sent them."""
+
+    alerts: list[AlertNotice]
+    group_key: str = ""  # empty when the payload had none (refused where threads are per group)
+    receiver: str = ""
+    group_labels: dict[str, str] = field(default_factory=dict)
+    truncated: int = 0  # alerts Alertmanager left out of this notification (its max_alerts)
+    resolved: bool = False  # the notification's status: every alert of the group resolved
+
+
 def read_alertmanager(body: bytes) -> list[AlertNotice]:
     """Alertmanager's webhook payload, version 4, grouped alerts included, in the order sent."""
+    return read_notification(body).alerts
+
+
+def read_notification(body: bytes) -> Notification:
+    """Alertmanager's webhook payload, version 4: its alerts and what names their group."""
     data = _json_object(body)
     version = data.get("version")
     if version != ALERTMANAGER_VERSION:
@@ -67,7 +85,38 @@ def read_alertmanager(body: bytes) -> list[AlertNotice]:
         raise Unreadable(f"alerts must be a list (got {_show(alerts)})")
     if len(alerts) > MAX_ALERTS:
         raise Unreadable(f"alerts: at most {MAX_ALERTS} are read (got {len(alerts)})")
-    return [_alertmanager_alert(alert, f"alerts[{i}]") for i, alert in enumerate(alerts)]
+    group_key = data.get("groupKey")
+    if group_key is not None and not isinstance(group_key, str):
+        raise Unreadable(f"groupKey must be a string (got {_show(group_key)})")
+    if group_key is not None and len(group_key) > MAX_GROUP_KEY_LENGTH:
+        raise Unreadable(f"groupKey must be at most {MAX_GROUP_KEY_LENGTH} characters (got {len(group_key)})")
+    truncated = data.get("truncatedAlerts", 0)
+    if truncated is None:
+        truncated = 0
+    if not isinstance(truncated, int) or isinstance(truncated, bool) or truncated < 0:
+        raise Unreadable(f"truncatedAlerts must be a count of alerts (got {_show(truncated)})")
+    return Notification(
+        alerts=[_alertmanager_alert(alert, f"alerts[{i}]") for i, alert in enumerate(alerts)],
+        group_key=group_key or "",
+        receiver=_text(data.get("receiver"), "receiver", required=False),
+        group_labels=_strings(data.get("groupLabels"), "groupLabels", required=False),
+        truncated=truncated,
+        resolved=data.get("status") == AlertStatus.RESOLVED.value,
+    )
+
+
+def check_group(notification: Notification) -> None:
+    """For threads per group: the notification names its group, and every alert in it belongs there
+    (carries each of the group's labels with the group's value). Raises ``Unreadable`` otherwise."""
+    if not notification.group_key.strip():
+        raise Unreadable("groupKey is required: alerts are grouped by it (or set threadPer: alert)")
+    for i, alert in enumerate(notification.alerts):
+        for label, value in notification.group_labels.items():
+            if alert.labels.get(label) != value:
+                raise Unreadable(
+                    f"alerts[{i}].labels.{label} must be the group's {_show(value)} "
+                    f"(got {_show(alert.labels.get(label))})"
+                )
 
 
 def _alertmanager_alert(alert: Any, path: str) -> AlertNotice:

@@ -98,15 +98,18 @@ class HeadersField(forms.CharField):
 
 
 class TriggersField(forms.CharField):
-    """One trigger per line, ``NAME KIND TOKEN_ENV [CHANNEL]``, as the manifest's list."""
+    """One trigger per line, ``NAME KIND TOKEN_ENV [CHANNEL] [threadPer=…] [maxThreadsPerHour=…]``, as
+    the manifest's list."""
 
     widget = forms.Textarea(attrs={"rows": 3})
+    OPTIONS = ("threadPer", "maxThreadsPerHour")
 
     def to_python(self, value: Any) -> list[dict[str, Any]]:  # type: ignore[override]
         triggers: list[dict[str, Any]] = []
         for number, line in enumerate(str(value or "").splitlines(), start=1):
-            words = line.split()
-            if not words:
+            words = [word for word in line.split() if "=" not in word]
+            options = [word.partition("=") for word in line.split() if "=" in word]
+            if not words and not options:
                 continue
             if len(words) not in (3, 4):
                 raise forms.ValidationError(
@@ -116,6 +119,12 @@ class TriggersField(forms.CharField):
             trigger: dict[str, Any] = {"name": words[0], "kind": words[1], "token": {"fromEnv": words[2]}}
             if len(words) == 4:
                 trigger["channel"] = words[3]
+            for option, _, option_value in options:
+                if option not in self.OPTIONS:
+                    raise forms.ValidationError(
+                        f"line {number}: {option} is not a trigger's option ({', '.join(self.OPTIONS)})"
+                    )
+                trigger[option] = int(option_value) if option_value.isdigit() else option_value
             triggers.append(trigger)
         return triggers
 
@@ -352,7 +361,20 @@ def form_values(spec: BindingSpec) -> dict[str, Any]:
         "interaction_timeout": manifest.format_duration(spec.interactions.timeout),
         "thread_ttl": manifest.format_duration(spec.session.thread_ttl),
         "triggers": "\n".join(
-            " ".join([t.name, t.kind.value, t.token_env, *([t.channel] if t.channel else [])])
+            " ".join([t.name, t.kind.value, t.token_env, *([t.channel] if t.channel else []), *_options(t)])
             for t in spec.triggers
         ),
     }
+
+
+def _options(trigger: manifest.TriggerSpec) -> list[str]:
+    """A trigger's options the admin writes back: those that are not their defaults."""
+    options = []
+    if (
+        trigger.kind is manifest.TriggerKind.ALERTMANAGER
+        and trigger.thread_per is not manifest.DEFAULT_THREAD_PER
+    ):
+        options.append(f"threadPer={trigger.thread_per.value}")
+    if trigger.max_threads_per_hour != manifest.DEFAULT_MAX_THREADS_PER_HOUR:
+        options.append(f"maxThreadsPerHour={trigger.max_threads_per_hour}")
+    return options

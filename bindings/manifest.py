@@ -33,6 +33,7 @@ URL_MAX_LENGTH = 500
 EMOJI_MAX_LENGTH = 100
 MAX_APPROVER_GROUPS = 10
 MAX_TRIGGERS = 20
+MAX_THREADS_PER_HOUR_LIMIT = 10000
 MAX_DURATION = timedelta(days=3650)
 
 
@@ -67,6 +68,13 @@ class TriggerKind(StrEnum):
     GENERIC = "generic"  # the small documented JSON shape (docs/manifests.md)
 
 
+class ThreadPer(StrEnum):
+    """What one alert thread of an alertmanager trigger is for."""
+
+    GROUP = "group"  # one Alertmanager group (its groupKey, with the receiver): the default
+    ALERT = "alert"  # one alert (its fingerprint), as the generic kind always does
+
+
 # The spec's defaults: what an omitted field means.
 DEFAULT_DIALECT = Dialect.A2A
 DEFAULT_PROTOCOL_VERSION = ProtocolVersion.AUTO
@@ -79,6 +87,8 @@ DEFAULT_ASK_USER = False
 DEFAULT_TOOL_APPROVALS = False
 DEFAULT_INTERACTION_TIMEOUT = timedelta(minutes=30)
 DEFAULT_THREAD_TTL = timedelta(days=90)
+DEFAULT_THREAD_PER = ThreadPer.GROUP
+DEFAULT_MAX_THREADS_PER_HOUR = 20
 
 NAME_RE = re.compile(r"[-a-zA-Z0-9_]+")  # Django's slug, so the model's SlugField agrees
 ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -209,6 +219,8 @@ class TriggerSpec:
     kind: TriggerKind
     token_env: str
     channel: str | None = None  # None: the Binding's only channel
+    thread_per: ThreadPer = DEFAULT_THREAD_PER  # alertmanager only: a generic delivery has no group
+    max_threads_per_hour: int = DEFAULT_MAX_THREADS_PER_HOUR  # past it: the hour's storm thread
 
 
 @dataclass(frozen=True)
@@ -298,7 +310,7 @@ E = TypeVar("E", bound=StrEnum)
 
 CONNECTION_FIELDS = ("botToken", "signingSecret", "appToken")
 BINDING_FIELDS = ("connection", "channels", "agent", "output", "chat", "interactions", "session", "triggers")
-TRIGGER_FIELDS = ("name", "kind", "token", "channel")
+TRIGGER_FIELDS = ("name", "kind", "token", "channel", "threadPer", "maxThreadsPerHour")
 AGENT_FIELDS = ("url", "dialect", "protocolVersion", "headers")
 CHAT_FIELDS = ("threadReplies", "acknowledgment", "progress")
 ACKNOWLEDGMENT_FIELDS = ("enabled", "emoji")
@@ -697,11 +709,52 @@ def _read_triggers(
                 )
         elif len(bound) > 1:
             check.error(f"{entry_path}.channel", "is required when the Binding has more than one channel")
+        thread_per = _read_thread_per(check, _get(section, "threadPer"), f"{entry_path}.threadPer", kind)
+        cap_value = _get(section, "maxThreadsPerHour")
+        cap = DEFAULT_MAX_THREADS_PER_HOUR
+        if cap_value is not _MISSING:
+            if (
+                isinstance(cap_value, int)
+                and not isinstance(cap_value, bool)
+                and 1 <= cap_value <= MAX_THREADS_PER_HOUR_LIMIT
+            ):
+                cap = cap_value
+            else:
+                check.error(
+                    f"{entry_path}.maxThreadsPerHour",
+                    f"must be a whole number from 1 to {MAX_THREADS_PER_HOUR_LIMIT} (got {_show(cap_value)})",
+                )
         if len(check.errors) > before or name is None or kind is None or token_env is None:
             ok = False
             continue
-        triggers.append(TriggerSpec(name=name, kind=kind, token_env=token_env, channel=channel))
+        triggers.append(
+            TriggerSpec(
+                name=name,
+                kind=kind,
+                token_env=token_env,
+                channel=channel,
+                thread_per=thread_per,
+                max_threads_per_hour=cap,
+            )
+        )
     return tuple(triggers) if ok else None
+
+
+def _read_thread_per(check: _Checker, value: Any, path: str, kind: TriggerKind | None) -> ThreadPer:
+    """An alertmanager trigger's threads: per group (default) or per alert; a generic trigger sends
+    one alert at a time and has no group, so its threads are per alert and it takes no threadPer."""
+    if kind is TriggerKind.GENERIC:
+        if value is not _MISSING:
+            check.error(
+                path, "only an alertmanager trigger groups alerts; a generic one has a thread per alert"
+            )
+        return DEFAULT_THREAD_PER  # not read: a generic delivery is one alert, with no group
+    if value is _MISSING:
+        return DEFAULT_THREAD_PER
+    if isinstance(value, str) and value in set(ThreadPer):
+        return ThreadPer(value)
+    check.error(path, f"must be one of {', '.join(t.value for t in ThreadPer)} (got {_show(value)})")
+    return DEFAULT_THREAD_PER
 
 
 def _dialect_of(spec: dict[str, Any]) -> Dialect | None:
@@ -1002,6 +1055,10 @@ def _trigger_manifest(trigger: TriggerSpec) -> dict[str, Any]:
     }
     if trigger.channel is not None:
         body["channel"] = trigger.channel
+    if trigger.kind is TriggerKind.ALERTMANAGER and trigger.thread_per is not DEFAULT_THREAD_PER:
+        body["threadPer"] = trigger.thread_per.value
+    if trigger.max_threads_per_hour != DEFAULT_MAX_THREADS_PER_HOUR:
+        body["maxThreadsPerHour"] = trigger.max_threads_per_hour
     return body
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from enum import StrEnum
+from typing import Any
 
 from django.db import models
 
@@ -174,25 +175,40 @@ class Binding(models.Model):
         }
 
 
-def trigger_specs(rows: list[dict[str, str]]) -> tuple[manifest.TriggerSpec, ...]:
-    """A Binding's stored triggers as specs."""
-    return tuple(
-        manifest.TriggerSpec(
-            name=row["name"],
-            kind=manifest.TriggerKind(row["kind"]),
-            token_env=row["token_env"],
-            channel=row.get("channel") or None,
+def trigger_specs(rows: list[dict[str, Any]]) -> tuple[manifest.TriggerSpec, ...]:
+    """A Binding's stored triggers as specs (a row stored before threadPer and maxThreadsPerHour
+    existed reads as their defaults)."""
+    specs = []
+    for row in rows:
+        specs.append(
+            manifest.TriggerSpec(
+                name=row["name"],
+                kind=manifest.TriggerKind(row["kind"]),
+                token_env=row["token_env"],
+                channel=row.get("channel") or None,
+                thread_per=manifest.ThreadPer(row.get("thread_per", manifest.DEFAULT_THREAD_PER)),
+                max_threads_per_hour=int(
+                    row.get("max_threads_per_hour", manifest.DEFAULT_MAX_THREADS_PER_HOUR)
+                ),
+            )
         )
-        for row in rows
-    )
+    return tuple(specs)
 
 
-def trigger_rows(specs: tuple[manifest.TriggerSpec, ...]) -> list[dict[str, str]]:
+def trigger_rows(specs: tuple[manifest.TriggerSpec, ...]) -> list[dict[str, Any]]:
     rows = []
     for spec in specs:
-        row = {"name": spec.name, "kind": spec.kind.value, "token_env": spec.token_env}
+        row: dict[str, Any] = {"name": spec.name, "kind": spec.kind.value, "token_env": spec.token_env}
         if spec.channel is not None:
             row["channel"] = spec.channel
+        # Defaults are left out, as the manifest leaves them out.
+        if (
+            spec.kind is manifest.TriggerKind.ALERTMANAGER
+            and spec.thread_per is not manifest.DEFAULT_THREAD_PER
+        ):
+            row["thread_per"] = spec.thread_per.value
+        if spec.max_threads_per_hour != manifest.DEFAULT_MAX_THREADS_PER_HOUR:
+            row["max_threads_per_hour"] = spec.max_threads_per_hour
         rows.append(row)
     return rows
 

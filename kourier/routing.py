@@ -1,6 +1,6 @@
 """What the web process serves where: Slack's requests at the door, on the event loop; the rest by Django.
 
-Alert sources deliver at /triggers/<binding>/<trigger> (kourier/triggers/door.py); a new door is one
+Alert sources deliver at /triggers/<binding>/<trigger> (alerts/door.py); a new door is one
 more path above Django's catch-all.
 """
 
@@ -9,8 +9,8 @@ from collections.abc import Awaitable, Callable
 from channels.routing import URLRouter
 from django.urls import path, re_path
 
+from alerts.door import AlertDoor
 from kourier.slack.door import SlackEvents
-from kourier.triggers.door import TriggerDoor
 
 ASGIApp = Callable[..., Awaitable[None]]
 
@@ -24,7 +24,7 @@ def http_routes(django_app: ASGIApp) -> URLRouter:
             path("slack/events", slack_events),
             path("slack/events/<slug:connection>", slack_events),
             # Alert sources (Alertmanager, anything that speaks the generic shape): a bearer token.
-            path("triggers/<slug:binding>/<slug:trigger>", TriggerDoor.as_asgi()),
+            path("triggers/<slug:binding>/<slug:trigger>", AlertDoor.as_asgi()),
             # The admin, /healthz and /readyz: Django, with its middleware. (The stubs know views
             # only; URLRouter routes to ASGI apps.)
             re_path(r"", django_app),  # type: ignore[arg-type]

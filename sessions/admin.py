@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from kourier.admin_site import ReadOnlyAdmin
 
+from .identity import filed_under
 from .models import Session, Turn, held_by_a_runner
 
 TEXT_FIELDS = ["text", "answers", "stream_cards"]
@@ -92,6 +93,7 @@ class TurnAdmin(ReadOnlyAdmin):
         "__str__",
         "binding",
         "kind",
+        "filed_under",
         "state",
         "outcome",
         "task_id",
@@ -109,7 +111,17 @@ class TurnAdmin(ReadOnlyAdmin):
         fieldsets: list[tuple[str | None, dict[str, Any]]] = [
             (
                 None,
-                {"fields": ["session", "kind", "state", "outcome", "channel_id", "message_ts", "user_id"]},
+                {
+                    "fields": [
+                        "session",
+                        "kind",
+                        "state",
+                        "outcome",
+                        "channel_id",
+                        "message_ts",
+                        "filed_under",
+                    ]
+                },
             ),
             ("Agent", {"fields": ["task_id", "message_id"]}),
             ("Reply", {"fields": ["reply_ts", "acknowledged"]}),
@@ -118,6 +130,11 @@ class TurnAdmin(ReadOnlyAdmin):
         if request.user.is_superuser:
             fieldsets.append(("Message", {"fields": TEXT_FIELDS}))
         return fieldsets
+
+    @admin.display(description="Filed under", ordering="user_id")
+    def filed_under(self, obj: Turn) -> str:
+        """A person's Slack ID, or the system identity for what a trigger started (sessions/identity.py)."""
+        return filed_under(obj.user_id)
 
     @admin.display(description="Binding", ordering="session__binding__name")
     def binding(self, obj: Turn) -> str:

@@ -45,7 +45,7 @@ class Author:
 
 @dataclass(frozen=True)
 class Note:
-    author: Author
+    author: Author | None  # None for what the system identity wrote (an alert thread's notes)
     text: str
 
 
@@ -70,11 +70,15 @@ def alert_label() -> str:
     return f"{PLATFORM_LABEL}: {ALERT_LABEL}:"
 
 
+def _label(author: Author | None) -> str:
+    return author.label() if author is not None else alert_label()
+
+
 def build_turn_text(author: Author | None, text: str, notes: list[Note] | tuple[Note, ...] = ()) -> str:
     """The turn's text; ``author`` None for a trigger's turn (an alert), which no person wrote."""
-    label = author.label() if author is not None else alert_label()
+    label = _label(author)
     parts = [f"{label} {text}".rstrip()]
     if notes:
-        lines = [f"{note.author.label()} {_defang(_one_line(note.text))}".rstrip() for note in notes]
+        lines = [f"{_label(note.author)} {_defang(_one_line(note.text))}".rstrip() for note in notes]
         parts.append("\n".join([UNTRUSTED_BLOCK_INTRO, UNTRUSTED_OPEN, *lines, UNTRUSTED_CLOSE]))
     return "\n\n".join(parts)

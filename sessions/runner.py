@@ -43,6 +43,7 @@ from kourier.slack.status import AssistantStatus
 from kourier.slack.writer import ReplyTarget, SlackReply
 
 from . import acknowledgments, notices, turns
+from .identity import is_person
 from .models import Turn
 from .outbox import TurnOutbox
 from .prompts import Author, Note, build_turn_text, strip_bot_mention
@@ -291,16 +292,16 @@ async def run_turn(turn_id: int) -> None:
 
 
 async def _turn_text(work: turns.TurnWork, slack) -> str:
+    # What the system identity wrote (an alert thread's first turn and its trigger's notes) names no
+    # person and is never looked up in Slack: it goes as "Slack: alert: ...".
+    people = {work.user_id, *(user for user, _ in work.notes)}
     names = {
-        user_id: await person_name(slack, work.team_id, user_id)
-        for user_id in {work.user_id, *(user for user, _ in work.notes)}
-        if user_id
+        user_id: await person_name(slack, work.team_id, user_id) for user_id in people if is_person(user_id)
     }
     return build_turn_text(
-        # A trigger's turn (an alert) has no person: its text goes as "Slack: alert: ...".
-        Author(work.user_id, names[work.user_id]) if work.user_id else None,
+        Author(work.user_id, names[work.user_id]) if is_person(work.user_id) else None,
         strip_bot_mention(work.text, work.bot_user_id),
-        [Note(Author(user, names[user]), text) for user, text in work.notes],
+        [Note(Author(user, names[user]) if is_person(user) else None, text) for user, text in work.notes],
     )
 
 

@@ -24,12 +24,12 @@ from interactions.services import take_typed_answer
 from kourier.db import insert_columns, insert_unless_taken, insert_values, quoted_columns
 from kourier.progress import ThreadKind
 from kourier.queue import enqueue_after_commit
-from kourier.slack.alerts import post_alert_message
 from kourier.slack.clients import async_web_client, connection_workspace
 from kourier.slack.incoming import ChatMessage
 from kourier.slack.outbox import notice_key, post_notice
 
 from . import notices
+from .identity import SYSTEM_IDENTITY
 from .models import Session, ThreadNote, Turn
 from .outbox import TurnOutbox
 from .queue import DRIVE_SESSION, TELL_EXPIRED
@@ -131,17 +131,15 @@ def start_alert_thread(
     binding: Binding,
     text: str,
     *,
+    root_ts: str,
     channel_id: str | None = None,
-    root_ts: str | None = None,
     now: datetime | None = None,
 ) -> Turn:
-    """Starts an alert thread: a thread a trigger starts, with no person behind it.
-
-    Posts ``text`` as the thread's root message, as the bot, in ``channel_id`` (default: the
-    Binding's only channel), or takes the message ``root_ts`` someone else posted there. Then writes
-    an alert Session and its first Turn (no user; its text is the alert's) and queues the turn once
-    they are committed. The thread stays an alert thread: its replies are posted and updated, never
-    streamed. Calling it again for the same root message returns the same turn.
+    """Starts an alert thread on its root message ``root_ts`` (the alerts app posted it, through its
+    outbox, in ``channel_id``; default: the Binding's only channel): writes an alert Session and its
+    first Turn, filed under the system identity (no person wrote it; its text is the alert's), and
+    queues the turn once they are committed. The thread stays an alert thread: its replies are posted
+    and updated, never streamed. Calling it again for the same root message returns the same turn.
     """
     if not text.strip():
         raise ValueError("an alert needs text")
@@ -153,10 +151,6 @@ def start_alert_thread(
     elif channel_id not in channels:
         raise ValueError(f"channel {channel_id} is not bound to binding {binding.name}")
     connection = binding.connection
-    if root_ts is None:
-        root_ts = post_alert_message(
-            connection.bot_token(), connection.pk, channel_id, text, binding=binding.name
-        )
     now = now or timezone.now()
     with transaction.atomic():
         session, _ = Session.objects.get_or_create(
@@ -176,7 +170,7 @@ def start_alert_thread(
             message_ts=root_ts,
             defaults={
                 "session": session,
-                "user_id": "",
+                "user_id": SYSTEM_IDENTITY,
                 "text": text,
                 "state": Turn.State.QUEUED,
                 "message_id": message_id_for(connection.pk, channel_id, root_ts),
@@ -323,6 +317,22 @@ def _take_note(session: Session, message: ChatMessage) -> bool:
         session=session,
         user_id=message.user_id,
         text=message.text,
+    )
+    return insert_unless_taken(note, _MESSAGE_KEY)
+
+
+def file_system_note(session_id: int, *, message_ts: str, text: str) -> bool:
+    """Files a note the product posted in an alert thread (an alert joined, fired again, resolved)
+    under the system identity, for the session's next turn to carry: it starts no turn itself.
+    False when the message was filed already."""
+    session = Session.objects.get(pk=session_id)
+    note = ThreadNote(
+        connection_id=session.connection_id,
+        channel_id=session.channel_id,
+        message_ts=message_ts,
+        session=session,
+        user_id=SYSTEM_IDENTITY,
+        text=text,
     )
     return insert_unless_taken(note, _MESSAGE_KEY)
 

@@ -103,7 +103,7 @@ class TurnWork:
     thread_kind: ThreadKind  # chat (a person's message started it) or alert (a trigger did)
     kind: Turn.Kind  # a message, or an answer to the agent's question
     message_ts: str
-    user_id: str  # empty for a trigger's turn (no person)
+    user_id: str  # the system identity for a trigger's turn (no person; sessions/identity.py)
     text: str
     message_id: str
     task_id: str  # set when an earlier attempt already reached the agent
@@ -143,7 +143,9 @@ def start_turn(turn_id: int, *, now: datetime | None = None) -> TurnWork | None:
         if not resumed:
             turn.state, turn.started_at = Turn.State.RUNNING, now
             turn.save(update_fields=["state", "started_at"])
-        if binding.thread_replies == ThreadReplies.MENTION:
+        # Replies that were not turns (threadReplies: mention), and an alert thread's own notes
+        # (a join, a repeat, a resolve: sessions.services.file_system_note), go with the next turn.
+        if binding.thread_replies == ThreadReplies.MENTION or session.kind == ThreadKind.ALERT:
             ThreadNote.objects.filter(
                 session=session, carried_by=None, message_ts__lt=turn.message_ts
             ).update(carried_by=turn)

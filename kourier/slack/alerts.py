@@ -11,7 +11,6 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from .clients import connection_workspace, web_client
 from .outbox import IntentState, Outbox, PostKind, notice_metadata, post_once
 from .threads import find_channel_post
 
@@ -20,19 +19,6 @@ ALERT_METADATA_EVENT = "kourier_alert"
 
 def alert_metadata(key: str) -> dict[str, Any]:
     return {"event_type": ALERT_METADATA_EVENT, "event_payload": {"alert": key}}
-
-
-def post_alert_message(
-    bot_token: str, connection_id: int, channel_id: str, text: str, *, binding: str
-) -> str:
-    """Posts the alert as the bot at the top level of the channel; the message's ts."""
-    client = web_client(bot_token, workspace=connection_workspace(connection_id))
-    response = client.chat_postMessage(
-        channel=channel_id,
-        text=text,
-        metadata={"event_type": ALERT_METADATA_EVENT, "event_payload": {"binding": binding}},
-    )
-    return str(response["ts"])
 
 
 async def post_alert_once(

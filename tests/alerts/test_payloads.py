@@ -5,7 +5,15 @@ from datetime import UTC, datetime
 
 import pytest
 
-from alerts.payloads import AlertStatus, Unreadable, read_alertmanager, read_generic
+from alerts.payloads import (
+    MAX_GROUP_KEY_LENGTH,
+    AlertStatus,
+    Unreadable,
+    check_group,
+    read_alertmanager,
+    read_generic,
+    read_notification,
+)
 
 
 def body(data) -> bytes:
@@ -157,3 +165,68 @@ def test_a_generic_alert_it_cannot_read_is_refused_with_the_reason(data, reason)
         read_generic(body(data))
 
     assert str(refused.value) == reason
+
+
+def test_a_notification_names_its_group_its_receiver_and_how_many_alerts_it_left_out():
+    sent = read_notification(body({**ALERTMANAGER, "truncatedAlerts": 3}))
+
+    assert (sent.group_key, sent.receiver, sent.group_labels, sent.truncated) == (
+        '{}:{alertname="DiskFull"}',
+        "kourier",
+        {"alertname": "DiskFull"},
+        3,
+    )
+    assert [a.fingerprint for a in sent.alerts] == ["a1b2c3", "d4e5f6"]
+    check_group(sent)  # both alerts carry the group's label
+
+
+@pytest.mark.parametrize(
+    ("changes", "error"),
+    [
+        ({"groupKey": None}, "groupKey is required: alerts are grouped by it (or set threadPer: alert)"),
+        ({"groupKey": "   "}, "groupKey is required: alerts are grouped by it (or set threadPer: alert)"),
+        (
+            {"groupLabels": {"alertname": "CpuHigh"}},
+            'alerts[0].labels.alertname must be the group\'s "CpuHigh" (got "DiskFull")',
+        ),
+        (
+            {"groupLabels": {"instance": "db-1"}},
+            'alerts[1].labels.instance must be the group\'s "db-1" (got "db-2")',
+        ),
+    ],
+    ids=["no group key", "blank group key", "another group", "one alert outside"],
+)
+def test_a_notification_that_does_not_name_its_group_or_whose_alerts_disagree_with_it_is_refused(
+    changes, error
+):
+    sent = read_notification(body({**ALERTMANAGER, **changes}))
+
+    with pytest.raises(Unreadable) as refused:
+        check_group(sent)
+    assert str(refused.value) == error
+
+
+@pytest.mark.parametrize(
+    ("changes", "error"),
+    [
+        (
+            {"groupKey": "k" * (MAX_GROUP_KEY_LENGTH + 1)},
+            f"groupKey must be at most {MAX_GROUP_KEY_LENGTH} characters (got {MAX_GROUP_KEY_LENGTH + 1})",
+        ),
+        ({"groupKey": 7}, "groupKey must be a string (got 7)"),
+        ({"truncatedAlerts": -1}, "truncatedAlerts must be a count of alerts (got -1)"),
+        ({"truncatedAlerts": "2"}, 'truncatedAlerts must be a count of alerts (got "2")'),
+        ({"groupLabels": {"alertname": 1}}, "groupLabels.alertname must be a string (got 1)"),
+    ],
+    ids=[
+        "group key too long",
+        "group key not a string",
+        "negative truncated",
+        "truncated not a number",
+        "bad group label",
+    ],
+)
+def test_a_notification_whose_group_fields_cannot_be_read_is_unreadable(changes, error):
+    with pytest.raises(Unreadable) as refused:
+        read_notification(body({**ALERTMANAGER, **changes}))
+    assert str(refused.value) == error

@@ -191,6 +191,19 @@ def test_a_bindings_triggers_are_saved_by_the_admin_and_shown_again(admin_client
     assert "prometheus alertmanager OPS_TOKEN" in page.content.decode()
 
 
+def test_a_triggers_thread_options_are_saved_by_the_admin_and_shown_again(admin_client, acme):
+    from bindings.models import Binding
+
+    line = "prometheus alertmanager OPS_TOKEN threadPer=alert maxThreadsPerHour=5"
+    admin_client.post(reverse("admin:bindings_binding_add"), binding_form(triggers=line))
+    saved = Binding.objects.get(name="ops")
+    page = admin_client.get(reverse("admin:bindings_binding_change", args=[saved.pk]))
+
+    [trigger] = saved.triggers
+    assert (trigger["thread_per"], trigger["max_threads_per_hour"]) == ("alert", 5)
+    assert line in page.content.decode()
+
+
 def test_a_trigger_line_without_its_token_variable_is_refused_in_the_form(admin_client, acme):
     response = admin_client.post(
         reverse("admin:bindings_binding_add"), binding_form(triggers="prometheus alertmanager")

@@ -617,6 +617,16 @@ def test_a_binding_declares_its_triggers_in_the_order_given():
     )
 
 
+def test_an_alertmanager_trigger_threads_per_group_up_to_twenty_an_hour_unless_it_says_otherwise():
+    per_alert = {**PROMETHEUS, "name": "per-alert", "threadPer": "alert", "maxThreadsPerHour": 5}
+    validation = manifest.validate(documents(binding(triggers=[PROMETHEUS, per_alert])), connections=["acme"])
+
+    [spec] = validation.bindings
+    default, chosen = spec.triggers
+    assert (default.thread_per, default.max_threads_per_hour) == (manifest.ThreadPer.GROUP, 20)
+    assert (chosen.thread_per, chosen.max_threads_per_hour) == (manifest.ThreadPer.ALERT, 5)
+
+
 def test_a_binding_without_triggers_has_none():
     [spec] = manifest.validate(documents(binding()), connections=["acme"]).bindings
 
@@ -665,8 +675,30 @@ def test_a_binding_without_triggers_has_none():
         ),
         pytest.param(
             [{**PROMETHEUS, "url": "x"}],
-            'Binding "ops": spec.triggers[0].url: unknown field (expected one of: name, kind, token, channel)',
+            'Binding "ops": spec.triggers[0].url: unknown field (expected one of: name, kind, token, channel, '
+            "threadPer, maxThreadsPerHour)",
             id="unknown field",
+        ),
+        pytest.param(
+            [{**PROMETHEUS, "threadPer": "pod"}],
+            'Binding "ops": spec.triggers[0].threadPer: must be one of group, alert (got "pod")',
+            id="unknown threadPer",
+        ),
+        pytest.param(
+            [{**PROMETHEUS, "kind": "generic", "threadPer": "group"}],
+            'Binding "ops": spec.triggers[0].threadPer: only an alertmanager trigger groups alerts; '
+            "a generic one has a thread per alert",
+            id="threadPer on a generic trigger",
+        ),
+        pytest.param(
+            [{**PROMETHEUS, "maxThreadsPerHour": 0}],
+            'Binding "ops": spec.triggers[0].maxThreadsPerHour: must be a whole number from 1 to 10000 (got 0)',
+            id="no threads at all",
+        ),
+        pytest.param(
+            [{**PROMETHEUS, "maxThreadsPerHour": "20"}],
+            'Binding "ops": spec.triggers[0].maxThreadsPerHour: must be a whole number from 1 to 10000 (got "20")',
+            id="cap not a number",
         ),
         pytest.param(
             {"prometheus": PROMETHEUS},
@@ -688,7 +720,14 @@ def test_a_trigger_names_its_channel_when_the_binding_has_several():
 
 
 def test_triggers_are_written_back_and_read_again_unchanged():
-    document = binding(triggers=[PROMETHEUS, {**PROMETHEUS, "name": "other", "channel": "C0123456789"}])
+    other = {
+        **PROMETHEUS,
+        "name": "other",
+        "channel": "C0123456789",
+        "threadPer": "alert",
+        "maxThreadsPerHour": 3,
+    }
+    document = binding(triggers=[PROMETHEUS, other])
     [spec] = manifest.validate(documents(document), connections=["acme"]).bindings
 
     text = manifest.dump_manifests([spec])
@@ -696,6 +735,8 @@ def test_triggers_are_written_back_and_read_again_unchanged():
 
     assert "  - {name: prometheus" not in text  # a block list, each token inline
     assert "    token: {fromEnv: OPS_TRIGGER_TOKEN}\n" in text
+    assert "    threadPer: alert\n    maxThreadsPerHour: 3\n" in text
+    assert text.count("threadPer") == 1  # a default is not written
     assert again == spec
 
 

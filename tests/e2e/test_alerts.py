@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from alerts.models import Alert, AlertOccurrence, AlertPost
+from sessions.identity import SYSTEM_IDENTITY
 from sessions.models import Session, Turn
 from tests.fakes.a2a_agent import steps
 
@@ -18,8 +19,11 @@ WAIT = 20.0
 TOKEN_ENV = "KOURIER_E2E_TRIGGER_TOKEN"
 TOKEN = "trigger-s3cret"
 FAST_RECOVERY = {"SESSION_LEASE_SECONDS": "3", "RECOVERY_INTERVAL_SECONDS": "1"}
+# "prometheus" keeps a thread per alert (threadPer: alert); "grouped" is the default, a thread per
+# Alertmanager group (the real Alertmanager's tests are in test_alertmanager.py).
 TRIGGERS = [
-    {"name": "prometheus", "kind": "alertmanager", "token_env": TOKEN_ENV},
+    {"name": "prometheus", "kind": "alertmanager", "token_env": TOKEN_ENV, "thread_per": "alert"},
+    {"name": "grouped", "kind": "alertmanager", "token_env": TOKEN_ENV},
     {"name": "hooks", "kind": "generic", "token_env": TOKEN_ENV},
 ]
 FIRST_START = "2024-05-01T10:00:00.123456789Z"
@@ -142,7 +146,9 @@ def test_a_new_alert_starts_a_thread_whose_first_turn_carries_it_as_untrusted_da
     [reply] = wait_for_thread(world, 1)
     wait_for_turns_to_end(world, 1)
 
-    assert answer.json() == {"ok": True, "opened": 1, "repeated": 0, "resolved": 0, "unchanged": 0}
+    assert answer.json() == {
+        "ok": True, "opened": 1, "held": 0, "joined": 0, "repeated": 0, "resolved": 0, "unchanged": 0,
+    }  # fmt: skip
     [root] = roots(world)
     assert root.is_bot
     assert root.text.startswith(
@@ -156,7 +162,7 @@ def test_a_new_alert_starts_a_thread_whose_first_turn_carries_it_as_untrusted_da
     assert received.text.startswith("Slack: alert: A new alert fired.")
     assert "<untrusted-data>\nstatus: firing\nname: DiskFull\nseverity: critical\n" in received.text
     turn = Turn.objects.get()
-    assert (turn.user_id, turn.session.kind, turn.session.thread_ts) == ("", "alert", root.ts)
+    assert (turn.user_id, turn.session.kind, turn.session.thread_ts) == (SYSTEM_IDENTITY, "alert", root.ts)
 
 
 def test_the_same_occurrence_again_changes_nothing_and_a_new_one_attaches_a_note(world, a2a_agent):
@@ -194,7 +200,10 @@ def test_a_resolve_closes_the_thread_with_a_note_and_a_reply_after_it_still_reac
     )
     assert Alert.objects.get().state == Alert.State.RESOLVED
     assert [m.text for m in replies][-1] == "Looking into it."
-    assert a2a_agent.received[-1].text.endswith("is it really fixed?")
+    # The reply's turn carries the closing note: the agent sees what happened in the thread.
+    said, carried = a2a_agent.received[-1].text.split("\n\n", 1)
+    assert said == "Slack: Ada Lovelace (U0ADA): is it really fixed?"
+    assert f"Slack: alert: {closing.text}\n</untrusted-data>" in carried
     assert deliver(world, group(am_alert(status="resolved"))).json()["unchanged"] == 1
 
 
@@ -245,6 +254,35 @@ def test_a_group_delivered_many_times_at_once_folds_into_one_thread_per_alert(wo
     assert sorted(m.text.split("*")[3] for m in roots(world)) == ["CpuHigh", "DiskFull", "MemoryLow"]
     assert Alert.objects.count() == AlertOccurrence.objects.count() == Session.objects.count() == 3
     assert len(a2a_agent.received) == 3
+
+
+def test_a_group_delivered_many_times_at_once_folds_into_one_thread_and_one_turn(world, a2a_agent):
+    body = group(am_alert("DiskFull", disk="a"), am_alert("DiskFull", disk="b", fingerprint="fp-b"))
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        answers = list(pool.map(lambda _: deliver(world, body, trigger="grouped").status_code, range(16)))
+    wait_for_turns_to_end(world, 1)
+    wait_for_posts_confirmed(world)
+
+    assert answers == [200] * 16
+    [root] = roots(world)
+    assert root.text.startswith(":rotating_light: *FIRING* · *DiskFull* · 2 alerts · severity critical")
+    assert (Alert.objects.count(), AlertOccurrence.objects.count(), Session.objects.count()) == (1, 2, 1)
+    assert len(a2a_agent.received) == 1
+
+
+def test_a_group_without_its_key_or_with_an_alert_outside_it_is_refused_and_nothing_is_stored(world):
+    no_key = deliver(world, {**group(am_alert()), "groupKey": ""}, trigger="grouped")
+    outside = deliver(world, group(am_alert("CpuHigh")), trigger="grouped")
+
+    assert (no_key.status_code, no_key.json()["error"]) == (
+        400,
+        "groupKey is required: alerts are grouped by it (or set threadPer: alert)",
+    )
+    assert (outside.status_code, outside.json()["error"]) == (
+        400,
+        'alerts[0].labels.alertname must be the group\'s "DiskFull" (got "CpuHigh")',
+    )
+    assert nothing_stored()
 
 
 def test_a_worker_killed_after_the_alert_post_does_not_post_it_again(make_world, a2a_agent):

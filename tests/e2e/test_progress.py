@@ -2,7 +2,7 @@
 real processes, a real A2A agent, and the Slack fake's view of the thread and record of calls.
 
 Each world binds three channels, one per chat.progress mode, so one run shows every mode side by
-side; alert threads are started through ``sessions.services.start_alert_thread``.
+side; alert threads are started as a trigger starts them (``tests.support.alerts.fire_alert``).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from alerts.messages import FIRST_TURN_INTRO
 from kourier.progress import (
     NO_OUTPUT,
     NO_RESULT,
@@ -26,17 +27,20 @@ from kourier.progress import (
 )
 from kourier.redaction import format_call
 from kourier.slack.status import ASSISTANT_STATUS_WORKING
-from sessions import notices, services
+from sessions import notices
+from sessions.identity import SYSTEM_IDENTITY
 from sessions.models import Session, Turn
 from tests.e2e.conftest import assert_acked
 from tests.e2e.test_threads import wait_for_turns_to_end
 from tests.factories import BindingFactory
 from tests.fakes.a2a_agent import steps
 from tests.fakes.slack import defaults
+from tests.support.alerts import alert_name, fire_alert
 
 pytestmark = pytest.mark.slow
 
 WAIT = 30.0
+ALERT_TURN = f"Slack: alert: {FIRST_TURN_INTRO}"
 MODES = ("steps", "steps-and-activity", "activity")
 CHANNELS = {"steps": defaults.CHANNEL_ID, "steps-and-activity": "C0002", "activity": "C0003"}
 SECRET = "xoxb-1234-5678-abcdefghijkl"
@@ -94,6 +98,8 @@ SCRIPTS = {
 
 
 def script_for(received):
+    if received.text.startswith(ALERT_TURN):
+        return SCRIPTS[alert_name(received.text)]
     return SCRIPTS[received.text.rsplit(": ", 1)[-1]]
 
 
@@ -172,8 +178,7 @@ def chat(world, mode: str, script: str) -> Thread:
 
 
 def alert(world, mode: str, script: str) -> Thread:
-    turn = services.start_alert_thread(world.bindings[mode], script)
-    return Thread(world, CHANNELS[mode], turn.message_ts, mode)
+    return Thread(world, CHANNELS[mode], fire_alert(world.bindings[mode], script), mode)
 
 
 def wait_for_turns(world, count: int) -> None:
@@ -250,14 +255,15 @@ def test_each_progress_mode_in_an_alert_thread(modes_world, a2a_agent):
     wait_for_turns(world, 5)
 
     assert {s.kind for s in Session.objects.all()} == {ThreadKind.ALERT}
-    assert set(Turn.objects.values_list("user_id", flat=True)) == {""}
+    assert set(Turn.objects.values_list("user_id", flat=True)) == {SYSTEM_IDENTITY}
     # The first turn names no person.
-    assert sorted(r.text for r in a2a_agent.received) == [
-        "Slack: alert: main",
-        "Slack: alert: main",
-        "Slack: alert: main",
-        "Slack: alert: many",
-        "Slack: alert: silentfail",
+    assert all(r.text.startswith(ALERT_TURN) for r in a2a_agent.received)
+    assert sorted(alert_name(r.text) for r in a2a_agent.received) == [
+        "main",
+        "main",
+        "main",
+        "many",
+        "silentfail",
     ]
     for thread in threads.values():
         assert len(thread.replies()) == 1

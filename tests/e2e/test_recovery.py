@@ -9,11 +9,12 @@ import signal
 import pytest
 
 from kourier.progress import NO_RESULT
-from sessions import notices, services
+from sessions import notices
 from sessions.models import Turn
 from tests.e2e.test_threads import WAIT, replies, wait_for, wait_for_turns_to_end
 from tests.fakes.a2a_agent import steps
 from tests.fakes.a2a_agent.gates import Gate
+from tests.support.alerts import fire_alert
 
 pytestmark = pytest.mark.slow
 
@@ -74,7 +75,7 @@ def test_an_alert_threads_reply_is_taken_over_and_updated_with_its_cards(
     a2a_agent.script([*WITH_CARDS, steps.wait_for(gate), steps.text("Done.")])
     world = make_world(agent_url=a2a_agent.url, progress="steps", beat=True, env=FAST_RECOVERY)
     start_alerts_here(world)
-    root = services.start_alert_thread(world.binding, "disk alert").message_ts
+    root = fire_alert(world.binding, "disk alert")
     kill_mid_turn_with_cards(world, root, gate)
     gate.open()
     wait_for_turns_to_end(world, 1)

@@ -52,8 +52,10 @@ class Stack:
         self.processes[name] = process
         return process
 
-    def start_web(self) -> None:
-        port = free_port()
+    def start_web(self, port: int | None = None) -> None:
+        """Starts the web process, on a free port or on ``port`` (a restart where a client, such as
+        Alertmanager, was told the address)."""
+        port = port or free_port()
         self.base_url = f"http://127.0.0.1:{port}"
         self.start(
             "web",

@@ -1,15 +1,18 @@
-"""The triggers' door: POST /triggers/<binding>/<trigger>, where alert sources deliver their alerts.
+"""The alerts' door: POST /triggers/<binding>/<trigger>, where alert sources deliver their alerts (a
+*trigger* is the manifest's entry for one such door: its kind, token and channel).
 
 A Channels consumer that kourier/routing.py serves ahead of Django, as Slack's door is. It answers
 405 for another method, 413 for a body over DATA_UPLOAD_MAX_MEMORY_SIZE (read no further), 404 for
 a Binding or trigger it does not know, 401 without the trigger's bearer token (compared in constant
 time), 503 when the token's variable is not set, 400 with the reason for a body the trigger's kind
-does not send; none of these stores anything. Otherwise the alerts are taken
-(``alerts.services.take_alerts``) and the answer is 200 with what was done.
+does not send (for threads per group: no groupKey, one too long, or an alert outside its group);
+none of these stores anything. Otherwise the alerts are taken (``alerts.services.take_alerts``) and
+the answer is 200 with what was done, counted by alert.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hmac
 import json
 import logging
@@ -20,17 +23,30 @@ from channels.exceptions import StopConsumer
 from channels.generic.http import AsyncHttpConsumer
 from django.conf import settings
 
-from alerts import payloads
-from alerts.services import take_alerts
 from bindings import directory
-from bindings.manifest import TriggerKind, TriggerSpec
+from bindings.manifest import ThreadPer, TriggerKind, TriggerSpec
 from bindings.models import Binding, MissingSecret
 from kourier.db import in_database_thread
+
+from . import payloads
+from .services import take_alerts
 
 logger = logging.getLogger(__name__)
 
 IDEMPOTENCY_KEY_MAX_LENGTH = 150
-_READERS = {TriggerKind.ALERTMANAGER: payloads.read_alertmanager, TriggerKind.GENERIC: payloads.read_generic}
+
+
+def read_delivery(
+    trigger: TriggerSpec, body: bytes
+) -> tuple[list[payloads.AlertNotice], payloads.Notification | None]:
+    """The alerts a trigger's body carries, and the Alertmanager notification they came in (None for
+    the generic kind). Raises ``payloads.Unreadable`` with the reason."""
+    if trigger.kind is TriggerKind.GENERIC:
+        return payloads.read_generic(body), None
+    notification = payloads.read_notification(body)
+    if trigger.thread_per is ThreadPer.GROUP:
+        payloads.check_group(notification)
+    return notification.alerts, notification
 
 
 def bearer_token(headers: dict[str, str]) -> str:
@@ -42,7 +58,7 @@ def token_matches(given: str, expected: str) -> bool:
     return hmac.compare_digest(given.encode(), expected.encode())
 
 
-class TriggerDoor(AsyncHttpConsumer):
+class AlertDoor(AsyncHttpConsumer):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.body_size = 0
@@ -95,11 +111,11 @@ class TriggerDoor(AsyncHttpConsumer):
                 raise payloads.Unreadable(
                     f"Idempotency-Key must be at most {IDEMPOTENCY_KEY_MAX_LENGTH} characters"
                 )
-            notices = _READERS[trigger.kind](body)
+            notices, notification = read_delivery(trigger, body)
         except payloads.Unreadable as exc:
             await self._refuse(400, str(exc), binding=binding.name)
             return
-        taken = await in_database_thread(_take)(binding, trigger, notices, idempotency_key)
+        taken = await in_database_thread(_take)(binding, trigger, notices, notification, idempotency_key)
         if taken is None:
             await self._refuse(503, "the trigger's channel is not bound", binding=binding.name)
             return
@@ -119,15 +135,16 @@ class TriggerDoor(AsyncHttpConsumer):
 
 
 def _take(
-    binding: Binding, trigger: TriggerSpec, notices: list[payloads.AlertNotice], idempotency_key: str
+    binding: Binding,
+    trigger: TriggerSpec,
+    notices: list[payloads.AlertNotice],
+    notification: payloads.Notification | None,
+    idempotency_key: str,
 ) -> dict[str, int] | None:
     channel_id = binding.trigger_channel(trigger)
     if channel_id is None:
         return None
-    taken = take_alerts(binding, trigger.name, channel_id, notices, idempotency_key=idempotency_key)
-    return {
-        "opened": taken.opened,
-        "repeated": taken.repeated,
-        "resolved": taken.resolved,
-        "unchanged": taken.unchanged,
-    }
+    taken = take_alerts(
+        binding, trigger, channel_id, notices, notification=notification, idempotency_key=idempotency_key
+    )
+    return dataclasses.asdict(taken)
