@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sessions.prompts import UNTRUSTED_CLOSE, UNTRUSTED_OPEN
+from sessions.prompts import quote_untrusted
 
 from .payloads import AlertNotice, AlertStatus
 
@@ -66,7 +66,7 @@ def resolved_note(at: datetime, fires: int) -> str:
     return f":white_check_mark: Resolved at {when(at)}, after firing {times}. Replies still reach the agent."
 
 
-def first_turn_text(notice: AlertNotice) -> str:
+def first_turn_text(notice: AlertNotice, *, marker: str | None = None) -> str:
     """The alert's details for the agent: data, quoted as untrusted, never instructions."""
     details = [f"status: {AlertStatus.FIRING.value}", f"name: {notice.title}"]
     if notice.severity:
@@ -79,10 +79,4 @@ def first_turn_text(notice: AlertNotice) -> str:
     details.extend(f"annotation {k}: {v}" for k, v in notice.annotations.items() if v != notice.text)
     if notice.link:
         details.append(f"link: {notice.link}")
-    body = "\n".join(_defang(_one_line(line)) for line in details)
-    return "\n".join([FIRST_TURN_INTRO, UNTRUSTED_OPEN, body, UNTRUSTED_CLOSE])
-
-
-def _defang(text: str) -> str:
-    # A field must not be able to close the block and speak outside it.
-    return text.replace(UNTRUSTED_CLOSE, "</ untrusted-data>").replace(UNTRUSTED_OPEN, "< untrusted-data>")
+    return quote_untrusted(FIRST_TURN_INTRO, [_one_line(line) for line in details], marker=marker)
