@@ -71,3 +71,19 @@ def check_metrics_directory(app_configs, **kwargs):
             )
         ]
     return []
+
+
+@register(Tags.security, deploy=True)
+def check_metrics_token(app_configs, **kwargs):
+    # Deploy only: a developer's /metrics may stay open; a production one tells every scraper the
+    # Bindings' names and the load, so it is closed with a token.
+    if not settings.METRICS_TOKEN:
+        return [
+            Error(
+                "METRICS_TOKEN is not set: /metrics would answer anyone who reaches the service.",
+                hint="Set METRICS_TOKEN to a long random value and give Prometheus "
+                '"Authorization: Bearer <METRICS_TOKEN>" (README, "Metrics").',
+                id="kourier.E005",
+            )
+        ]
+    return []
