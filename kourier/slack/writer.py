@@ -115,6 +115,7 @@ from kourier.progress import (
 
 from .blocks import line_block, markdown_chunk, task_card_block, task_update_chunk
 from .clients import SlackOutcomeUnknown, error_name
+from .mrkdwn import neutralize
 from .outbox import Outbox, PostKind, intend_reply, part_key, part_metadata, post_once, reply_metadata
 from .status import AssistantStatus
 
@@ -267,8 +268,10 @@ class SlackReply:
         outbox: Outbox | None = None,
         adopted_cards: Sequence[Card] = (),
         on_stream_cards: Callable[[list[Card]], Awaitable[None]] | None = None,
+        allow_user_mentions: bool = False,
     ) -> None:
         self._client = client
+        self._allow_user_mentions = allow_user_mentions
         self._adopted_cards = tuple(adopted_cards)
         self._on_stream_cards = on_stream_cards
         self._open_cards_told: list[Card] = []
@@ -430,9 +433,32 @@ class SlackReply:
 
     # -- rendering ----------------------------------------------------------------------------------
 
+    def _neutralized(self, write: Write) -> Write:
+        """The write with what the agent and its tools wrote made safe for Slack (mrkdwn.neutralize),
+        whole each time, so that a stream only ever appends to neutralized text."""
+
+        def safe(text: str) -> str:
+            return neutralize(text, allow_user_mentions=self._allow_user_mentions)
+
+        def safe_card(card: Card) -> Card:
+            return replace(card, title=safe(card.title), output=card.output and safe(card.output))
+
+        view = write.view
+        return replace(
+            write,
+            view=View(
+                view.line and safe(view.line),
+                tuple(safe_card(card) for card in view.cards),
+                safe(view.text),
+                safe(view.fallback),
+            ),
+            changed=tuple(safe_card(card) for card in write.changed),
+        )
+
     async def _render(self, write: Write, *, final: bool) -> None:
         if self._cards_refused and write.view.cards:
             write = self._refuse_cards(write, None)
+        write = self._neutralized(write)
         rest: list[str] = []
         if final:
             head, *rest = split_for_messages(write.view.text)
@@ -489,7 +515,9 @@ class SlackReply:
         self._cards_refused = True
         if self._progress is not None:
             [again] = self._progress.cards_refused(write)
-            return replace(write, view=replace(again.view, text=write.view.text), changed=())
+            return self._neutralized(
+                replace(write, view=replace(again.view, text=write.view.text), changed=())
+            )
         return replace(write, view=_without_cards(write.view), changed=())
 
     async def _render_stream(self, write: Write, final: bool) -> bool:
