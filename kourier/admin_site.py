@@ -3,9 +3,8 @@ looks for (what is configured, what is going on, what was decided), not by Djang
 
 from __future__ import annotations
 
-from typing import Any
-
 from collections.abc import Sequence
+from typing import Any
 
 from django.contrib import admin
 from django.db.models.constants import LOOKUP_SEP
