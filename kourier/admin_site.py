@@ -32,12 +32,13 @@ class ReadOnlyAdmin(admin.ModelAdmin):
     def fields_hidden_from(self, request: HttpRequest) -> frozenset[str]:
         return frozenset() if request.user.is_superuser else frozenset(self.hidden_fields)
 
-    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
-        if lookup.split(LOOKUP_SEP)[0] in self.fields_hidden_from(request):
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest | None = None) -> bool:
+        hidden = frozenset(self.hidden_fields) if request is None else self.fields_hidden_from(request)
+        if lookup.split(LOOKUP_SEP)[0] in hidden:
             return False
         return super().lookup_allowed(lookup, value, request)
 
-    def get_search_fields(self, request: HttpRequest) -> Sequence[str]:
+    def get_search_fields(self, request: HttpRequest) -> list[str]:
         hidden = self.fields_hidden_from(request)
         return [
             f
@@ -45,7 +46,7 @@ class ReadOnlyAdmin(admin.ModelAdmin):
             if f.lstrip("^=@").split(LOOKUP_SEP)[0] not in hidden
         ]
 
-    def get_sortable_by(self, request: HttpRequest) -> Sequence[str]:
+    def get_sortable_by(self, request: HttpRequest) -> list[Any]:
         hidden = self.fields_hidden_from(request)
         return [f for f in super().get_sortable_by(request) if f not in hidden]
 
