@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from kourier.slack.mrkdwn import code_span, escape
 from sessions.prompts import quote_untrusted
 
 from .payloads import AlertNotice, AlertStatus
@@ -27,7 +28,7 @@ def when(moment: datetime) -> str:
 
 def _escape(text: str) -> str:
     """Slack mrkdwn: &, < and > are control characters."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return escape(text)
 
 
 def _one_line(text: str) -> str:
@@ -44,7 +45,7 @@ def alert_message(notice: AlertNotice, *, previous_link: str = "") -> str:
         lines.append(_escape(notice.text.strip()))
     labels = [(k, v) for k, v in notice.labels.items() if k not in _LABELS_SHOWN_ELSEWHERE]
     if labels:
-        shown = " ".join(f"`{_escape(k)}={_escape(v)}`" for k, v in labels[:MAX_LABELS_SHOWN])
+        shown = " ".join(f"`{code_span(k)}={code_span(v)}`" for k, v in labels[:MAX_LABELS_SHOWN])
         more = len(labels) - MAX_LABELS_SHOWN
         lines.append(shown + (f" and {more} more" if more > 0 else ""))
     links = []

@@ -102,8 +102,10 @@ def _disguises(label: str, address: str) -> bool:
 
 
 def escape(text: str) -> str:
-    """Text shown as it is in mrkdwn: its control characters (&, <, >) escaped."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Text shown as it is in mrkdwn: its control characters (&, <, >) escaped, and a bare broadcast
+    (``@here``) made inert, so that no name or question put into Kourier's own mrkdwn notifies anyone."""
+    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _BARE_BROADCAST.sub("@" + WORD_JOINER, escaped)
 
 
 def code_span(text: str) -> str:
