@@ -779,6 +779,12 @@ def _read_headers(check: _Checker, value: Any) -> tuple[tuple[str, str], ...] | 
     return sort_headers(headers.items())
 
 
+def header_variable_allowed(name: str, allowed: Sequence[str]) -> bool:
+    """Whether an agent header may read variable ``name``: listed in ``allowed`` by its name, or by a
+    prefix ending in "*" (AGENT_HEADER_VARIABLES)."""
+    return any(name.startswith(entry[:-1]) if entry.endswith("*") else name == entry for entry in allowed)
+
+
 def sort_headers(items: Iterable[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
     """Headers in their one order, so that two specs with the same headers are equal."""
     return tuple(sorted(items, key=lambda item: (item[0].lower(), item[0])))

@@ -73,6 +73,27 @@ def check_metrics_directory(app_configs, **kwargs):
     return []
 
 
+@register()
+def check_agent_header_variables(app_configs, **kwargs):
+    import re
+
+    bad = [
+        entry
+        for entry in settings.AGENT_HEADER_VARIABLES
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*\*?", entry)
+    ]
+    if bad:
+        return [
+            Error(
+                f"AGENT_HEADER_VARIABLES holds {', '.join(repr(entry) for entry in bad)}, which is not a "
+                "variable name or a prefix ending in '*'.",
+                hint="List names such as OPS_AGENT_TOKEN or prefixes such as AGENT_TOKEN_*, comma-separated.",
+                id="kourier.E006",
+            )
+        ]
+    return []
+
+
 @register(Tags.security, deploy=True)
 def check_metrics_token(app_configs, **kwargs):
     # Deploy only: a developer's /metrics may stay open; a production one tells every scraper the
