@@ -131,6 +131,7 @@ class BindingAdmin(ManifestAdmin):
             {"fields": ["ask_user", "tool_approvals", "approver_groups", "interaction_timeout"]},
         ),
         ("Session", {"fields": ["thread_ttl"]}),
+        ("Replies", {"fields": ["allow_mentions", "max_messages"]}),
         ("Triggers", {"fields": ["triggers"]}),
         ("History", {"fields": ["created_at", "updated_at"]}),
     ]

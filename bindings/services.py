@@ -127,6 +127,9 @@ def binding_spec(binding: Binding) -> BindingSpec:
         ),
         session=manifest.SessionSpec(thread_ttl=binding.thread_ttl),
         triggers=trigger_specs(binding.triggers),
+        replies=manifest.RepliesSpec(
+            allow_mentions=manifest.Mentions(binding.allow_mentions), max_messages=binding.max_messages
+        ),
     )
 
 
@@ -232,6 +235,8 @@ def binding_fields(spec: BindingSpec) -> dict[str, Any]:
         "acknowledgment_enabled": spec.chat.acknowledgment.enabled,
         "acknowledgment_emoji": spec.chat.acknowledgment.emoji,
         "progress": spec.chat.progress.value,
+        "allow_mentions": spec.replies.allow_mentions.value,
+        "max_messages": spec.replies.max_messages,
         "ask_user": spec.interactions.ask_user,
         "tool_approvals": spec.interactions.tool_approvals,
         "approver_groups": list(spec.interactions.approver_groups),

@@ -11,6 +11,7 @@ from kourier.progress import Card, CardStatus, View, Write, WriteKind
 from kourier.slack.clients import RetryPolicy, async_web_client
 from kourier.slack.outbox import PostKind, part_key
 from kourier.slack.writer import (
+    ANSWER_CUT_LINE,
     MESSAGE_TEXT_LIMIT,
     NO_OUTPUT_TEXT,
     REPLY_MOVES,
@@ -528,3 +529,34 @@ def test_a_binding_that_allows_mentions_lets_the_agent_mention_a_person_but_neve
     [message] = reply_in(slack_fake, thread_ts)
     assert message.text.startswith("<@U0ADA> please look ")
     assert "<!here>" not in message.text
+
+
+def test_an_answer_past_the_most_messages_stops_there_with_a_line_saying_how_much_was_cut(
+    slack_fake, thread_ts
+):
+    answer = "".join(f"line {n:05d} of the answer\n" for n in range(2000))  # about 46,000 characters
+
+    async def scenario():
+        client = AsyncWebClient(token=slack_fake.bot_token, base_url=slack_fake.url, timeout=5)
+        await SlackReply(client, target(thread_ts), live=False, stream=False, max_messages=2).finish(answer)
+
+    asyncio.run(scenario())
+    first, last = reply_in(slack_fake, thread_ts)
+    shown, _, line = last.text.rpartition("\n\n")
+    not_posted = len(answer) - len(first.text) - len(shown)
+    assert line == ANSWER_CUT_LINE.format(messages=2, characters=not_posted)
+    assert 20_000 < not_posted < len(answer)
+    assert answer.startswith(first.text)
+    assert len(last.text) <= MESSAGE_TEXT_LIMIT
+
+
+def test_an_answer_the_runner_kept_only_the_start_of_counts_what_it_did_not_keep(slack_fake, thread_ts):
+    async def scenario():
+        client = AsyncWebClient(token=slack_fake.bot_token, base_url=slack_fake.url, timeout=5)
+        reply = SlackReply(client, target(thread_ts), live=False, stream=False, max_messages=2)
+        reply.note_not_kept(1_000_000)
+        await reply.finish("the start")
+
+    asyncio.run(scenario())
+    [message] = reply_in(slack_fake, thread_ts)
+    assert message.text == "the start\n\n" + ANSWER_CUT_LINE.format(messages=2, characters=1_000_000)
