@@ -47,11 +47,11 @@ class ManifestAdmin(admin.ModelAdmin):
         return super().get_form(request, obj, change, **kwargs)
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
-        self.save_spec(form.spec, obj)
+        self.save_spec(form.spec, obj, request)
         for warning in form.warnings:
             messages.warning(request, str(warning))
 
-    def save_spec(self, spec: Any, obj: Any) -> None:
+    def save_spec(self, spec: Any, obj: Any, request: HttpRequest) -> None:
         raise NotImplementedError
 
 
@@ -93,8 +93,11 @@ class ConnectionAdmin(ManifestAdmin):
             variables.append(("appToken", obj.app_token_env))
         return _variables_status([(label, name) for label, name in variables if name])
 
-    def save_spec(self, spec: Any, obj: Connection) -> None:
+    def save_spec(self, spec: Any, obj: Connection, request: HttpRequest) -> None:
         services.save_connection(spec, obj)
+
+
+SUPERUSER_ONLY_FIELDS = ("agent_url", "agent_headers")
 
 
 @admin.register(Binding)
@@ -128,6 +131,7 @@ class BindingAdmin(ManifestAdmin):
             {"fields": ["ask_user", "tool_approvals", "approver_groups", "interaction_timeout"]},
         ),
         ("Session", {"fields": ["thread_ttl"]}),
+        ("Replies", {"fields": ["allow_mentions", "max_messages"]}),
         ("Triggers", {"fields": ["triggers"]}),
         ("History", {"fields": ["created_at", "updated_at"]}),
     ]
@@ -143,8 +147,25 @@ class BindingAdmin(ManifestAdmin):
     def header_variables(self, obj: Binding) -> str:
         return _variables_status(sorted(obj.agent_headers.items()))
 
-    def save_spec(self, spec: Any, obj: Binding) -> None:
-        services.save_binding(spec, obj)
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
+        form = super().get_form(request, obj, change, **kwargs)
+        if request.user.is_superuser:
+            return form
+
+        class AgentAddressLocked(form):  # type: ignore[misc, valid-type]
+            """Staff may edit a Binding but not where its agent is or what it is sent: the headers
+            carry the service's identity, so only a superuser points them somewhere."""
+
+            def __init__(self, *args: Any, **form_kwargs: Any) -> None:
+                super().__init__(*args, **form_kwargs)
+                for name in SUPERUSER_ONLY_FIELDS:
+                    self.fields[name].disabled = True
+                    self.fields[name].help_text += " Only a superuser may change it."
+
+        return AgentAddressLocked
+
+    def save_spec(self, spec: Any, obj: Binding, request: HttpRequest) -> None:
+        services.save_binding(spec, obj, actor=f"admin:{request.user.get_username()}")
 
     def get_urls(self) -> list[URLPattern]:
         # Ahead of Django's own: its "<object_id>/" catch-all would take ".../live/" too.

@@ -42,6 +42,8 @@ BINDING_FIELD_PATHS = {
     "spec.interactions.timeout": "interaction_timeout",
     "spec.session.threadTTL": "thread_ttl",
     "spec.triggers": "triggers",
+    "spec.replies.allowMentions": "allow_mentions",
+    "spec.replies.maxMessages": "max_messages",
 }
 
 
@@ -271,6 +273,18 @@ class BindingForm(ManifestForm):
         help_text="spec.session.threadTTL: such as 90d.",
     )
 
+    allow_mentions = _select(
+        "Allow mentions",
+        _choices(manifest.Mentions),
+        manifest.DEFAULT_ALLOW_MENTIONS,
+        "spec.replies.allowMentions: users lets the agent's answer mention people; a channel or a group never.",
+    )
+    max_messages = forms.IntegerField(
+        label="Most messages per answer",
+        required=False,
+        initial=manifest.DEFAULT_MAX_MESSAGES,
+        help_text="spec.replies.maxMessages: past it the rest of an answer is not posted and the reply says so.",
+    )
     triggers = TriggersField(
         required=False,
         help_text="spec.triggers: one per line, as NAME KIND TOKEN_ENV_VAR [CHANNEL], such as "
@@ -326,6 +340,10 @@ class BindingForm(ManifestForm):
                 },
                 "session": {"threadTTL": given("thread_ttl")},
                 "triggers": cleaned_data.get("triggers") or [],
+                "replies": {
+                    "allowMentions": given("allow_mentions"),
+                    "maxMessages": given("max_messages"),
+                },
             },
         )
         return services.check_binding(document, binding=self.instance)
@@ -360,6 +378,8 @@ def form_values(spec: BindingSpec) -> dict[str, Any]:
         "approver_groups": ", ".join(spec.interactions.approver_groups),
         "interaction_timeout": manifest.format_duration(spec.interactions.timeout),
         "thread_ttl": manifest.format_duration(spec.session.thread_ttl),
+        "allow_mentions": spec.replies.allow_mentions.value,
+        "max_messages": spec.replies.max_messages,
         "triggers": "\n".join(
             " ".join([t.name, t.kind.value, t.token_env, *([t.channel] if t.channel else []), *_options(t)])
             for t in spec.triggers

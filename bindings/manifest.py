@@ -63,6 +63,13 @@ class ThreadReplies(StrEnum):
     MENTION = "mention"
 
 
+class Mentions(StrEnum):
+    """Whom the agent's answer may mention: nobody, or people (never a channel or a group)."""
+
+    NONE = "none"
+    USERS = "users"
+
+
 class TriggerKind(StrEnum):
     ALERTMANAGER = "alertmanager"  # Prometheus Alertmanager's webhook payload, version 4
     GENERIC = "generic"  # the small documented JSON shape (docs/manifests.md)
@@ -89,6 +96,10 @@ DEFAULT_INTERACTION_TIMEOUT = timedelta(minutes=30)
 DEFAULT_THREAD_TTL = timedelta(days=90)
 DEFAULT_THREAD_PER = ThreadPer.GROUP
 DEFAULT_MAX_THREADS_PER_HOUR = 20
+# Beyond the spec (docs/security.md): a reply's limits, opt-in per Binding.
+DEFAULT_ALLOW_MENTIONS = Mentions.NONE
+DEFAULT_MAX_MESSAGES = 10  # no normal answer reaches it: 10 messages of 12,000 characters
+MAX_MAX_MESSAGES = 100
 
 NAME_RE = re.compile(r"[-a-zA-Z0-9_]+")  # Django's slug, so the model's SlugField agrees
 ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -212,6 +223,12 @@ class SessionSpec:
 
 
 @dataclass(frozen=True)
+class RepliesSpec:
+    allow_mentions: Mentions = DEFAULT_ALLOW_MENTIONS
+    max_messages: int = DEFAULT_MAX_MESSAGES
+
+
+@dataclass(frozen=True)
 class TriggerSpec:
     """A door that starts alert threads: POST /triggers/<binding>/<name>, with a bearer token."""
 
@@ -234,6 +251,7 @@ class BindingSpec:
     interactions: InteractionsSpec = field(default_factory=InteractionsSpec)
     session: SessionSpec = field(default_factory=SessionSpec)
     triggers: tuple[TriggerSpec, ...] = ()  # in the order given
+    replies: RepliesSpec = field(default_factory=RepliesSpec)
 
 
 Spec = ConnectionSpec | BindingSpec
@@ -309,13 +327,24 @@ _MISSING = object()
 E = TypeVar("E", bound=StrEnum)
 
 CONNECTION_FIELDS = ("botToken", "signingSecret", "appToken")
-BINDING_FIELDS = ("connection", "channels", "agent", "output", "chat", "interactions", "session", "triggers")
+BINDING_FIELDS = (
+    "connection",
+    "channels",
+    "agent",
+    "output",
+    "chat",
+    "interactions",
+    "session",
+    "triggers",
+    "replies",
+)
 TRIGGER_FIELDS = ("name", "kind", "token", "channel", "threadPer", "maxThreadsPerHour")
 AGENT_FIELDS = ("url", "dialect", "protocolVersion", "headers")
 CHAT_FIELDS = ("threadReplies", "acknowledgment", "progress")
 ACKNOWLEDGMENT_FIELDS = ("enabled", "emoji")
 INTERACTIONS_FIELDS = ("askUser", "toolApprovals", "approverGroups", "timeout")
 SESSION_FIELDS = ("threadTTL",)
+REPLIES_FIELDS = ("allowMentions", "maxMessages")
 DOCUMENT_FIELDS = ("apiVersion", "kind", "metadata", "spec")
 METADATA_FIELDS = ("name",)
 SECRET_FIELDS = ("fromEnv",)
@@ -611,6 +640,7 @@ def _read_binding(check: _Checker, name: str | None, value: Any, read: _Read) ->
     thread_ttl = check.duration(
         _get(session_section, "threadTTL"), "spec.session.threadTTL", DEFAULT_THREAD_TTL
     )
+    replies = _read_replies(check, _get(spec, "replies"))
 
     dialect = agent.dialect if agent is not None else _dialect_of(spec)
     if interactions is not None and interactions.tool_approvals and dialect not in (None, Dialect.KAGENT_V1):
@@ -626,6 +656,7 @@ def _read_binding(check: _Checker, name: str | None, value: Any, read: _Read) ->
         or interactions is None
         or chat is None
         or triggers is None
+        or replies is None
     ):
         return None
     return BindingSpec(
@@ -638,7 +669,27 @@ def _read_binding(check: _Checker, name: str | None, value: Any, read: _Read) ->
         interactions=interactions,
         session=SessionSpec(thread_ttl=thread_ttl),
         triggers=triggers,
+        replies=replies,
     )
+
+
+def _read_replies(check: _Checker, value: Any) -> RepliesSpec | None:
+    section = check.mapping(value, "spec.replies", REPLIES_FIELDS)
+    if section is None:
+        return None
+    mentions = check.choice(
+        _get(section, "allowMentions"), "spec.replies.allowMentions", Mentions, DEFAULT_ALLOW_MENTIONS
+    )
+    count = _get(section, "maxMessages")
+    if count is _MISSING:
+        return RepliesSpec(allow_mentions=mentions)
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_MAX_MESSAGES:
+        check.error(
+            "spec.replies.maxMessages",
+            f"must be a whole number from 1 to {MAX_MAX_MESSAGES} (got {_show(count)})",
+        )
+        return None
+    return RepliesSpec(allow_mentions=mentions, max_messages=count)
 
 
 def _read_triggers(
@@ -832,6 +883,12 @@ def _read_headers(check: _Checker, value: Any) -> tuple[tuple[str, str], ...] | 
     return sort_headers(headers.items())
 
 
+def header_variable_allowed(name: str, allowed: Sequence[str]) -> bool:
+    """Whether an agent header may read variable ``name``: listed in ``allowed`` by its name, or by a
+    prefix ending in "*" (AGENT_HEADER_VARIABLES)."""
+    return any(name.startswith(entry[:-1]) if entry.endswith("*") else name == entry for entry in allowed)
+
+
 def sort_headers(items: Iterable[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
     """Headers in their one order, so that two specs with the same headers are equal."""
     return tuple(sorted(items, key=lambda item: (item[0].lower(), item[0])))
@@ -980,7 +1037,7 @@ _FIELD_ORDER = [
     "apiVersion", "kind", "metadata", "spec.connection", "spec.channels", "spec.agent.url", "spec.agent.dialect",
     "spec.agent.protocolVersion", "spec.agent.headers", "spec.output", "spec.chat", "spec.interactions.askUser",
     "spec.interactions.toolApprovals", "spec.interactions.approverGroups", "spec.interactions.timeout",
-    "spec.session", "spec.triggers", "spec.botToken", "spec.signingSecret", "spec.appToken", "spec",
+    "spec.session", "spec.triggers", "spec.replies", "spec.botToken", "spec.signingSecret", "spec.appToken", "spec",
 ]  # fmt: skip
 
 
@@ -1043,6 +1100,9 @@ def binding_manifest(spec: BindingSpec) -> dict[str, Any]:
             },
             "session": {"threadTTL": format_duration(spec.session.thread_ttl)},
             "triggers": [_trigger_manifest(trigger) for trigger in spec.triggers],
+            "replies": _Flow(
+                allowMentions=spec.replies.allow_mentions.value, maxMessages=spec.replies.max_messages
+            ),
         },
     }
 

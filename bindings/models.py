@@ -136,6 +136,10 @@ class Binding(models.Model):
     thread_ttl = models.DurationField("thread TTL", default=manifest.DEFAULT_THREAD_TTL)
     # [{"name", "kind", "token_env", "channel"}]: the doors that start alert threads (spec.triggers).
     triggers = models.JSONField(default=list, blank=True)
+    allow_mentions = models.CharField(
+        max_length=8, choices=_choices(manifest.Mentions), default=manifest.DEFAULT_ALLOW_MENTIONS.value
+    )
+    max_messages = models.PositiveSmallIntegerField(default=manifest.DEFAULT_MAX_MESSAGES)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from audit import services as audit
 from bindings import manifest
 from bindings.manifest import (
     BindingSpec,
@@ -125,6 +127,9 @@ def binding_spec(binding: Binding) -> BindingSpec:
         ),
         session=manifest.SessionSpec(thread_ttl=binding.thread_ttl),
         triggers=trigger_specs(binding.triggers),
+        replies=manifest.RepliesSpec(
+            allow_mentions=manifest.Mentions(binding.allow_mentions), max_messages=binding.max_messages
+        ),
     )
 
 
@@ -146,6 +151,47 @@ def existing_state(*, exclude_binding: int | None = None) -> dict[str, Any]:
     }
 
 
+# Never readable by an agent header, whatever AGENT_HEADER_VARIABLES says: the service's own secrets.
+SERVICE_SECRET_VARIABLES = frozenset(
+    {"SECRET_KEY", "DATABASE_URL", "REDIS_URL", "METRICS_TOKEN", "DJANGO_SUPERUSER_PASSWORD"}
+)
+
+
+def refuse_unlisted_header_variables(validation: Validation) -> Validation:
+    """Refuses every Binding whose agent headers read a variable AGENT_HEADER_VARIABLES does not
+    list, a service secret, or a Connection's secret (apply and the admin; the rest is unchanged)."""
+    connection_secrets = {
+        name
+        for names in Connection.objects.values_list("bot_token_env", "signing_secret_env", "app_token_env")
+        for name in names
+        if name
+    } | {
+        name
+        for spec in validation.connections
+        for name in (spec.bot_token_env, spec.signing_secret_env, spec.app_token_env)
+        if name
+    }
+    refused = set()
+    for spec in validation.bindings:
+        for header, variable in spec.agent.headers:
+            if variable in SERVICE_SECRET_VARIABLES or variable in connection_secrets:
+                why = "is one of the service's own secrets, which no agent header may send"
+            elif not manifest.header_variable_allowed(variable, settings.AGENT_HEADER_VARIABLES):
+                why = "is not a variable agent headers may read: list it in AGENT_HEADER_VARIABLES"
+            else:
+                continue
+            refused.add(spec.name)
+            validation.errors.append(
+                Problem(
+                    manifest.subject_for("Binding", spec.name),
+                    f"spec.agent.headers.{header}.fromEnv",
+                    f"{variable} {why}",
+                )
+            )
+    validation.bindings = [spec for spec in validation.bindings if spec.name not in refused]
+    return validation
+
+
 def check_connection(document: Mapping[str, Any]) -> Validation:
     """Validate one Connection manifest (as a dict) the way ``apply`` would: the admin form's check."""
     return manifest.validate([Document(data=document)])
@@ -157,7 +203,9 @@ def check_binding(document: Mapping[str, Any], *, binding: Binding | None = None
     ``binding`` is the row being edited, whose own channels do not count as taken.
     """
     exclude = binding.pk if binding is not None and binding.pk else None
-    return manifest.validate([Document(data=document)], **existing_state(exclude_binding=exclude))
+    return refuse_unlisted_header_variables(
+        manifest.validate([Document(data=document)], **existing_state(exclude_binding=exclude))
+    )
 
 
 # --- Writes ------------------------------------------------------------------------------------------
@@ -187,6 +235,8 @@ def binding_fields(spec: BindingSpec) -> dict[str, Any]:
         "acknowledgment_enabled": spec.chat.acknowledgment.enabled,
         "acknowledgment_emoji": spec.chat.acknowledgment.emoji,
         "progress": spec.chat.progress.value,
+        "allow_mentions": spec.replies.allow_mentions.value,
+        "max_messages": spec.replies.max_messages,
         "ask_user": spec.interactions.ask_user,
         "tool_approvals": spec.interactions.tool_approvals,
         "approver_groups": list(spec.interactions.approver_groups),
@@ -210,8 +260,25 @@ def save_connection(spec: ConnectionSpec, connection: Connection | None = None) 
 
 
 @transaction.atomic
-def save_binding(spec: BindingSpec, binding: Binding | None = None) -> Binding:
-    """Write a validated spec to ``binding`` (a new row when None), channels included."""
+def save_binding(spec: BindingSpec, binding: Binding | None = None, *, actor: str = "") -> Binding:
+    """Write a validated spec to ``binding`` (a new row when None), channels included.
+
+    A new agent address or new headers are audited with who made the change (``actor``: the admin
+    user, or ``manage.py apply``): they decide where the Binding's service identity is sent.
+    """
+    before = binding_spec(binding) if binding is not None and binding.pk else None
+    if before is None or (before.agent.url, before.agent.headers) != (spec.agent.url, spec.agent.headers):
+        audit.record(
+            "binding.agent_changed",
+            binding_name=spec.name,
+            actor_id=actor,
+            subject=f"binding:{spec.name}",
+            details={
+                "url": spec.agent.url,
+                "previous_url": before.agent.url if before else None,
+                "header_variables": [variable for _, variable in spec.agent.headers],
+            },
+        )
     binding = binding if binding is not None else Binding()
     values = binding_fields(spec)
     for name, value in values.items():
@@ -258,7 +325,7 @@ def apply_manifests(text: str | Sequence[Document], dry_run: bool = False) -> Ap
 
     try:
         with transaction.atomic():
-            validation = manifest.validate(documents, **existing_state())
+            validation = refuse_unlisted_header_variables(manifest.validate(documents, **existing_state()))
             result = ApplyResult(dry_run=dry_run, errors=validation.errors, warnings=validation.warnings)
             if validation.ok:
                 result.resources = _apply(validation, dry_run)
@@ -309,7 +376,7 @@ def _apply(validation: Validation, dry_run: bool) -> list[Applied]:
             _release_channels(existing_binding, spec.channels)
     for spec, existing_binding, applied in binding_plan:
         if applied.action != Action.UNCHANGED:
-            save_binding(spec, existing_binding)
+            save_binding(spec, existing_binding, actor="manage.py apply")
     return resources
 
 

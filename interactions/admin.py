@@ -24,3 +24,4 @@ class InteractionAdmin(ReadOnlyAdmin):
     search_fields = ["=id", "answered_by", "channel_id"]
     ordering = ["deadline"]
     exclude = ["pause"]
+    hidden_fields = ["pause"]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 from kourier.a2a.events import AskedQuestion, Question
+from kourier.slack.mrkdwn import escape
 
 from .prompts import Widget, action_id, block_id, widget_for
 
@@ -60,7 +61,7 @@ def read_typed_reply(question: Question, text: str) -> Answers:
 
 
 def _label(index: int, asked: AskedQuestion) -> str:
-    return f"Question {index + 1} ({_shorten(asked.text, 60)})"
+    return f"Question {index + 1} ({escape(_shorten(asked.text, 60))})"
 
 
 def _shorten(text: str, limit: int) -> str:

@@ -34,6 +34,7 @@ from kourier.slack.people import channel_members, is_bot, usergroup_members
 
 from . import approvals, kept_presses
 from .approvals import Refusal
+from .bound import ANOTHER_APP, posted_by_another_app
 
 logger = logging.getLogger(__name__)
 
@@ -94,6 +95,9 @@ async def decide_press(
         policy=PRESS_POLICY,
         timeout=PRESS_TIMEOUT_SECONDS,
     )
+    if await in_database_thread(posted_by_another_app)(interaction_id, connection_id):
+        await _tell(press, "another-app", ANOTHER_APP)
+        return Outcome.REFUSED
     refusal = await _why_not_allowed(slack, press, interaction_id)
     if refusal is None:
         result = await in_database_thread(approvals.take_decision)(
@@ -114,14 +118,18 @@ async def decide_press(
         if not last_attempt:
             return Outcome.RETRY
         refusal, message = Refusal.GROUPS_UNAVAILABLE, approvals.REFUSALS[Refusal.GROUPS_UNAVAILABLE]
-    logger.info("interaction.press_refused", extra={"interaction": press.value, "reason": refusal.value})
+    await _tell(press, refusal.value, message)
+    return Outcome.REFUSED
+
+
+async def _tell(press: SubmitPress, reason: str, message: str) -> None:
+    logger.info("interaction.press_refused", extra={"interaction": press.value, "reason": reason})
     try:
         await tell_privately(press.response_url, message)
     except SlackError as exc:
         logger.warning(
             "interaction.refusal_not_told", extra={"interaction": press.value, "error": error_name(exc)}
         )
-    return Outcome.REFUSED
 
 
 async def _why_not_allowed(slack, press: SubmitPress, interaction_id: int) -> Refusal | Outcome | None:

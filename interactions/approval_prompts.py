@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kourier.a2a.events import ApprovalRequest, ToolToApprove
+from kourier.slack.mrkdwn import escape
 
 APPROVE_ACTION = "kourier_approve"  # one tool's Approve, several tools' Approve all
 DENY_ACTION = "kourier_deny"  # one tool's Deny, several tools' Deny all
@@ -211,7 +212,7 @@ def _button(text: str, action: str, value: str, style: str | None) -> dict[str, 
 
 
 def _escape(text: str | None) -> str:
-    return (text or "").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return escape(text or "")
 
 
 def decided_prompt(request: ApprovalRequest, verdicts: Sequence[bool], line: str) -> list[dict[str, Any]]:
@@ -251,7 +252,7 @@ TIMED_OUT_LINE = "Nobody decided in time: every tool was denied, and the agent w
 
 
 def fallback_text(request: ApprovalRequest) -> str:
-    names = ", ".join(tool.name for tool in request.tools)
+    names = ", ".join(escape(tool.name) for tool in request.tools)
     text = f"{asker(request)} asks for approval to run: {names}"
     return (
         text

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kourier.a2a.events import ApprovalRequest
+from kourier.slack.mrkdwn import escape
 
 from . import approval_prompts as prompts
 
@@ -53,7 +54,9 @@ def read_decision(
             verdicts.append(chosen == prompts.APPROVED)
         else:
             return NotADecision("unknown-choice")
-    undecided = [request.tools[index].name for index, verdict in enumerate(verdicts) if verdict is None]
+    undecided = [
+        escape(request.tools[index].name) for index, verdict in enumerate(verdicts) if verdict is None
+    ]
     if undecided:
         return Undecided(
             "Your decision was not sent: choose Approve or Deny for every tool first "

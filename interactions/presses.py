@@ -16,6 +16,7 @@ from kourier.slack.incoming import SubmitPress
 from kourier.slack.people import channel_members, is_bot
 
 from . import services
+from .bound import ANOTHER_APP, posted_by_another_app
 
 logger = logging.getLogger(__name__)
 
@@ -24,9 +25,12 @@ MEMBERSHIP_UNKNOWN = "I could not check that you are a member of this channel, s
 
 async def take_submit(press: SubmitPress, *, connection_id: int, bot_token: str) -> None:
     slack = async_web_client(bot_token, workspace=connection_workspace(connection_id))
-    refusal = await _why_not_allowed(slack, press)
+    interaction_id = int(press.value) if press.value.isascii() and press.value.isdigit() else 0
+    if await in_database_thread(posted_by_another_app)(interaction_id, connection_id):
+        refusal: str | None = ANOTHER_APP
+    else:
+        refusal = await _why_not_allowed(slack, press)
     if refusal is None:
-        interaction_id = int(press.value) if press.value.isascii() and press.value.isdigit() else 0
         result = await in_database_thread(services.take_pressed_answer)(
             interaction_id,
             channel_id=press.channel_id,

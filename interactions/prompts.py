@@ -16,6 +16,7 @@ from enum import StrEnum
 from typing import Any
 
 from kourier.a2a.events import AskedQuestion, Question
+from kourier.slack.mrkdwn import escape
 
 SUBMIT_ACTION = "kourier_submit_answer"
 MAX_BUTTON_CHOICES = 10  # radio_buttons and checkboxes take at most 10 options
@@ -71,7 +72,7 @@ def _options(choices: Sequence[str]) -> list[dict[str, Any]]:
 
 
 def asker(question: Question) -> str:
-    return f"The sub-agent *{question.agent}* asks" if question.agent else "The agent asks"
+    return f"The sub-agent *{escape(question.agent)}* asks" if question.agent else "The agent asks"
 
 
 def open_prompt(question: Question, interaction_id: int, *, typed_replies: bool) -> list[dict[str, Any]]:
@@ -171,7 +172,7 @@ def _section(index: int, part: int, lines: list[str]) -> dict[str, Any]:
 
 
 def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return escape(text)
 
 
 def closed_prompt(question: Question, line: str) -> list[dict[str, Any]]:
@@ -198,4 +199,6 @@ TIMED_OUT_LINE = "Nobody answered in time: this question timed out and the agent
 
 def fallback_text(question: Question) -> str:
     """The notification's text (and what clients without blocks show)."""
-    return f"{asker(question)}: {question.questions[0].text}" if question.questions else asker(question)
+    return (
+        f"{asker(question)}: {escape(question.questions[0].text)}" if question.questions else asker(question)
+    )

@@ -3,9 +3,11 @@ looks for (what is configured, what is going on, what was decided), not by Djang
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.contrib import admin
+from django.db.models.constants import LOOKUP_SEP
 from django.http import HttpRequest
 
 # (section, its app index or "" when it spans apps, the models in the order shown as app_label.model)
@@ -17,7 +19,36 @@ INDEX_SECTIONS: list[tuple[str, str, list[str]]] = [
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
-    """For what the product alone writes (activity, the audit): the admin browses it and nothing else."""
+    """For what the product alone writes (activity, the audit): the admin browses it and nothing else.
+
+    ``hidden_fields`` hold what people wrote or were asked (message text, answers, a pause): shown to
+    superusers only. For anyone else no filter in the query string (``?text__contains=…``, which
+    Django allows on a model's own fields), search or ordering reaches them, so that none of them
+    answers yes or no about a text the page hides; such a filter is a 400.
+    """
+
+    hidden_fields: Sequence[str] = ()
+
+    def fields_hidden_from(self, request: HttpRequest) -> frozenset[str]:
+        return frozenset() if request.user.is_superuser else frozenset(self.hidden_fields)
+
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest | None = None) -> bool:
+        hidden = frozenset(self.hidden_fields) if request is None else self.fields_hidden_from(request)
+        if lookup.split(LOOKUP_SEP)[0] in hidden:
+            return False
+        return super().lookup_allowed(lookup, value, request)
+
+    def get_search_fields(self, request: HttpRequest) -> list[str]:
+        hidden = self.fields_hidden_from(request)
+        return [
+            f
+            for f in super().get_search_fields(request)
+            if f.lstrip("^=@").split(LOOKUP_SEP)[0] not in hidden
+        ]
+
+    def get_sortable_by(self, request: HttpRequest) -> list[Any]:
+        hidden = self.fields_hidden_from(request)
+        return [f for f in super().get_sortable_by(request) if f not in hidden]
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

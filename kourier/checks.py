@@ -71,3 +71,40 @@ def check_metrics_directory(app_configs, **kwargs):
             )
         ]
     return []
+
+
+@register()
+def check_agent_header_variables(app_configs, **kwargs):
+    import re
+
+    bad = [
+        entry
+        for entry in settings.AGENT_HEADER_VARIABLES
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*\*?", entry)
+    ]
+    if bad:
+        return [
+            Error(
+                f"AGENT_HEADER_VARIABLES holds {', '.join(repr(entry) for entry in bad)}, which is not a "
+                "variable name or a prefix ending in '*'.",
+                hint="List names such as OPS_AGENT_TOKEN or prefixes such as AGENT_TOKEN_*, comma-separated.",
+                id="kourier.E006",
+            )
+        ]
+    return []
+
+
+@register(Tags.security, deploy=True)
+def check_metrics_token(app_configs, **kwargs):
+    # Deploy only: a developer's /metrics may stay open; a production one tells every scraper the
+    # Bindings' names and the load, so it is closed with a token.
+    if not settings.METRICS_TOKEN:
+        return [
+            Error(
+                "METRICS_TOKEN is not set: /metrics would answer anyone who reaches the service.",
+                hint="Set METRICS_TOKEN to a long random value and give Prometheus "
+                '"Authorization: Bearer <METRICS_TOKEN>" (README, "Metrics").',
+                id="kourier.E005",
+            )
+        ]
+    return []

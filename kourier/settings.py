@@ -108,6 +108,10 @@ WORKER_SHUTDOWN_SECONDS = env("WORKER_SHUTDOWN_SECONDS")
 INGRESS_DATABASE_THREADS = env("INGRESS_DATABASE_THREADS")
 # /metrics answers only requests that carry "Authorization: Bearer <METRICS_TOKEN>" when it is set.
 METRICS_TOKEN = env("METRICS_TOKEN", default="")
+# The environment variables a Binding's agent headers may read ({fromEnv: NAME}): names, or prefixes
+# ending in "*". Empty: none. So that editing a Binding cannot send the service's own secrets
+# (SECRET_KEY, DATABASE_URL, a bot token) to an agent URL; apply and the admin refuse any other name.
+AGENT_HEADER_VARIABLES = env.list("AGENT_HEADER_VARIABLES", default=[])
 # A worker, beat or Socket Mode process with no web process beside it (a pod of its own) serves its
 # own /metrics on this port (kourier/metrics_endpoint.py); unset, it serves none (`make serve`: the
 # web processes add up every process's metrics).

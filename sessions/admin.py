@@ -106,6 +106,7 @@ class TurnAdmin(ReadOnlyAdmin):
     search_fields = ["=task_id", "channel_id", "message_ts", "user_id"]
     date_hierarchy = "created_at"
     ordering = ["-created_at", "-pk"]
+    hidden_fields = TEXT_FIELDS
 
     def get_fieldsets(self, request: HttpRequest, obj: Turn | None = None) -> Any:
         fieldsets: list[tuple[str | None, dict[str, Any]]] = [

@@ -40,7 +40,7 @@ from kourier.slack.clients import SlackError, async_web_client, connection_works
 from kourier.slack.outbox import PostKind, notice_key, post_notice
 from kourier.slack.people import person_name
 from kourier.slack.status import AssistantStatus
-from kourier.slack.writer import ReplyTarget, SlackReply
+from kourier.slack.writer import MESSAGE_TEXT_LIMIT, ReplyTarget, SlackReply
 
 from . import acknowledgments, notices, turns
 from .identity import is_person
@@ -134,10 +134,14 @@ class TurnDisplay:
     nothing is shown until ``end`` posts the answer.
     """
 
-    def __init__(self, reply: SlackReply, progress: Progress | None) -> None:
+    def __init__(self, reply: SlackReply, progress: Progress | None, *, max_messages: int) -> None:
         self.reply = reply
         self.progress = progress
         self.text = ""
+        # The answer's text is kept up to a message past what the reply may post, never more: a
+        # runaway answer costs the worker no more memory than that (the writer cuts and says so).
+        self.text_limit = (max_messages + 1) * MESSAGE_TEXT_LIMIT
+        self.received = 0  # characters of the answer the agent sent
         self._timer: asyncio.TimerHandle | None = None
         self._ended = False
 
@@ -147,7 +151,11 @@ class TurnDisplay:
 
     def feed(self, event: AgentEvent) -> None:
         if isinstance(event, TextDelta):
+            self.received = len(event.text) if event.replace else self.received + len(event.text)
+            room = self.text_limit - (0 if event.replace else len(self.text))
+            event = TextDelta(event.text[: max(room, 0)], replace=event.replace)
             self.text = event.text if event.replace else self.text + event.text
+            self.reply.note_not_kept(self.received - len(self.text))
         if self.progress is not None and not self._ended:
             self.reply.write(self.progress.feed(event))
             self._arm()
@@ -219,8 +227,10 @@ def _display(work: turns.TurnWork, slack, turn_id: int) -> TurnDisplay:
         on_stream_cards=lambda cards: _db(turns.record_stream_cards)(
             turn_id, [{"id": card.id, "title": card.title} for card in cards]
         ),
+        allow_user_mentions=work.allow_user_mentions,
+        max_messages=work.max_messages,
     )
-    return TurnDisplay(reply, progress)
+    return TurnDisplay(reply, progress, max_messages=work.max_messages)
 
 
 class _ReplyPosted:

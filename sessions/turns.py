@@ -13,7 +13,7 @@ from django.db import transaction
 from django.db.models import Case, Q, When
 from django.utils import timezone
 
-from bindings.manifest import Output, ThreadReplies
+from bindings.manifest import Mentions, Output, ThreadReplies
 from interactions.models import Interaction
 from kourier.progress import ProgressMode, ThreadKind
 
@@ -120,6 +120,8 @@ class TurnWork:
     tool_approvals: bool  # interactions.toolApprovals: an approval request is put to the channel
     acknowledgment_emoji: str | None
     notes: tuple[tuple[str, str], ...]  # (user_id, text) of replies carried as context
+    allow_user_mentions: bool  # replies.allowMentions: users
+    max_messages: int  # replies.maxMessages: the most messages one answer takes
     accepted_at: datetime  # when its message was taken as a turn
     started_at: datetime  # when a runner first started it
 
@@ -183,6 +185,8 @@ def start_turn(turn_id: int, *, now: datetime | None = None) -> TurnWork | None:
             tool_approvals=binding.tool_approvals,
             acknowledgment_emoji=binding.acknowledgment_emoji if binding.acknowledgment_enabled else None,
             notes=notes,
+            allow_user_mentions=binding.allow_mentions == Mentions.USERS,
+            max_messages=binding.max_messages,
             accepted_at=turn.created_at,
             started_at=turn.started_at or now,
         )

@@ -115,6 +115,7 @@ from kourier.progress import (
 
 from .blocks import line_block, markdown_chunk, task_card_block, task_update_chunk
 from .clients import SlackOutcomeUnknown, error_name
+from .mrkdwn import neutralize
 from .outbox import Outbox, PostKind, intend_reply, part_key, part_metadata, post_once, reply_metadata
 from .status import AssistantStatus
 
@@ -123,6 +124,13 @@ logger = logging.getLogger(__name__)
 NO_OUTPUT_TEXT = NO_OUTPUT
 # markdown_text holds up to 12,000 characters in a post, an update or a stream.
 MESSAGE_TEXT_LIMIT = 12_000
+# The most messages one answer takes (a Binding's replies.maxMessages, which defaults to the same):
+# past it the rest is not posted and the reply ends with ANSWER_CUT_LINE (docs/security.md).
+DEFAULT_MAX_MESSAGES = 10
+ANSWER_CUT_LINE = (
+    "_The answer was cut here: a reply takes at most {messages} messages, "
+    "and {characters:,} more characters were not posted._"
+)
 # chat.update refuses a ``text`` longer than this (msg_too_long); with blocks it is only the fallback.
 FALLBACK_TEXT_LIMIT = 4_000
 # At most 50 blocks in a message: the line, the cards and the text's markdown block fit under it.
@@ -267,8 +275,13 @@ class SlackReply:
         outbox: Outbox | None = None,
         adopted_cards: Sequence[Card] = (),
         on_stream_cards: Callable[[list[Card]], Awaitable[None]] | None = None,
+        allow_user_mentions: bool = False,
+        max_messages: int = DEFAULT_MAX_MESSAGES,
     ) -> None:
         self._client = client
+        self._allow_user_mentions = allow_user_mentions
+        self._max_messages = max_messages
+        self._not_kept = 0  # characters of the answer the runner did not keep (bounded memory)
         self._adopted_cards = tuple(adopted_cards)
         self._on_stream_cards = on_stream_cards
         self._open_cards_told: list[Card] = []
@@ -430,12 +443,59 @@ class SlackReply:
 
     # -- rendering ----------------------------------------------------------------------------------
 
+    def _neutralized(self, write: Write) -> Write:
+        """The write with what the agent and its tools wrote made safe for Slack (mrkdwn.neutralize),
+        whole each time, so that a stream only ever appends to neutralized text."""
+
+        def safe(text: str) -> str:
+            return neutralize(text, allow_user_mentions=self._allow_user_mentions)
+
+        def safe_card(card: Card) -> Card:
+            return replace(card, title=safe(card.title), output=card.output and safe(card.output))
+
+        view = write.view
+        return replace(
+            write,
+            view=View(
+                view.line and safe(view.line),
+                tuple(safe_card(card) for card in view.cards),
+                safe(view.text),
+                safe(view.fallback),
+            ),
+            changed=tuple(safe_card(card) for card in write.changed),
+        )
+
+    def note_not_kept(self, characters: int) -> None:
+        """The runner kept only the answer's start (bounded memory): ``characters`` more were sent by
+        the agent; they count in the cut line."""
+        self._not_kept = characters
+
+    def _parts(self, text: str) -> list[str]:
+        """The answer's messages: at most ``max_messages``, the last ending with the cut line when
+        the answer did not fit."""
+        parts = split_for_messages(text)
+        if len(parts) <= self._max_messages and not self._not_kept:
+            return parts
+        total = len(text) + self._not_kept
+        parts = parts[: self._max_messages]
+        # The cut line's own length, with the largest count it can show: the last part makes room for it.
+        room = (
+            MESSAGE_TEXT_LIMIT
+            - len(ANSWER_CUT_LINE.format(messages=self._max_messages, characters=total))
+            - 2
+        )
+        parts[-1] = parts[-1][:room]
+        not_posted = max(total - sum(len(part) for part in parts), 0)
+        parts[-1] += "\n\n" + ANSWER_CUT_LINE.format(messages=self._max_messages, characters=not_posted)
+        return parts
+
     async def _render(self, write: Write, *, final: bool) -> None:
         if self._cards_refused and write.view.cards:
             write = self._refuse_cards(write, None)
+        write = self._neutralized(write)
         rest: list[str] = []
         if final:
-            head, *rest = split_for_messages(write.view.text)
+            head, *rest = self._parts(write.view.text)
             write = replace(write, view=replace(write.view, text=head))
         if self.ts is None:
             await self._record_intent()
@@ -489,7 +549,9 @@ class SlackReply:
         self._cards_refused = True
         if self._progress is not None:
             [again] = self._progress.cards_refused(write)
-            return replace(write, view=replace(again.view, text=write.view.text), changed=())
+            return self._neutralized(
+                replace(write, view=replace(again.view, text=write.view.text), changed=())
+            )
         return replace(write, view=_without_cards(write.view), changed=())
 
     async def _render_stream(self, write: Write, final: bool) -> bool:

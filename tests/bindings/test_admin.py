@@ -521,3 +521,64 @@ def test_the_live_page_is_for_those_who_may_view_the_binding(client):
     client.force_login(StaffUserFactory(permissions=["threads.view_turn"]))
 
     assert client.get(live_url(existing)).status_code == 403
+
+
+# --- Only a superuser points a Binding's agent somewhere else ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"agent_url": "https://attacker.example/"}, {"agent_headers": "Authorization: OPS_AGENT_TOKEN"}],
+)
+def test_staff_who_may_change_a_binding_cannot_change_its_agents_address_or_headers(client, acme, change):
+    existing = BindingFactory(
+        name="ops", connection=acme, channels=["C0123456789"], agent_url="http://127.0.0.1:8083/"
+    )
+    client.force_login(StaffUserFactory(permissions=["bindings.view_binding", "bindings.change_binding"]))
+
+    response = client.post(
+        reverse("admin:bindings_binding_change", args=[existing.pk]), binding_form(output="final", **change)
+    )
+
+    assert response.status_code == 302
+    existing.refresh_from_db()
+    assert existing.output == "final"  # the rest of the form was saved
+    assert (existing.agent_url, existing.agent_headers) == ("http://127.0.0.1:8083/", {})
+
+
+def test_a_superuser_changes_the_agents_address_and_the_audit_says_who(admin_client, admin_user, acme):
+    from audit.models import AuditEvent
+
+    existing = BindingFactory(
+        name="ops", connection=acme, channels=["C0123456789"], agent_url="http://127.0.0.1:8083/"
+    )
+
+    response = admin_client.post(
+        reverse("admin:bindings_binding_change", args=[existing.pk]),
+        binding_form(agent_url="https://agents.example/", agent_headers="Authorization: OPS_AGENT_TOKEN"),
+    )
+
+    assert response.status_code == 302
+    existing.refresh_from_db()
+    assert (existing.agent_url, existing.agent_headers) == (
+        "https://agents.example/",
+        {"Authorization": "OPS_AGENT_TOKEN"},
+    )
+    [event] = AuditEvent.objects.filter(action="binding.agent_changed")
+    assert event.actor_id == f"admin:{admin_user.get_username()}"
+    assert (event.details["url"], event.details["previous_url"]) == (
+        "https://agents.example/",
+        "http://127.0.0.1:8083/",
+    )
+
+
+def test_the_admin_form_refuses_a_header_variable_the_operator_did_not_list(admin_client, acme):
+    response = admin_client.post(
+        reverse("admin:bindings_binding_add"), binding_form(agent_headers="Authorization: SECRET_KEY")
+    )
+
+    assert response.status_code == 200
+    assert "SECRET_KEY is one of the service&#x27;s own secrets" in response.content.decode() or any(
+        "SECRET_KEY is one of the service's own secrets" in error for error in form_errors(response)
+    )
+    assert not Binding.objects.exists()

@@ -343,3 +343,87 @@ def test_the_export_command_prints_manifests_that_apply_back_unchanged(tmp_path,
 
     assert exported == services.export_manifests()
     assert capsys.readouterr().out.splitlines()[-1] == "Nothing changed: 2 unchanged."
+
+
+# --- What agent headers may read ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("variable", "why"),
+    [
+        ("SECRET_KEY", "is one of the service's own secrets"),
+        ("DATABASE_URL", "is one of the service's own secrets"),
+        ("REDIS_URL", "is one of the service's own secrets"),
+        ("METRICS_TOKEN", "is one of the service's own secrets"),
+        ("SLACK_BOT_TOKEN", "is one of the service's own secrets"),  # the Connection's bot token
+        ("SLACK_SIGNING_SECRET", "is one of the service's own secrets"),
+        ("HOME", "is not a variable agent headers may read"),
+        ("OPS_AGENT_TOKEN_2", "is not a variable agent headers may read"),  # a name, not a prefix
+        ("TRIAGE", "is not a variable agent headers may read"),  # the prefix is TRIAGE_
+    ],
+)
+def test_an_agent_header_may_read_only_a_variable_the_operator_listed_and_never_a_secret_of_the_service(
+    settings, variable, why
+):
+    settings.AGENT_HEADER_VARIABLES = ["OPS_AGENT_TOKEN", "TRIAGE_*", "SECRET_KEY", "SLACK_*"]
+    before = snapshot()
+
+    result = services.apply_manifests(
+        as_yaml(
+            CONNECTION,
+            binding(agent={"url": "http://a.example/", "headers": {"X-Id": {"fromEnv": variable}}}),
+        )
+    )
+
+    assert not result.ok
+    [error] = [str(problem) for problem in result.errors]
+    assert error == f'Binding "ops": spec.agent.headers.X-Id.fromEnv: {variable} {why}' + (
+        ", which no agent header may send" if "own secrets" in why else ": list it in AGENT_HEADER_VARIABLES"
+    )
+    assert snapshot() == before
+
+
+@pytest.mark.parametrize("variable", ["OPS_AGENT_TOKEN", "TRIAGE_TENANT", "TRIAGE_TOKEN"])
+def test_a_listed_variable_or_one_under_a_listed_prefix_is_taken(variable):
+    result = services.apply_manifests(
+        as_yaml(
+            CONNECTION,
+            binding(agent={"url": "http://a.example/", "headers": {"X-Id": {"fromEnv": variable}}}),
+        )
+    )
+
+    assert result.ok, result.errors
+    assert Binding.objects.get().agent_headers == {"X-Id": variable}
+
+
+def test_with_no_variables_listed_no_agent_header_is_taken(settings):
+    settings.AGENT_HEADER_VARIABLES = []
+
+    result = services.apply_manifests(
+        as_yaml(
+            CONNECTION,
+            binding(agent={"url": "http://a.example/", "headers": {"X-Id": {"fromEnv": "OPS_AGENT_TOKEN"}}}),
+        )
+    )
+
+    assert not result.ok
+
+
+def test_a_new_agent_address_or_new_headers_are_audited_with_who_applied_them():
+    from audit.models import AuditEvent
+
+    services.apply_manifests(as_yaml(CONNECTION, binding(agent={"url": "http://a.example/"})))
+    services.apply_manifests(as_yaml(CONNECTION, binding(agent={"url": "http://a.example/"}, output="final")))
+    services.apply_manifests(
+        as_yaml(
+            CONNECTION,
+            binding(agent={"url": "http://b.example/", "headers": {"X-Id": {"fromEnv": "TRIAGE_ID"}}}),
+        )
+    )
+
+    events = list(AuditEvent.objects.filter(action="binding.agent_changed").order_by("id"))
+    assert [(e.actor_id, e.details["url"], e.details["previous_url"]) for e in events] == [
+        ("manage.py apply", "http://a.example/", None),
+        ("manage.py apply", "http://b.example/", "http://a.example/"),
+    ]
+    assert events[1].details["header_variables"] == ["TRIAGE_ID"]

@@ -788,7 +788,37 @@ def test_specs_are_written_back_with_every_field_in_the_issues_shape():
         "  session:\n"
         "    threadTTL: 90d\n"
         "  triggers: []\n"
+        "  replies: {allowMentions: none, maxMessages: 10}\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("replies", "read"),
+    [
+        ({}, manifest.RepliesSpec()),
+        ({"allowMentions": "users"}, manifest.RepliesSpec(allow_mentions=manifest.Mentions.USERS)),
+        ({"maxMessages": 3}, manifest.RepliesSpec(max_messages=3)),
+    ],
+)
+def test_a_bindings_replies_may_allow_mentions_of_people_and_set_the_most_messages_per_answer(replies, read):
+    [spec] = manifest.validate(documents(binding(replies=replies)), connections=["acme"]).bindings
+    assert spec.replies == read
+
+
+@pytest.mark.parametrize(
+    ("replies", "error"),
+    [
+        ({"allowMentions": "channel"}, "spec.replies.allowMentions: must be one of"),
+        ({"maxMessages": 0}, "spec.replies.maxMessages: must be a whole number from 1 to 100 (got 0)"),
+        ({"maxMessages": "10"}, "spec.replies.maxMessages: must be a whole number from 1 to 100"),
+        ({"maxMessages": True}, "spec.replies.maxMessages: must be a whole number from 1 to 100"),
+        ({"maxMessages": 101}, "spec.replies.maxMessages: must be a whole number from 1 to 100 (got 101)"),
+    ],
+)
+def test_replies_past_their_choices_or_limits_are_refused(replies, error):
+    validation = manifest.validate(documents(binding(replies=replies)), connections=["acme"])
+    [problem] = validation.errors
+    assert error in str(problem)
 
 
 @pytest.mark.parametrize(

@@ -74,6 +74,22 @@ def _event_ts(payload: object) -> str | None:
     return event.get("ts") if isinstance(event, dict) else None
 
 
+OTHER_APP_SECRET_ENV = "KOURIER_E2E_OTHER_APP_SIGNING_SECRET"
+OTHER_APP_SECRET = "another-apps-signing-secret"
+
+
+def another_app() -> dict[str, str]:
+    """A second Connection, "other": another Slack app of the same workspace (its own signing secret).
+    Call it before make_world and pass what it returns as make_world's env."""
+    ConnectionFactory(name="other", bot_token_env=BOT_TOKEN_ENV, signing_secret_env=OTHER_APP_SECRET_ENV)
+    return {OTHER_APP_SECRET_ENV: OTHER_APP_SECRET}
+
+
+def through_another_app(world: World) -> None:
+    """From now on Slack delivers to the other app (another_app): its requests signed with its secret."""
+    world.slack.deliver_events_to(f"{world.stack.base_url}/slack/events/other", OTHER_APP_SECRET)
+
+
 def assert_acked(slack: SlackFake, ts: str) -> None:
     """Every event Slack sent the app about message ``ts`` was answered 200 in time."""
     answers = [(delivery.kind, delivery.status) for delivery in slack.deliveries(ts=ts)]

@@ -2,6 +2,7 @@
 process; the worker posts the alert message, starts the thread and runs its turn against the A2A fake."""
 
 import json
+import re
 import signal
 from concurrent.futures import ThreadPoolExecutor
 
@@ -160,7 +161,10 @@ def test_a_new_alert_starts_a_thread_whose_first_turn_carries_it_as_untrusted_da
     assert not reply.was_streamed  # an alert thread's reply is posted and updated
     [received] = a2a_agent.received
     assert received.text.startswith("Slack: alert: A new alert fired.")
-    assert "<untrusted-data>\nstatus: firing\nname: DiskFull\nseverity: critical\n" in received.text
+    assert re.search(
+        r"\n<untrusted-data-[0-9a-f]{16}>\nstatus: firing\nname: DiskFull\nseverity: critical\n",
+        received.text,
+    )
     turn = Turn.objects.get()
     assert (turn.user_id, turn.session.kind, turn.session.thread_ts) == (SYSTEM_IDENTITY, "alert", root.ts)
 

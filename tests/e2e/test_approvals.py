@@ -12,10 +12,12 @@ import pytest
 from audit.models import AuditEvent
 from interactions.approval_prompts import APPROVE_ACTION, DECIDE_ACTION, DENY_ACTION, TIMED_OUT_LINE
 from interactions.approvals import REFUSALS, Refusal
+from interactions.bound import ANOTHER_APP
 from interactions.models import Interaction, KeptPress
 from kourier.a2a.dialects.kagent import DENIAL_REASON, TIMEOUT_DENIAL_REASON
 from sessions import notices
 from sessions.models import Turn
+from tests.e2e.conftest import another_app, through_another_app
 from tests.e2e.test_threads import wait_for
 from tests.fakes.a2a_agent import HITL_EXTENSION, ReceivedMessage, kagent
 from tests.fakes.a2a_agent.kagent import PendingTool
@@ -162,6 +164,24 @@ def test_one_tool_is_approved_with_its_approve_button(make_world, make_a2a_agent
         lambda: any("Ran 1 of 1 tools." in m.text for m in bot_messages(world, ts)), timeout=WAIT
     )
     assert decisions_received(agent.received[1])["approvals"] == [{"id": "adk-add", "approved": True}]
+
+
+def test_a_decision_sent_by_another_app_of_the_workspace_is_refused_privately_and_reaches_nothing(
+    make_world, kagent_agent
+):
+    world = approvals_world(make_world, kagent_agent, env=another_app())
+    ts = world.mention("check the service")
+    prompt = wait_for_prompt(world, ts)
+    through_another_app(world)
+
+    press(world, prompt.ts, APPROVE_ACTION)  # Approve all
+
+    world.slack.wait_until(lambda: world.slack.ephemerals(defaults.GRACE), timeout=WAIT)
+    [told] = world.slack.ephemerals(defaults.GRACE)
+    assert told.text == ANOTHER_APP
+    assert len(kagent_agent.received) == 1
+    assert Interaction.objects.get().state == Interaction.State.OPEN
+    assert not AuditEvent.objects.filter(action="interaction.decided").exists()
 
 
 def test_an_incomplete_submit_is_turned_away_privately_and_reaches_nothing(make_world, kagent_agent):

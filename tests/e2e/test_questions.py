@@ -12,10 +12,12 @@ import pytest
 from django import db
 
 from audit.models import AuditEvent
+from interactions.bound import ANOTHER_APP
 from interactions.models import Interaction
 from interactions.prompts import SUBMIT_ACTION, TIMED_OUT_LINE
 from sessions import notices
 from sessions.models import Session, Turn
+from tests.e2e.conftest import another_app, through_another_app
 from tests.e2e.test_threads import wait_for, wait_for_turns_to_end
 from tests.fakes.a2a_agent import HITL_EXTENSION, ReceivedMessage, kagent
 from tests.fakes.a2a_agent.steps import Step, input_required, jsonrpc_error, text
@@ -354,6 +356,25 @@ def test_an_answer_taken_while_no_worker_runs_is_sent_once_by_the_next(make_worl
     wait_for_turns_to_end(world, 2)
     world.stack.wait_for_log("beat", "sessions.tasks.recover_sessions", count=3, timeout=WAIT)
     assert len(kagent_agent.received) == 2
+
+
+def test_a_press_sent_by_another_app_of_the_workspace_is_refused_privately_and_reaches_nothing(
+    make_world, kagent_agent
+):
+    world = make_world(agent_url=kagent_agent.url, dialect="kagent-v1", ask_user=True, env=another_app())
+    ts = world.mention("set up the service")
+    prompt = wait_for_prompt(world, ts)
+    through_another_app(world)
+
+    submit(world, prompt.ts, choices={"answer-0": "0", "answer-1": ["0"], "answer-2": "no"})
+
+    world.slack.wait_until(lambda: world.slack.ephemerals(defaults.GRACE), timeout=WAIT)
+    [told] = world.slack.ephemerals(defaults.GRACE)
+    assert told.text == ANOTHER_APP
+    assert len(kagent_agent.received) == 1
+    assert Interaction.objects.get().state == Interaction.State.OPEN
+    assert not Turn.objects.filter(kind=Turn.Kind.ANSWER).exists()
+    assert not AuditEvent.objects.filter(action="interaction.answered").exists()
 
 
 @pytest.mark.parametrize(

@@ -255,3 +255,83 @@ class TestAClosedPrompt:
     def test_once_timed_out_says_the_task_was_cancelled(self):
         assert "timed out" in prompts.TIMED_OUT_LINE
         assert "cancelled" in prompts.TIMED_OUT_LINE
+
+
+# --- What the agent names or asks never notifies anyone, in any mrkdwn Kourier builds from it -----
+
+HOSTILE = [
+    "<!channel>",
+    "<!here|here>",
+    "<!subteam^S0OPS|@ops>",
+    "<@U0ADA>",
+    "@everyone",
+    "<https://evil.example|ok>",
+]
+
+
+def mrkdwn_texts(blocks) -> list[str]:
+    """Every mrkdwn text in blocks (plain_text shows its characters as they are)."""
+    found = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if node.get("type") == "mrkdwn":
+                found.append(node["text"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(blocks)
+    return found
+
+
+def assert_inert(text: str) -> None:
+    assert not re.search(r"<[!@]|<https?:", text), text
+    assert not re.search(r"(?<![\w@])@(channel|here|everyone)\b", text), text
+
+
+def hostile_question(hostile: str):
+    return question(
+        asked(f"Deploy? {hostile}", ("yes", "no")), asked(f"Why {hostile}"), agent=f"k8s {hostile}"
+    )
+
+
+def hostile_request(hostile: str):
+    from kourier.a2a.events import AnswerFormat, ApprovalRequest, ToolToApprove
+
+    tools = tuple(ToolToApprove(f"a{n}", f"c{n}", f"delete_{n}{hostile}", {"x": 1}) for n in range(2))
+    return ApprovalRequest(tools, "task-1", None, AnswerFormat.HITL_V1, agent=f"ops {hostile}")
+
+
+@pytest.mark.parametrize("hostile", HOSTILE)
+def test_a_questions_prompt_its_notification_its_ending_and_its_refusals_are_inert(hostile):
+    from interactions.answers import read_answers
+
+    asked_question = hostile_question(hostile)
+    texts = [
+        *mrkdwn_texts(prompts.open_prompt(asked_question, INTERACTION_ID, typed_replies=False)),
+        *mrkdwn_texts(prompts.closed_prompt(asked_question, prompts.TIMED_OUT_LINE)),
+        prompts.fallback_text(asked_question),
+        read_answers(asked_question, {}).message,
+    ]
+    for text in texts:
+        assert_inert(text)
+
+
+@pytest.mark.parametrize("hostile", HOSTILE)
+def test_an_approvals_prompt_its_notification_its_ending_and_the_still_undecided_refusal_are_inert(hostile):
+    from interactions import approval_prompts, decisions
+
+    request = hostile_request(hostile)
+    prompt = approval_prompts.open_prompt(request, INTERACTION_ID)
+    texts = [
+        *mrkdwn_texts(prompt),
+        *mrkdwn_texts(approval_prompts.decided_prompt(request, [True, False], "Decided.")),
+        *mrkdwn_texts(approval_prompts.timed_out_prompt(request)),
+        approval_prompts.fallback_text(request),
+        decisions.read_decision(request, approval_prompts.DECIDE_ACTION, {}).message,
+    ]
+    for text in texts:
+        assert_inert(text)

@@ -53,3 +53,21 @@ def test_a_metrics_directory_that_does_not_exist_is_refused(tmp_path):
 def test_an_existing_metrics_directory_passes(tmp_path):
     with override_settings(PROMETHEUS_MULTIPROC_DIR=str(tmp_path)):
         assert "kourier.E004" not in error_ids()
+
+
+def test_an_agent_header_variable_entry_that_is_no_name_or_prefix_is_refused():
+    with override_settings(AGENT_HEADER_VARIABLES=["OPS_TOKEN", "*", "A-B"]):
+        [message] = [m for m in run_checks() if m.id == "kourier.E006"]
+    assert message.msg.startswith("AGENT_HEADER_VARIABLES holds '*', 'A-B'")
+
+
+def test_names_and_prefixes_pass():
+    with override_settings(AGENT_HEADER_VARIABLES=["OPS_TOKEN", "AGENT_*"]):
+        assert "kourier.E006" not in error_ids()
+
+
+def test_with_production_settings_metrics_need_a_token():
+    with override_settings(METRICS_TOKEN=""):
+        assert "kourier.E005" in {m.id for m in run_checks(include_deployment_checks=True)}
+    with override_settings(METRICS_TOKEN="t"):
+        assert "kourier.E005" not in {m.id for m in run_checks(include_deployment_checks=True)}

@@ -48,6 +48,8 @@ def test_check_deploy_reports_no_issue_with_the_production_settings(tmp_path):
         ({"SESSION_COOKIE_SECURE": "false"}, "security.W012"),
         ({"CSRF_COOKIE_SECURE": None}, "security.W016"),
         ({"SECURE_HSTS_SECONDS": None}, "security.W004"),
+        ({"METRICS_TOKEN": None}, "kourier.E005"),
+        ({"METRICS_TOKEN": ""}, "kourier.E005"),
     ],
 )
 def test_check_deploy_fails_naming_a_weak_or_missing_setting(weakened, issue, tmp_path):

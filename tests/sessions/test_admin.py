@@ -144,3 +144,53 @@ def test_a_sessions_page_lists_its_turns_without_their_text(staff_client, turn):
     content = response.content.decode()
     assert "task-7f3a" in content
     assert SECRET_TEXT not in content
+
+
+# What a member of staff who may view activity could try, to learn a text the pages hide: each a
+# filter in the query string that Django would otherwise allow on the model's own field.
+HIDDEN_TEXT_LOOKUPS = [
+    ("threads_turn_changelist", {"text__contains": "hunter2"}),
+    ("threads_turn_changelist", {"text__icontains": "HUNTER2"}),
+    ("threads_turn_changelist", {"text__startswith": "the database"}),
+    ("threads_turn_changelist", {"text__regex": "hunter[0-9]"}),
+    ("threads_turn_changelist", {"text": SECRET_TEXT}),
+    ("threads_turn_changelist", {"answers__icontains": "yes"}),
+    ("threads_turn_changelist", {"answers__contains": "[true]"}),
+    ("threads_turn_changelist", {"stream_cards__icontains": "deploy"}),
+    ("interactions_interaction_changelist", {"pause__icontains": "password"}),
+    ("interactions_interaction_changelist", {"pause__contains": "{}"}),
+    ("interactions_interaction_changelist", {"turn__text__contains": "hunter2"}),
+    ("interactions_interaction_changelist", {"answer_turn__text__contains": "hunter2"}),
+    ("threads_session_changelist", {"turns__text__contains": "hunter2"}),
+]
+
+
+@pytest.mark.parametrize(("page", "query"), HIDDEN_TEXT_LOOKUPS)
+def test_staff_cannot_filter_on_a_text_the_pages_hide(client, turn, page, query):
+    client.force_login(
+        StaffUserFactory(
+            permissions=["threads.view_turn", "threads.view_session", "interactions.view_interaction"]
+        )
+    )
+
+    response = client.get(reverse(f"admin:{page}"), query)
+
+    assert response.status_code == 400
+
+
+@pytest.mark.parametrize(("page", "query"), HIDDEN_TEXT_LOOKUPS[:5])
+def test_a_superuser_who_sees_the_text_may_filter_on_it(admin_client, turn, page, query):
+    assert admin_client.get(reverse(f"admin:{page}"), query).status_code == 200
+
+
+def test_no_search_or_ordering_reaches_a_hidden_text(rf):
+    from django.contrib.admin.sites import site
+
+    request = rf.get("/")
+    request.user = StaffUserFactory(permissions=["threads.view_turn"])
+    for model in site._registry:
+        model_admin = site._registry[model]
+        hidden = set(getattr(model_admin, "hidden_fields", ()))
+        searched = {f.lstrip("^=@").split("__")[0] for f in model_admin.get_search_fields(request)}
+        assert not hidden & searched, model
+        assert not hidden & set(model_admin.get_sortable_by(request)), model

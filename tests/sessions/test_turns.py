@@ -4,7 +4,7 @@ import pytest
 from django.utils import timezone
 
 from sessions import services, turns
-from sessions.models import Session
+from sessions.models import Session, Turn
 from tests.factories import BindingFactory
 from tests.sessions.messages import CHANNEL, said
 
@@ -30,3 +30,17 @@ class TestLease:
         assert turns.claim_lease(session.id, "runner-a", seconds=60, now=past)
         assert turns.claim_lease(session.id, "runner-b", seconds=60)
         assert not turns.renew_lease(session.id, "runner-a", seconds=60)
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [({}, (False, 10)), ({"allow_mentions": "users", "max_messages": 3}, (True, 3))],
+)
+def test_a_turns_work_carries_the_bindings_reply_limits(monkeypatch, fields, expected):
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test")
+    binding = BindingFactory(channels=[CHANNEL], **fields)
+    services.route_message(binding.connection, said())
+
+    work = turns.start_turn(Turn.objects.get().pk)
+
+    assert (work.allow_user_mentions, work.max_messages) == expected

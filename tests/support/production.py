@@ -25,5 +25,6 @@ def production_settings() -> dict[str, str]:
         "DEBUG": "false",
         "SECRET_KEY": secrets.token_urlsafe(50),
         "ALLOWED_HOSTS": PUBLIC_HOST,
+        "METRICS_TOKEN": secrets.token_urlsafe(32),
         **BEHIND_TLS,
     }

@@ -7,10 +7,11 @@ from django.test import override_settings
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from kourier.progress import View, Write, WriteKind
+from kourier.progress import Card, CardStatus, View, Write, WriteKind
 from kourier.slack.clients import RetryPolicy, async_web_client
 from kourier.slack.outbox import PostKind, part_key
 from kourier.slack.writer import (
+    ANSWER_CUT_LINE,
     MESSAGE_TEXT_LIMIT,
     NO_OUTPUT_TEXT,
     REPLY_MOVES,
@@ -462,3 +463,100 @@ def test_a_last_write_slack_fails_still_stops_the_stream_with_its_text(slack_fak
     assert message.text == "Half of it. "
     assert not message.streaming
     assert [c.error for c in slack_fake.calls("chat.stopStream")] == ["invalid_arguments", None]
+
+
+def everything_sent(fake) -> str:
+    """Every text and chunk the reply sent to Slack, as Slack received them, one call per line."""
+    sent = []
+    for call in fake.calls():
+        args = call.args
+        sent += [str(args.get(name, "")) for name in ("text", "markdown_text", "blocks", "chunks")]
+    return "\n".join(sent)
+
+
+STEERED_ANSWER = "<!channel> urgent: log in at [https://good.example](https://evil.example) <@U0ADA>"
+
+
+def test_a_streamed_answer_never_sends_a_broadcast_or_a_disguised_link_even_across_chunks(
+    slack_fake, thread_ts
+):
+    async def scenario():
+        reply = make_reply(slack_fake, thread_ts)
+        for end in (6, 10, 40, len(STEERED_ANSWER)):  # "<!chan", then the rest: a form split between writes
+            await reply.show(STEERED_ANSWER[:end])
+            await settle(reply)
+        await reply.finish(STEERED_ANSWER)
+
+    asyncio.run(scenario())
+    [message] = reply_in(slack_fake, thread_ts)
+    streamed = "".join(
+        chunk.get("text", "")
+        for method in ("chat.startStream", "chat.appendStream", "chat.stopStream")
+        for call in slack_fake.calls(method)
+        for chunk in call.args.get("chunks") or []
+    )
+    for shown in (message.text, streamed, everything_sent(slack_fake)):
+        assert "<!channel>" not in shown
+        assert "](https://evil.example)" not in shown
+        assert "<@U0ADA>" not in shown
+    assert "urgent: log in at https://evil.example" in message.text
+
+
+def test_an_alert_threads_notification_text_and_cards_are_neutralized_too(slack_fake, thread_ts):
+    card = Card("call-1", "page(<!here> <!subteam^S0OPS|@ops>)", CardStatus.IN_PROGRESS)
+    view = View(None, (card,), "", card.title)
+
+    async def scenario():
+        reply = make_reply(slack_fake, thread_ts, stream=False)
+        await reply.end([Write(WriteKind.STOP, view, changed=(card,), first=True)])
+
+    asyncio.run(scenario())
+    sent = everything_sent(slack_fake)
+    assert "<!here>" not in sent
+    assert "<!subteam" not in sent
+    assert slack_fake.last_call("chat.postMessage").args["text"].startswith("page(")
+
+
+def test_a_binding_that_allows_mentions_lets_the_agent_mention_a_person_but_never_the_channel(
+    slack_fake, thread_ts
+):
+    async def scenario():
+        client = AsyncWebClient(token=slack_fake.bot_token, base_url=slack_fake.url, timeout=5)
+        reply = SlackReply(client, target(thread_ts), live=False, stream=False, allow_user_mentions=True)
+        await reply.finish("<@U0ADA> please look <!here>")
+
+    asyncio.run(scenario())
+    [message] = reply_in(slack_fake, thread_ts)
+    assert message.text.startswith("<@U0ADA> please look ")
+    assert "<!here>" not in message.text
+
+
+def test_an_answer_past_the_most_messages_stops_there_with_a_line_saying_how_much_was_cut(
+    slack_fake, thread_ts
+):
+    answer = "".join(f"line {n:05d} of the answer\n" for n in range(2000))  # about 46,000 characters
+
+    async def scenario():
+        client = AsyncWebClient(token=slack_fake.bot_token, base_url=slack_fake.url, timeout=5)
+        await SlackReply(client, target(thread_ts), live=False, stream=False, max_messages=2).finish(answer)
+
+    asyncio.run(scenario())
+    first, last = reply_in(slack_fake, thread_ts)
+    shown, _, line = last.text.rpartition("\n\n")
+    not_posted = len(answer) - len(first.text) - len(shown)
+    assert line == ANSWER_CUT_LINE.format(messages=2, characters=not_posted)
+    assert 20_000 < not_posted < len(answer)
+    assert answer.startswith(first.text)
+    assert len(last.text) <= MESSAGE_TEXT_LIMIT
+
+
+def test_an_answer_the_runner_kept_only_the_start_of_counts_what_it_did_not_keep(slack_fake, thread_ts):
+    async def scenario():
+        client = AsyncWebClient(token=slack_fake.bot_token, base_url=slack_fake.url, timeout=5)
+        reply = SlackReply(client, target(thread_ts), live=False, stream=False, max_messages=2)
+        reply.note_not_kept(1_000_000)
+        await reply.finish("the start")
+
+    asyncio.run(scenario())
+    [message] = reply_in(slack_fake, thread_ts)
+    assert message.text == "the start\n\n" + ANSWER_CUT_LINE.format(messages=2, characters=1_000_000)
