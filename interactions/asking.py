@@ -31,7 +31,7 @@ from sessions.outbox import TurnOutbox
 from sessions.pauses import AnswerTurn, Pause, PausedTurn, PauseEnd
 from sessions.prompts import Author, build_turn_text
 
-from . import approval_prompts, approvals, prompts, services
+from . import approval_prompts, approvals, prompts, questions, services
 from .models import Interaction
 
 logger = logging.getLogger(__name__)
@@ -41,7 +41,7 @@ async def put_question(
     slack, *, turn_id: int, channel_id: str, thread_ts: str, reply_key: str, question: Question
 ) -> int:
     """Opens the turn's Interaction and posts its prompt in the thread; the Interaction's id."""
-    interaction = await in_database_thread(services.open_question)(turn_id, question)
+    interaction = await in_database_thread(questions.open_question)(turn_id, question)
     key = f"{reply_key}:prompt"
     try:
         ts = await post_once(
@@ -143,7 +143,7 @@ class Asking:
                 for tool, approved in zip(decision.request.tools, decision.verdicts, strict=True)
             }
             return dialect.decision_message(decision.request, decisions, message_id=work.message_id)
-        answer = await in_database_thread(services.answer_of)(work.turn_id)
+        answer = await in_database_thread(questions.answer_of)(work.turn_id)
         if answer is None:
             raise LookupError(f"answer turn {work.turn_id} has no Interaction")
         answers = answer.answers
@@ -159,7 +159,7 @@ class Asking:
     def take_typed_reply(
         self, session: Session, *, message_ts: str, user_id: str, text: str, now: datetime
     ) -> int | None:
-        taken = services.take_typed_answer(
+        taken = questions.take_typed_answer(
             session, message_ts=message_ts, user_id=user_id, text=text, now=now
         )
         return taken.turn_id if taken is not None else None

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from kourier import metrics
-from kourier.a2a import errors as a2a_errors
 from kourier.a2a import follow
 from kourier.a2a.client import A2AClient
 from kourier.a2a.dialects import Dialect, dialect_for
@@ -407,18 +406,10 @@ class Conversation:
         """Cancels the paused task; False only when the agent could not be reached (to try again)."""
         if not self.task_id:
             return True
-        try:
-            await self.agent.cancel_task(self.task_id)
-        except (a2a_errors.AgentUnreachable, a2a_errors.AgentTimeout) as exc:
-            logger.info(
-                "turn.cancel_failed", extra={"turn_id": self.work.turn_id, "error": type(exc).__name__}
-            )
-            return False
-        except a2a_errors.A2AError as exc:
-            logger.info(
-                "turn.cancel_failed", extra={"turn_id": self.work.turn_id, "error": type(exc).__name__}
-            )
-        return True
+        cancelled = await follow.cancel_paused_task(self.agent, self.task_id)
+        if cancelled.error:
+            logger.info("turn.cancel_failed", extra={"turn_id": self.work.turn_id, "error": cancelled.error})
+        return cancelled.settled
 
 
 async def _converse(work: turns.TurnWork, display: TurnDisplay, slack) -> TurnEnd:

@@ -11,7 +11,8 @@ import pytest
 
 from audit.models import AuditEvent
 from interactions.approval_prompts import APPROVE_ACTION, DECIDE_ACTION, DENY_ACTION, TIMED_OUT_LINE
-from interactions.approvals import REFUSALS, Refusal
+from interactions.approvals import APPROVAL
+from interactions.kinds import Refusal
 from interactions.models import Interaction, KeptPress
 from kourier.a2a.dialects.kagent import DENIAL_REASON, TIMEOUT_DENIAL_REASON
 from sessions import notices
@@ -206,7 +207,7 @@ class TestApproverGroups:
         prompt = wait_for_prompt(world, world.mention("check the service"))
         press(world, prompt.ts, APPROVE_ACTION, user="U0EVE")
         world.slack.wait_until(lambda: world.slack.ephemerals("U0EVE"), timeout=WAIT)
-        assert world.slack.ephemerals("U0EVE")[0].text == REFUSALS[Refusal.NOT_AN_APPROVER]
+        assert world.slack.ephemerals("U0EVE")[0].text == APPROVAL.refusals[Refusal.NOT_AN_APPROVER]
         world.slack.add_usergroup(OPERATORS, "operators", [defaults.GRACE, "U0EVE"])  # joins the group
         press(world, prompt.ts, APPROVE_ACTION, user="U0EVE")
         world.slack.wait_until(lambda: len(kagent_agent.received) == 2, timeout=WAIT)
@@ -221,7 +222,7 @@ class TestApproverGroups:
         prompt = wait_for_prompt(world, world.mention("check the service"))
         press(world, prompt.ts, APPROVE_ACTION, user="U0OUT")
         world.slack.wait_until(lambda: world.slack.ephemerals("U0OUT"), timeout=WAIT)
-        assert world.slack.ephemerals("U0OUT")[0].text == REFUSALS[Refusal.NOT_A_MEMBER]
+        assert world.slack.ephemerals("U0OUT")[0].text == APPROVAL.refusals[Refusal.NOT_A_MEMBER]
         assert len(kagent_agent.received) == 1
 
     @pytest.mark.parametrize("error", ["no_such_subteam", "missing_scope", "plan_upgrade_required"])
@@ -233,7 +234,7 @@ class TestApproverGroups:
         world.slack.fail("usergroups.users.list", error)
         press(world, prompt.ts, APPROVE_ACTION)
         world.slack.wait_until(lambda: world.slack.ephemerals(defaults.GRACE), timeout=WAIT)
-        assert world.slack.ephemerals(defaults.GRACE)[0].text == REFUSALS[Refusal.GROUPS_UNREADABLE]
+        assert world.slack.ephemerals(defaults.GRACE)[0].text == APPROVAL.refusals[Refusal.GROUPS_UNREADABLE]
         interaction = Interaction.objects.get()
         assert interaction.state == Interaction.State.OPEN
         assert not AuditEvent.objects.filter(action="interaction.decided").exists()
@@ -276,7 +277,7 @@ class TestApproverGroups:
         )
         press(world, prompt.ts, APPROVE_ACTION)
         world.slack.wait_until(lambda: world.slack.ephemerals(defaults.GRACE), timeout=WAIT)
-        assert world.slack.ephemerals(defaults.GRACE)[0].text == REFUSALS[Refusal.GROUPS_UNREADABLE]
+        assert world.slack.ephemerals(defaults.GRACE)[0].text == APPROVAL.refusals[Refusal.GROUPS_UNREADABLE]
         assert [c.args["usergroup"] for c in world.slack.calls("usergroups.users.list")] == [APPROVERS]
         assert len(kagent_agent.received) == 1
 
