@@ -17,7 +17,15 @@ from interactions.models import Interaction, KeptPress
 from kourier.a2a.dialects.kagent import DENIAL_REASON, TIMEOUT_DENIAL_REASON
 from sessions import notices
 from sessions.models import Turn
-from tests.e2e.test_threads import wait_for
+from tests.e2e.helpers import (
+    approvals_world,
+    bot_messages,
+    decisions_received,
+    has_controls,
+    press,
+    wait_for,
+    wait_for_prompt,
+)
 from tests.fakes.a2a_agent import HITL_EXTENSION, ReceivedMessage, kagent
 from tests.fakes.a2a_agent.kagent import PendingTool
 from tests.fakes.a2a_agent.steps import Step, text, tool_result
@@ -33,10 +41,6 @@ SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"  # a GitHub token's sha
 ADD = PendingTool("call_add", "add_numbers", {"a": 2, "b": 3}, approval_id="adk-add")
 CHECK = PendingTool("call_check", "check_status", {"service": "db", "token": SECRET}, approval_id="adk-check")
 APPROVERS, OPERATORS = "S0APPROVE", "S0OPERATE"
-
-
-def decisions_received(received: ReceivedMessage) -> dict:
-    return received.metadata[HITL_EXTENSION]
 
 
 def pause_then_finish(tools):
@@ -71,33 +75,6 @@ def kagent_agent(make_a2a_agent):
     return agent
 
 
-def bot_messages(world, thread_ts):
-    return [m for m in world.slack.thread(world.channel, thread_ts)[1:] if m.is_bot]
-
-
-def _has_controls(blocks) -> bool:
-    return any(block.get("type") in ("actions", "input") for block in blocks)
-
-
-def wait_for_prompt(world, thread_ts):
-    def prompt():
-        found = [m for m in bot_messages(world, thread_ts) if _has_controls(m.blocks)]
-        return found[0] if found else None
-
-    world.slack.wait_until(lambda: prompt() is not None, timeout=WAIT)
-    return prompt()
-
-
-def press(world, prompt_ts, action, *, user=defaults.GRACE, choices=None):
-    delivery = world.slack.press_button(user, world.channel, prompt_ts, action, choices=choices or {})
-    assert delivery.status == 200
-    return delivery
-
-
-def approvals_world(make_world, agent, **fields):
-    return make_world(agent_url=agent.url, dialect="kagent-v1", ask_user=True, tool_approvals=True, **fields)
-
-
 def test_approving_one_tool_and_denying_the_other_sends_one_response_naming_both(make_world, kagent_agent):
     world = approvals_world(make_world, kagent_agent, progress="steps")
     ts = world.mention("check the service")
@@ -126,7 +103,7 @@ def test_approving_one_tool_and_denying_the_other_sends_one_response_naming_both
         lambda: any("Ran 1 of 2 tools." in m.text for m in bot_messages(world, ts)), timeout=WAIT
     )
     ended = world.slack.message(world.channel, prompt.ts)
-    assert not _has_controls(ended.blocks)
+    assert not has_controls(ended.blocks)
     assert "Approved: add_numbers" in json.dumps(ended.blocks)
     assert "Denied: check_status" in json.dumps(ended.blocks)
     [row] = AuditEvent.objects.filter(action="interaction.decided")
@@ -343,7 +320,7 @@ def test_a_request_too_big_for_one_message_is_refused_the_thread_told_and_the_ta
     interaction = Interaction.objects.get()
     assert interaction.state == Interaction.State.CANCELLED
     world.slack.wait_until(lambda: Interaction.objects.get().task_cancelled_at is not None, timeout=WAIT)
-    assert not any(_has_controls(m.blocks) for m in bot_messages(world, ts))
+    assert not any(has_controls(m.blocks) for m in bot_messages(world, ts))
     world.slack.wait_until(lambda: Turn.objects.get().outcome == Turn.Outcome.QUESTION_UNUSABLE, timeout=WAIT)
 
 

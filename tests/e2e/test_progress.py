@@ -29,7 +29,7 @@ from kourier.slack.status import ASSISTANT_STATUS_WORKING
 from sessions import notices, services
 from sessions.models import Session, Turn
 from tests.e2e.conftest import assert_acked
-from tests.e2e.test_threads import wait_for_turns_to_end
+from tests.e2e.helpers import wait_for_turns_to_end
 from tests.factories import BindingFactory
 from tests.fakes.a2a_agent import steps
 from tests.fakes.slack import defaults
