@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sessions.prompts import UNTRUSTED_CLOSE, UNTRUSTED_OPEN
+from sessions.agent_text import UNTRUSTED_CLOSE, UNTRUSTED_OPEN
 
 from .payloads import AlertNotice, AlertStatus
 

@@ -183,10 +183,6 @@ def decision_of(turn_id: int) -> DecisionWork | None:
     )
 
 
-def is_approval_turn(turn_id: int) -> bool:
-    return Interaction.objects.filter(answer_turn_id=turn_id, kind=Interaction.Kind.APPROVAL).exists()
-
-
 # -- refused, unusable ---------------------------------------------------------------------------------
 
 

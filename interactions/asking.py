@@ -26,10 +26,10 @@ from kourier.slack.clients import SlackError, error_name, may_pass
 from kourier.slack.outbox import PostKind, notice_key, post_once, prompt_metadata
 from kourier.slack.people import person_name
 from sessions import notices
+from sessions.agent_text import Author, build_turn_text
 from sessions.models import Session, Turn
 from sessions.outbox import TurnOutbox
 from sessions.pauses import AnswerTurn, Pause, PausedTurn, PauseEnd
-from sessions.prompts import Author, build_turn_text
 
 from . import approval_prompts, approvals, prompts, questions, services
 from .models import Interaction

@@ -18,7 +18,7 @@ from kourier.a2a.events import AnswerFormat, Question
 from sessions.models import Session, Turn
 
 from . import prompts, services
-from .answers import Answers, Incomplete, Mismatch, read_answers
+from .answers import Answers, Incomplete, Mismatch, read_answers, read_typed_reply
 from .audit import answer_shape
 from .kinds import PauseKind, Reading, Refusal, Taken, Unfit
 from .models import Interaction
@@ -101,7 +101,7 @@ def take_typed_answer(
     if interaction is None or not text.strip():
         return None
     question = Question.from_dict(interaction.pause)
-    answers = [[text.strip()]]
+    answers = read_typed_reply(question, text.strip())
     taken = services.take(
         QUESTION,
         interaction,

@@ -38,9 +38,9 @@ from kourier.slack.status import AssistantStatus
 from kourier.slack.writer import ReplyTarget, SlackReply
 
 from . import acknowledgments, notices, pauses, turns
+from .agent_text import Author, Note, build_turn_text, strip_bot_mention
 from .models import Turn
 from .outbox import TurnOutbox
-from .prompts import Author, Note, build_turn_text, strip_bot_mention
 from .turn_loop import turn_loop
 
 logger = logging.getLogger(__name__)

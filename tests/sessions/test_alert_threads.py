@@ -4,8 +4,8 @@ import pytest
 
 from kourier.progress import ThreadKind
 from sessions import services, turns
+from sessions.agent_text import build_turn_text
 from sessions.models import Session, Turn
-from sessions.prompts import build_turn_text
 from tests.factories import BindingFactory
 from tests.fakes.slack import defaults
 from tests.support.queue import enqueued

@@ -1,4 +1,4 @@
-from sessions.prompts import Author, Note, build_turn_text, strip_bot_mention
+from sessions.agent_text import Author, Note, build_turn_text, strip_bot_mention
 
 ADA = Author("U012AB3CD", "Ada Lovelace")
 GRACE = Author("U0GRACE1", "Grace Hopper")
