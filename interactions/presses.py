@@ -44,6 +44,13 @@ from .registry import BY_ACTION
 
 logger = logging.getLogger(__name__)
 
+# What a presser is told, privately, when their press is kept for a retry (docs/manifests.md, approverGroups): the
+# tries last about four minutes, and the last one tells them if the press could not be taken.
+KEPT_FOR_RETRY = (
+    "Slack did not let me check the approver groups just now, so your decision is not sent yet. "
+    "I am trying again for a few minutes and will tell you here if it still cannot be sent."
+)
+
 # A press that checks approvers waits for no rate-limit block nor backoff: a group read that cannot
 # answer at once is retried durably instead, and Slack has its 200 at once.
 PRESS_POLICY = RetryPolicy(attempts=1, rate_limit_retries=0, max_wait=0.0)
@@ -72,6 +79,7 @@ async def take_press(press: SubmitPress, *, connection_id: int, bot_token: str) 
         await in_database_thread(kept_presses.keep)(
             asdict(press), connection_id=connection_id, interaction_id=interaction_id_of(press)
         )
+        await _tell(press, KEPT_FOR_RETRY)
     return outcome
 
 
@@ -139,13 +147,18 @@ async def decide_press(
         "interaction.press_refused",
         extra={"interaction": press.value, "kind": kind.kind.value, "reason": refused.refusal.value},
     )
+    await _tell(press, refused.message)
+    return Outcome.REFUSED
+
+
+async def _tell(press: SubmitPress, message: str) -> None:
+    """Tells the presser alone; a message Slack will not take is logged, never retried."""
     try:
-        await tell_privately(press.response_url, refused.message)
+        await tell_privately(press.response_url, message)
     except SlackError as exc:
         logger.warning(
-            "interaction.refusal_not_told", extra={"interaction": press.value, "error": error_name(exc)}
+            "interaction.press_not_told", extra={"interaction": press.value, "error": error_name(exc)}
         )
-    return Outcome.REFUSED
 
 
 @dataclass(frozen=True)
@@ -187,7 +200,7 @@ async def _why_not_allowed(
     for group_id in policy.approver_groups:
         try:
             members = await usergroup_members(slack, group_id)
-        except Exception as exc:
+        except SlackError as exc:  # anything else is a bug, not an outage: it is raised, never retried
             extra = {
                 "binding": policy.binding_name,
                 "interaction_id": interaction_id,

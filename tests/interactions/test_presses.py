@@ -12,10 +12,10 @@ import pytest
 from django import db
 from django.core.cache import caches
 
-from interactions import approval_prompts, approvals, prompts, questions, services
+from interactions import approval_prompts, approvals, presses, prompts, questions, services
 from interactions.kinds import Refusal
 from interactions.models import Interaction, KeptPress
-from interactions.presses import Outcome, decide_press, take_press
+from interactions.presses import KEPT_FOR_RETRY, Outcome, decide_press, take_press
 from kourier.a2a.events import AnswerFormat, ApprovalRequest, ToolToApprove
 from kourier.slack.incoming import SubmitPress
 from kourier.slack.people import MEMBERS_PAGE_SIZE
@@ -349,14 +349,25 @@ def test_a_group_slack_refuses_for_good_decides_nothing_keeps_nothing_and_says_s
     ]
 
 
-def test_a_group_slack_cannot_read_for_now_keeps_the_press_for_a_retry_and_tells_nothing_yet(
+def test_a_group_slack_cannot_read_for_now_keeps_the_press_and_tells_the_presser_it_is_retried(
     approval, slack_fake
 ):
     slack_fake.fail("usergroups.users.list", "http_503")
     assert approve(slack_fake, approval, defaults.GRACE) is Outcome.RETRY
     assert not answered()
     assert KeptPress.objects.get().interaction_id == approval.interaction_id
-    assert told(slack_fake, defaults.GRACE) == []
+    assert told(slack_fake, defaults.GRACE) == [(KEPT_FOR_RETRY, approval.thread_ts)]
+
+
+def test_a_failure_that_is_not_slacks_is_raised_and_never_kept_for_a_retry(approval, slack_fake, monkeypatch):
+    async def broken(slack, group_id):
+        raise RuntimeError("a bug, not an outage")
+
+    monkeypatch.setattr(presses, "usergroup_members", broken)
+    with pytest.raises(RuntimeError):
+        approve(slack_fake, approval, defaults.GRACE)
+    assert not KeptPress.objects.exists()
+    assert not answered()
 
 
 def test_the_last_try_that_still_cannot_read_the_groups_tells_the_presser(approval, slack_fake):
