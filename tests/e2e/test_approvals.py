@@ -14,6 +14,7 @@ from interactions.approval_prompts import APPROVE_ACTION, DECIDE_ACTION, DENY_AC
 from interactions.approvals import APPROVAL
 from interactions.kinds import Refusal
 from interactions.models import Interaction, KeptPress
+from interactions.presses import KEPT_FOR_RETRY
 from kourier.a2a.dialects.kagent import DENIAL_REASON, TIMEOUT_DENIAL_REASON
 from sessions import notices
 from sessions.models import Turn
@@ -242,7 +243,8 @@ class TestApproverGroups:
         world.slack.wait_until(lambda: len(kagent_agent.received) == 2, timeout=WAIT)
         assert world.slack.count("usergroups.users.list") >= 3
         assert AuditEvent.objects.get(action="interaction.decided").actor_id == defaults.GRACE
-        assert not world.slack.ephemerals(defaults.GRACE)
+        # Told once, privately, that the press is being retried; nothing more once it is decided.
+        assert [told.text for told in world.slack.ephemerals(defaults.GRACE)] == [KEPT_FOR_RETRY]
 
     def test_the_first_group_read_error_stops_the_check_though_a_later_group_holds_the_person(
         self, make_world, kagent_agent
@@ -373,7 +375,7 @@ class TestAKeptPressSurvivesARestart:
         assert [a["approved"] for a in decisions_received(agent.received[1])["approvals"]] == [True, True]
         assert AuditEvent.objects.get(action="interaction.decided").actor_id == defaults.GRACE
         assert not KeptPress.objects.exists()
-        assert not world.slack.ephemerals(defaults.GRACE)
+        assert [told.text for told in world.slack.ephemerals(defaults.GRACE)] == [KEPT_FOR_RETRY]
 
     def test_a_worker_stopped_with_sigterm_gives_the_try_back_and_the_next_worker_decides_once(
         self, make_world, kagent_agent
