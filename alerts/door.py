@@ -1,7 +1,7 @@
 """The alerts' door: POST /triggers/<binding>/<trigger>, where alert sources deliver their alerts (a
 *trigger* is the manifest's entry for one such door: its kind, token and channel).
 
-A Channels consumer that kourier/routing.py serves ahead of Django, as Slack's door is. It answers
+A Channels consumer that kourier/http_routes.py serves ahead of Django, as Slack's door is. It answers
 405 for another method, 413 for a body over DATA_UPLOAD_MAX_MEMORY_SIZE (read no further), 404 for
 a Binding or trigger it does not know, 401 without the trigger's bearer token (compared in constant
 time), 503 when the token's variable is not set, 400 with the reason for a body the trigger's kind

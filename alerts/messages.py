@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from kourier.slack.mrkdwn import code_span, escape
-from sessions.prompts import quote_untrusted
+from sessions.agent_text import quote_untrusted
 
 from .payloads import AlertNotice, AlertStatus
 

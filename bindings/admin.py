@@ -6,6 +6,7 @@ A secret is only ever shown as the name of its environment variable, and whether
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import admin, messages
@@ -22,7 +23,15 @@ from django.utils.safestring import mark_safe
 from bindings import services
 from bindings.forms import BindingForm, ConnectionForm, ManifestForm
 from bindings.models import Binding, Connection
-from sessions.live import live_state
+
+# What the live page shows: a Binding's threads are the apps above bindings, which bindings may not
+# import (the layers in pyproject.toml); the project hands the reader in at start-up (kourier/apps.py).
+_read_live_state: Callable[[int], Any] | None = None
+
+
+def hand_in_live_state(reader: Callable[[int], Any]) -> None:
+    global _read_live_state
+    _read_live_state = reader
 
 
 def _variables_status(variables: list[tuple[str, str]]) -> str:
@@ -183,13 +192,15 @@ class BindingAdmin(ManifestAdmin):
             raise Http404(f"No Binding has the id {object_id!r}.")
         if not self.has_view_permission(request, binding):
             raise PermissionDenied
+        if _read_live_state is None:
+            raise Http404("This process shows no live state.")
         context = {
             **self.admin_site.each_context(request),
             "title": f"{binding.name}: live state",
             "subtitle": None,
             "opts": self.opts,
             "original": binding,
-            "state": live_state(binding.pk),
+            "state": _read_live_state(binding.pk),
             "as_of": timezone.now(),
         }
         return TemplateResponse(request, "admin/bindings/binding/live.html", context)

@@ -1,9 +1,10 @@
-"""Tool approvals: opening one when a task pauses for them, taking the first complete authorized
-decision, timing one out, refusing one that cannot be shown.
+"""Tool approvals (toolApprovals): the kind plugged into the one press path, and what only an
+approval does: opening one when a task pauses for it, who may decide it, timing one out, refusing
+one that cannot be shown.
 
-The same Interaction, turn kind, outbox and sweep as questions (services.py): a decision becomes an
-answer turn (``Turn.Kind.ANSWER``, its ``answers`` one verdict per tool) queued ahead of the replies
-that wait, and the runner sends it as the dialect's decision message. A timeout is the same turn,
+The same Interaction, take-and-queue path, outbox and sweep as questions (services.py): a decision
+becomes an answer turn (``Turn.Kind.ANSWER``, its ``answers`` one verdict per tool) queued ahead of
+the replies that wait, and it is sent as the dialect's decision message. A timeout is the same turn,
 every tool denied with the dialect's timeout reason.
 
 The pause is stored redacted (kourier/redaction.py): an argument's secret never reaches the
@@ -12,8 +13,8 @@ database, the prompt, the audit or the logs. The decision message needs only the
 
 from __future__ import annotations
 
-import enum
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -25,16 +26,15 @@ from audit.models import AuditEvent
 from audit.services import record
 from kourier import metrics
 from kourier.a2a.events import ApprovalRequest
-from kourier.queue import enqueue_after_commit
 from kourier.redaction import redact, redact_text
 from sessions.models import Turn
-from sessions.queue import DRIVE_SESSION
-from sessions.turns import message_id_for
 
+from . import approval_prompts, services
 from .audit import decision_shape
 from .decisions import NotADecision, Undecided, read_decision
-from .models import Interaction, KeptPress
-from .queue import CLOSE_PROMPT
+from .kinds import PauseKind, Reading, Refusal, Unfit
+from .models import Interaction
+from .services import subject
 
 logger = logging.getLogger(__name__)
 
@@ -50,10 +50,6 @@ def cleaned(request: ApprovalRequest) -> ApprovalRequest:
         replace(tool, name=redact_text(tool.name), args=redact(dict(tool.args))) for tool in request.tools
     )
     return replace(request, tools=tools)
-
-
-def subject(interaction_id: int) -> str:
-    return f"interaction {interaction_id}"
 
 
 def open_approval(turn_id: int, request: ApprovalRequest, *, now: datetime | None = None) -> Interaction:
@@ -99,143 +95,67 @@ def policy_of(interaction_id: int) -> Policy | None:
     return Policy(binding.name, tuple(binding.approver_groups or ()))
 
 
-class Refusal(enum.StrEnum):
-    """Why a press on an approval prompt is not taken; each has a message only the person sees."""
-
-    UNKNOWN = "unknown"
-    CLOSED = "closed"
-    DECIDED = "decided"
-    MISMATCH = "mismatch"
-    NOT_A_MEMBER = "not-a-member"
-    NOT_AN_APPROVER = "not-an-approver"
-    GROUPS_UNREADABLE = "groups-unreadable"
-    GROUPS_UNAVAILABLE = "groups-unavailable"
-    MEMBERSHIP_UNKNOWN = "membership-unknown"
-    UNDECIDED = "undecided"
-
-
-REFUSALS = {
-    Refusal.UNKNOWN: "This is not an approval request I can take a decision for.",
-    Refusal.CLOSED: "This approval request is closed: it timed out or was cancelled, so your decision was not sent.",
-    Refusal.DECIDED: "Someone already decided on this approval request; your decision was not sent.",
-    Refusal.MISMATCH: "This decision does not fit the request as it was asked, so it was not sent.",
-    Refusal.NOT_A_MEMBER: "Only members of this channel can decide on the agent's tool requests.",
-    Refusal.NOT_AN_APPROVER: (
-        "Only members of this channel's approver groups can decide on the agent's tool requests; "
-        "your decision was not sent."
-    ),
-    Refusal.GROUPS_UNREADABLE: (
-        "I could not read the approver groups of this channel, so your decision was not sent and the "
-        "request is still pending. Ask whoever runs Agent Kourier to check its approver groups and Slack permissions."
-    ),
-    Refusal.GROUPS_UNAVAILABLE: (
-        "Slack did not let me check the approver groups in time, so your decision was not sent and the "
-        "request is still pending. Try again in a moment."
-    ),
-    Refusal.MEMBERSHIP_UNKNOWN: (
-        "I could not check that you are a member of this channel, so your decision was not sent. "
-        "Try again in a moment."
-    ),
-}
-
-
-@dataclass(frozen=True)
-class Taken:
-    interaction_id: int
-    turn_id: int
-
-
-@dataclass(frozen=True)
-class Refused:
-    refusal: Refusal
-    message: str  # for the person alone
-
-
-def _refused(refusal: Refusal, detail: str | None = None) -> Refused:
-    return Refused(refusal, detail if detail is not None else REFUSALS[refusal])
-
-
-def take_decision(
-    interaction_id: int,
-    *,
-    channel_id: str,
-    prompt_ts: str,
-    user_id: str,
-    action_id: str,
-    values: dict[str, Any],
-    kept_press_id: int | None = None,
-    now: datetime | None = None,
-) -> Taken | Refused:
-    """Takes an authorized press on an approval prompt: the first complete decision wins (a
-    conditional update); it is audited, then queued as the turn that sends it to the agent. A kept
-    press (kept_presses.py) is forgotten with the decision, so no later try of it is told it lost."""
-    now = now or timezone.now()
-    interaction = Interaction.objects.select_related("session__binding").filter(pk=interaction_id).first()
-    if interaction is None or interaction.kind != Interaction.Kind.APPROVAL:
-        return _refused(Refusal.UNKNOWN)
-    if interaction.channel_id != channel_id or interaction.prompt_ts != prompt_ts:
-        return _refused(Refusal.UNKNOWN)
-    if interaction.state == Interaction.State.ANSWERED:
-        return _refused(Refusal.DECIDED)
-    if interaction.state != Interaction.State.OPEN:
-        return _refused(Refusal.CLOSED)
-    request = request_of(interaction)
+def _read(pause: dict[str, Any], action_id: str, values: Mapping[str, Any]) -> Reading | Unfit:
+    request = ApprovalRequest.from_dict(pause)
     verdicts = read_decision(request, action_id, values)
     if isinstance(verdicts, NotADecision):
-        logger.info(
-            "interaction.decision_mismatch",
-            extra={"interaction_id": interaction_id, "reason": verdicts.reason},
-        )
-        return _refused(Refusal.MISMATCH)
+        return Unfit(Refusal.MISMATCH, reason=verdicts.reason)
     if isinstance(verdicts, Undecided):
-        return _refused(Refusal.UNDECIDED, verdicts.message)
-    session = interaction.session
-    with transaction.atomic():
-        won = (
-            Interaction.objects.filter(pk=interaction.pk, state=Interaction.State.OPEN).update(
-                state=Interaction.State.ANSWERED, answered_by=user_id, answered_at=now
-            )
-            == 1
-        )
-        if not won:
-            return _refused(Refusal.DECIDED)
-        # Audited first: the decision reaches the agent only by the turn this transaction queues.
-        record(
-            DECIDED,
-            binding_name=session.binding.name if session.binding else "",
-            actor_id=user_id,
-            subject=subject(interaction.pk),
-            details=decision_shape([tool.name for tool in request.tools], verdicts),
-        )
-        turn = _queue_decision_turn(interaction, list(verdicts), user_id)
-        if kept_press_id is not None:
-            KeptPress.objects.filter(pk=kept_press_id).delete()
-        enqueue_after_commit(CLOSE_PROMPT, interaction.pk)
-    logger.info("interaction.decided", extra={"interaction_id": interaction.pk, "turn_id": turn.pk})
-    metrics.interactions_decided(Interaction.Kind.APPROVAL.value)
-    return Taken(interaction.pk, turn.pk)
+        return Unfit(Refusal.INCOMPLETE, message=verdicts.message)
+    return Reading(list(verdicts), decision_shape([tool.name for tool in request.tools], verdicts))
 
 
-def _queue_decision_turn(interaction: Interaction, verdicts: list[bool], user_id: str) -> Turn:
-    session = interaction.session
-    key = f"decision-{interaction.pk}"
-    turn, _ = Turn.objects.get_or_create(
-        message_id=message_id_for(session.connection_id, session.channel_id, key),
-        defaults={
-            "session": session,
-            "connection_id": session.connection_id,
-            "channel_id": session.channel_id,
-            "message_ts": key,
-            "kind": Turn.Kind.ANSWER,
-            "user_id": user_id,
-            "text": "",
-            "answers": verdicts,
-            "state": Turn.State.QUEUED,
-        },
-    )
-    Interaction.objects.filter(pk=interaction.pk).update(answer_turn=turn)
-    enqueue_after_commit(DRIVE_SESSION, session.pk)
-    return turn
+def _ended_prompt(interaction: Interaction) -> tuple[list[dict[str, Any]], str]:
+    """Each tool's verdict, or the timed-out ending."""
+    request = request_of(interaction)
+    if interaction.state == Interaction.State.ANSWERED and interaction.answered_at is not None:
+        turn = interaction.answer_turn
+        verdicts = [bool(verdict) for verdict in (turn.answers if turn is not None else None) or []]
+        at = interaction.answered_at
+        blocks = approval_prompts.decided_prompt(
+            request,
+            verdicts,
+            approval_prompts.decided_line(
+                interaction.answered_by, int(at.timestamp()), f"{at:%Y-%m-%d %H:%M}"
+            ),
+        )
+    else:
+        blocks = approval_prompts.timed_out_prompt(request)
+    return blocks, approval_prompts.fallback_text(request)
+
+
+APPROVAL = PauseKind(
+    kind=Interaction.Kind.APPROVAL,
+    actions=approval_prompts.ACTIONS,
+    taken=DECIDED,
+    turn_key="decision",
+    refusals={
+        Refusal.UNKNOWN: "This is not an approval request I can take a decision for.",
+        Refusal.CLOSED: "This approval request is closed: it timed out or was cancelled, so your decision was not sent.",
+        Refusal.TAKEN: "Someone already decided on this approval request; your decision was not sent.",
+        Refusal.MISMATCH: "This decision does not fit the request as it was asked, so it was not sent.",
+        Refusal.NOT_A_MEMBER: "Only members of this channel can decide on the agent's tool requests.",
+        Refusal.NOT_AN_APPROVER: (
+            "Only members of this channel's approver groups can decide on the agent's tool requests; "
+            "your decision was not sent."
+        ),
+        Refusal.GROUPS_UNREADABLE: (
+            "I could not read the approver groups of this channel, so your decision was not sent and the "
+            "request is still pending. Ask whoever runs Agent Kourier to check its approver groups and Slack permissions."
+        ),
+        Refusal.GROUPS_UNAVAILABLE: (
+            "Slack did not let me check the approver groups in time, so your decision was not sent and the "
+            "request is still pending. Try again in a moment."
+        ),
+        Refusal.MEMBERSHIP_UNKNOWN: (
+            "I could not check that you are a member of this channel, so your decision was not sent. "
+            "Try again in a moment."
+        ),
+    },
+    read=_read,
+    ended_prompt=_ended_prompt,
+    approvers=True,
+)
 
 
 @dataclass(frozen=True)
@@ -261,10 +181,6 @@ def decision_of(turn_id: int) -> DecisionWork | None:
         tuple(bool(verdict) for verdict in interaction.answer_turn.answers or []),
         timed_out=interaction.state == Interaction.State.TIMED_OUT,
     )
-
-
-def is_approval_turn(turn_id: int) -> bool:
-    return Interaction.objects.filter(answer_turn_id=turn_id, kind=Interaction.Kind.APPROVAL).exists()
 
 
 # -- refused, unusable ---------------------------------------------------------------------------------
@@ -370,7 +286,8 @@ def queue_timeout_denial(interaction_id: int) -> Turn:
         interaction = Interaction.objects.select_related("session").get(pk=interaction_id)
         if interaction.answer_turn_id is not None:
             return Turn.objects.get(pk=interaction.answer_turn_id)
-        return _queue_decision_turn(interaction, [False] * len(interaction.pause.get("tools", [])), "")
+        denials = [False] * len(interaction.pause.get("tools", []))
+        return services.queue_answer_turn(interaction, denials, "", APPROVAL.answer_turn_key(interaction.pk))
 
 
 # A denial turn that ended so was never taken by the agent: its task still waits, paused.

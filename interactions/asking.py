@@ -1,10 +1,11 @@
 """Putting a paused task's question or approval request to the thread: the Interaction opened, its
-prompt posted once.
+prompt posted once; and what the answer turn then sends to the task.
 
-Called by the runner when a turn's task pauses to ask and the Binding has askUser (or for approval
-and has toolApprovals). A runner that dies
-half-way is followed by one that reads the same pause again and lands here again: the Interaction is
-the turn's one, and the prompt's post is in the outbox under the turn's key.
+``Asking`` is the session core's ``Pauses`` (sessions/pauses.py), handed in at start-up
+(interactions/apps.py): the runner calls it when a turn's task pauses to ask and the Binding has
+askUser (or, for an approval, toolApprovals). A runner that dies half-way is followed by one that
+reads the same pause again and lands here again: the Interaction is the turn's one, and the prompt's
+post is in the outbox under the turn's key.
 """
 
 from __future__ import annotations
@@ -12,14 +13,25 @@ from __future__ import annotations
 import enum
 import logging
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
-from kourier.a2a.events import ApprovalRequest, Question
+from django.db.models import QuerySet
+
+from kourier.a2a.dialects import Dialect
+from kourier.a2a.events import AnswerFormat, ApprovalRequest, Decision, Question
+from kourier.a2a.wire import Message
 from kourier.db import in_database_thread
 from kourier.slack.clients import SlackError, error_name, may_pass
-from kourier.slack.outbox import PostKind, post_once, prompt_metadata
+from kourier.slack.outbox import PostKind, notice_key, post_once, prompt_metadata
+from kourier.slack.people import person_name
+from sessions import notices
+from sessions.agent_text import Author, build_turn_text
+from sessions.models import Session, Turn
 from sessions.outbox import TurnOutbox
+from sessions.pauses import AnswerTurn, Pause, PausedTurn, PauseEnd
 
-from . import approval_prompts, approvals, prompts, services
+from . import approval_prompts, approvals, prompts, questions, services
 from .models import Interaction
 
 logger = logging.getLogger(__name__)
@@ -29,7 +41,7 @@ async def put_question(
     slack, *, turn_id: int, channel_id: str, thread_ts: str, reply_key: str, question: Question
 ) -> int:
     """Opens the turn's Interaction and posts its prompt in the thread; the Interaction's id."""
-    interaction = await in_database_thread(services.open_question)(turn_id, question)
+    interaction = await in_database_thread(questions.open_question)(turn_id, question)
     key = f"{reply_key}:prompt"
     try:
         ts = await post_once(
@@ -111,3 +123,89 @@ async def post_approval_prompt(
         return PutApproval(Put.UNUSABLE, interaction.pk, "prompt-refused")
     await in_database_thread(services.record_prompt)(interaction.pk, ts)
     return PutApproval(Put.POSTED, interaction.pk)
+
+
+class Asking:
+    """The pauses people settle, as the session core sees them (sessions/pauses.py)."""
+
+    async def put(self, turn: PausedTurn, pause: Pause) -> PauseEnd:
+        if isinstance(pause, ApprovalRequest):
+            return await _put_approval(turn, pause)
+        return await _put_question(turn, pause)
+
+    async def answer_message(self, work: AnswerTurn, dialect: Dialect) -> Message:
+        decision = await in_database_thread(approvals.decision_of)(work.turn_id)
+        if decision is not None:
+            # Denials carry the dialect's fixed reason, never anything a person typed.
+            reason = dialect.timeout_denial_reason if decision.timed_out else dialect.denial_reason
+            decisions = {
+                tool.approval_id: Decision(approved=approved, reason=None if approved else reason)
+                for tool, approved in zip(decision.request.tools, decision.verdicts, strict=True)
+            }
+            return dialect.decision_message(decision.request, decisions, message_id=work.message_id)
+        answer = await in_database_thread(questions.answer_of)(work.turn_id)
+        if answer is None:
+            raise LookupError(f"answer turn {work.turn_id} has no Interaction")
+        answers = answer.answers
+        if answer.question.answer_format is AnswerFormat.TEXT:
+            # A text answer is a person's words to the agent: it carries who wrote it, as any turn does.
+            name = await person_name(work.slack, work.team_id, work.user_id)
+            answers = [
+                [build_turn_text(Author(work.user_id, name), text) for text in answer_list]
+                for answer_list in answers
+            ]
+        return dialect.answer_message(answer.question, answers, message_id=work.message_id)
+
+    def take_typed_reply(
+        self, session: Session, *, message_ts: str, user_id: str, text: str, now: datetime
+    ) -> int | None:
+        taken = questions.take_typed_answer(
+            session, message_ts=message_ts, user_id=user_id, text=text, now=now
+        )
+        return taken.turn_id if taken is not None else None
+
+    def holds(self, session_id: int) -> bool:
+        return Interaction.objects.filter(session_id=session_id, state=Interaction.State.OPEN).exists()
+
+    def held_sessions(self) -> QuerySet[Any]:
+        return Interaction.objects.filter(state=Interaction.State.OPEN).values("session_id")
+
+
+async def _put_question(turn: PausedTurn, question: Question) -> PauseEnd:
+    try:
+        await put_question(
+            turn.slack,
+            turn_id=turn.turn_id,
+            channel_id=turn.channel_id,
+            thread_ts=turn.thread_ts,
+            reply_key=turn.reply_key,
+            question=question,
+        )
+    except Exception:
+        logger.exception("turn.prompt_not_posted", extra={"turn_id": turn.turn_id})
+        await turn.cancel()
+        return PauseEnd(Turn.Outcome.QUESTION_UNUSABLE, notices.QUESTION_NOT_POSTED)
+    return PauseEnd(Turn.Outcome.ASKED)
+
+
+async def _put_approval(turn: PausedTurn, request: ApprovalRequest) -> PauseEnd:
+    """The request goes to the channel (toolApprovals). One that cannot be shown, or that Slack
+    refuses for good, is refused: the notice queued and the Interaction closed before the task is
+    cancelled, so a restart retries only the cancellation (the sweep does, too)."""
+    put = await put_approval(
+        turn.slack,
+        turn_id=turn.turn_id,
+        channel_id=turn.channel_id,
+        thread_ts=turn.thread_ts,
+        reply_key=turn.reply_key,
+        request=request,
+    )
+    if put.outcome is not Put.UNUSABLE:
+        return PauseEnd(Turn.Outcome.ASKED)
+    await TurnOutbox(turn.turn_id).intend(
+        notice_key(turn.reply_key), PostKind.NOTICE, notices.APPROVAL_UNUSABLE
+    )
+    await in_database_thread(approvals.refuse)(put.interaction_id, put.reason)
+    if await turn.cancel():
+        await in_database_thread(approvals.mark_task_cancelled)(put.interaction_id)
+    return PauseEnd(Turn.Outcome.QUESTION_UNUSABLE, notices.APPROVAL_UNUSABLE)

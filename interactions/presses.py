@@ -1,66 +1,225 @@
-"""A Submit press on a prompt, as the listener hands it over: who may answer, and what they are told.
+"""A press on a prompt, whatever its kind (a question's Submit, an approval's buttons), as the listener
+hands it over: who may press, the one take-and-queue path, and what the presser is told.
 
-Only a member of the channel may answer, and never a bot (read from Slack, the members cached for at
-most a minute). The first complete answer wins (``services.take_pressed_answer``); every press that
-is not taken is told why, in a message only the person sees.
+The presser must be a non-bot member of the channel (read from Slack, the members cached for at most
+a minute) and, for a kind that checks approvers when the Binding lists approver groups, a member of
+at least one of them. Groups are read with usergroups.users.list on every press, in the order
+listed, never cached; the first read that fails stops the check (a member found in an earlier group
+may press):
+
+- a permanent failure (an unknown group, a missing scope, a plan without user groups, ...) ends the
+  press with a fixed message only the person sees, takes nothing, writes no audit row, leaves the
+  pause pending, and logs an error naming the Binding and the interaction;
+- a transient one (a timeout, a server error, a rate limit) keeps the press: a row, tried again by
+  a Celery task with backoff, and sent again by beat's sweep when a worker died holding the try
+  (kept_presses.py), so the retry outlives any restart.
+
+The first complete press wins (``services.take_press``); every press that is not taken is told why,
+in a message only the person sees.
 """
 
 from __future__ import annotations
 
+import enum
 import logging
+from dataclasses import asdict, dataclass
 
 from kourier.db import in_database_thread
-from kourier.slack.clients import SlackError, async_web_client, connection_workspace, error_name
+from kourier.slack.clients import (
+    RetryPolicy,
+    SlackError,
+    async_web_client,
+    connection_workspace,
+    error_name,
+    may_pass,
+)
 from kourier.slack.ephemeral import tell_privately
 from kourier.slack.incoming import SubmitPress
-from kourier.slack.people import channel_members, is_bot
+from kourier.slack.people import channel_members, is_bot, usergroup_members
 
-from . import services
+from . import kept_presses, services
 from .bound import ANOTHER_APP, posted_by_another_app
+from .kinds import PauseKind, Refusal, Taken
+from .models import Interaction
+from .registry import BY_ACTION
 
 logger = logging.getLogger(__name__)
 
-MEMBERSHIP_UNKNOWN = "I could not check that you are a member of this channel, so your answer was not sent. Try again in a moment."
+# What a presser is told, privately, when their press is kept for a retry (docs/manifests.md, approverGroups): the
+# tries last about four minutes, and the last one tells them if the press could not be taken.
+KEPT_FOR_RETRY = (
+    "Slack did not let me check the approver groups just now, so your decision is not sent yet. "
+    "I am trying again for a few minutes and will tell you here if it still cannot be sent."
+)
+
+# A press that checks approvers waits for no rate-limit block nor backoff: a group read that cannot
+# answer at once is retried durably instead, and Slack has its 200 at once.
+PRESS_POLICY = RetryPolicy(attempts=1, rate_limit_retries=0, max_wait=0.0)
+PRESS_TIMEOUT_SECONDS = 1.5  # a read that hangs is a transient failure, found before Slack's 3 s pass
 
 
-async def take_submit(press: SubmitPress, *, connection_id: int, bot_token: str) -> None:
-    slack = async_web_client(bot_token, workspace=connection_workspace(connection_id))
-    interaction_id = int(press.value) if press.value.isascii() and press.value.isdigit() else 0
-    if await in_database_thread(posted_by_another_app)(interaction_id, connection_id):
-        refusal: str | None = ANOTHER_APP
+class Outcome(enum.Enum):
+    TAKEN = "taken"
+    REFUSED = "refused"
+    RETRY = "retry"  # a group read failed for now: the press is kept and tried again
+    STALE = "stale"  # a retry message for a try already taken (sent twice), or of a press taken since
+
+
+def interaction_id_of(press: SubmitPress) -> int:
+    """Every prompt button's value is its Interaction's id; 0 (no Interaction) for anything else."""
+    return int(press.value) if press.value.isascii() and press.value.isdigit() else 0
+
+
+async def take_press(press: SubmitPress, *, connection_id: int, bot_token: str) -> Outcome:
+    """The listener's entry: takes, refuses, or hands the press to the durable retry."""
+    kind = BY_ACTION.get(press.action_id)
+    if kind is None:
+        raise LookupError(f"no kind of pause has the action {press.action_id!r}")
+    outcome = await decide_press(kind, press, connection_id=connection_id, bot_token=bot_token)
+    if outcome is Outcome.RETRY:
+        await in_database_thread(kept_presses.keep)(
+            asdict(press), connection_id=connection_id, interaction_id=interaction_id_of(press)
+        )
+        await _tell(press, KEPT_FOR_RETRY)
+    return outcome
+
+
+async def retry_kept_press(kept_id: int, attempt: int) -> Outcome:
+    """Try ``attempt`` of a kept press: taken, refused, or put off (RETRY) until the next try."""
+    kept = await in_database_thread(kept_presses.claim)(kept_id, attempt)
+    if kept is None:
+        return Outcome.STALE
+    press = SubmitPress(**kept.press)
+    kind = BY_ACTION.get(press.action_id)
+    if kind is None:
+        await in_database_thread(kept_presses.forget)(kept.id)
+        return Outcome.STALE
+    outcome = await decide_press(
+        kind,
+        press,
+        connection_id=kept.connection_id,
+        bot_token=kept.bot_token,
+        last_attempt=kept.last,
+        kept_id=kept.id,
+    )
+    if outcome is Outcome.RETRY:
+        await in_database_thread(kept_presses.put_off)(kept.id, attempt)
     else:
-        refusal = await _why_not_allowed(slack, press)
-    if refusal is None:
-        result = await in_database_thread(services.take_pressed_answer)(
+        await in_database_thread(kept_presses.forget)(kept.id)
+    return outcome
+
+
+async def decide_press(
+    kind: PauseKind,
+    press: SubmitPress,
+    *,
+    connection_id: int,
+    bot_token: str,
+    last_attempt: bool = False,
+    kept_id: int | None = None,
+) -> Outcome:
+    interaction_id = interaction_id_of(press)
+    # A kind that retries its group reads durably asks Slack once, briefly; the others as any call.
+    options = {"policy": PRESS_POLICY, "timeout": PRESS_TIMEOUT_SECONDS} if kind.approvers else {}
+    slack = async_web_client(bot_token, workspace=connection_workspace(connection_id), **options)  # type: ignore[arg-type]
+    if await in_database_thread(posted_by_another_app)(interaction_id, connection_id):
+        logger.info(
+            "interaction.press_refused",
+            extra={"interaction": press.value, "kind": kind.kind.value, "reason": "another-app"},
+        )
+        await _tell(press, ANOTHER_APP)
+        return Outcome.REFUSED
+    allowed = await _why_not_allowed(kind, slack, press, interaction_id)
+    if allowed is Outcome.RETRY:
+        if not last_attempt:
+            return Outcome.RETRY
+        allowed = Refusal.GROUPS_UNAVAILABLE
+    if allowed is None:
+        result = await in_database_thread(services.take_press)(
+            kind,
             interaction_id,
             channel_id=press.channel_id,
             prompt_ts=press.message_ts,
             user_id=press.user_id,
+            action_id=press.action_id,
             values=press.values,
+            kept_press_id=kept_id,
         )
-        if isinstance(result, services.Taken):
-            return
-        logger.info(
-            "interaction.press_refused", extra={"interaction": press.value, "reason": result.refusal.value}
-        )
-        refusal = result.message
+        if isinstance(result, Taken):
+            return Outcome.TAKEN
+        refused = result
+    else:
+        assert isinstance(allowed, Refusal)
+        refused = kind.refused(allowed)
+    logger.info(
+        "interaction.press_refused",
+        extra={"interaction": press.value, "kind": kind.kind.value, "reason": refused.refusal.value},
+    )
+    await _tell(press, refused.message)
+    return Outcome.REFUSED
+
+
+async def _tell(press: SubmitPress, message: str) -> None:
+    """Tells the presser alone; a message Slack will not take is logged, never retried."""
     try:
-        await tell_privately(press.response_url, refusal)
+        await tell_privately(press.response_url, message)
     except SlackError as exc:
         logger.warning(
-            "interaction.refusal_not_told", extra={"interaction": press.value, "error": error_name(exc)}
+            "interaction.press_not_told", extra={"interaction": press.value, "error": error_name(exc)}
         )
 
 
-async def _why_not_allowed(slack, press: SubmitPress) -> str | None:
+@dataclass(frozen=True)
+class Policy:
+    """Who may decide: the Binding's approver groups (none: any member)."""
+
+    binding_name: str
+    approver_groups: tuple[str, ...]
+
+
+def policy_of(interaction_id: int, kind: str) -> Policy | None:
+    interaction = Interaction.objects.select_related("session__binding").filter(pk=interaction_id).first()
+    if interaction is None or interaction.kind != kind or interaction.session.binding is None:
+        return None
+    binding = interaction.session.binding
+    return Policy(binding.name, tuple(binding.approver_groups or ()))
+
+
+async def _why_not_allowed(
+    kind: PauseKind, slack, press: SubmitPress, interaction_id: int
+) -> Refusal | Outcome | None:
+    policy = None
+    if kind.approvers:
+        policy = await in_database_thread(policy_of)(interaction_id, kind.kind)
+        if policy is None:
+            return Refusal.UNKNOWN
     try:
         if press.user_id not in await channel_members(slack, press.channel_id) or await is_bot(
             slack, press.user_id
         ):
-            return services.REFUSALS[services.Refusal.NOT_A_MEMBER]
+            return Refusal.NOT_A_MEMBER
     except SlackError as exc:
         logger.warning(
             "interaction.membership_unknown", extra={"interaction": press.value, "error": error_name(exc)}
         )
-        return MEMBERSHIP_UNKNOWN
-    return None
+        return Refusal.MEMBERSHIP_UNKNOWN
+    if policy is None:
+        return None
+    for group_id in policy.approver_groups:
+        try:
+            members = await usergroup_members(slack, group_id)
+        except SlackError as exc:  # anything else is a bug, not an outage: it is raised, never retried
+            extra = {
+                "binding": policy.binding_name,
+                "interaction_id": interaction_id,
+                "group": group_id,
+                "error": error_name(exc),
+            }
+            if may_pass(exc):
+                logger.warning("interaction.approver_group_unavailable", extra=extra)
+                return Outcome.RETRY
+            logger.error("interaction.approver_group_unreadable", extra=extra)
+            return Refusal.GROUPS_UNREADABLE
+        if press.user_id in members:
+            return None
+    return Refusal.NOT_AN_APPROVER if policy.approver_groups else None

@@ -9,8 +9,8 @@ import logging
 from asgiref.sync import async_to_sync
 
 from kourier.a2a.dialects import dialect_for
-from kourier.a2a.errors import A2AError, AgentTimeout, AgentUnreachable
 from kourier.a2a.factory import make_client
+from kourier.a2a.follow import Cancelled, cancel_paused_task
 from kourier.queue import enqueue_after_commit
 from kourier.slack.clients import SlackError, async_web_client, connection_workspace, error_name
 from kourier.slack.outbox import PostKind, notice_key, post_notice
@@ -19,7 +19,7 @@ from sessions import notices
 from sessions.outbox import TurnOutbox
 from sessions.queue import DRIVE_SESSION
 
-from . import approvals, asking, kept_presses, services
+from . import approvals, asking, kept_presses, questions, services
 from .models import Interaction
 
 logger = logging.getLogger(__name__)
@@ -32,12 +32,12 @@ def time_out_interactions() -> Swept:
 
     Each step can be repeated: run twice, or after a run that stopped half-way, the thread is told once
     (the notice is in the outbox under the asking turn's key)."""
-    timed_out = services.claim_timeouts()
+    timed_out = questions.claim_timeouts()
     closed = 0
-    for interaction in services.timed_out_to_close():
+    for interaction in questions.timed_out_to_close():
         try:
             _cancel_task(interaction)
-            services.rewrite_prompt(interaction)
+            services.rewrite_prompt(interaction, questions.QUESTION)
             _tell_thread(interaction, notices.QUESTION_TIMED_OUT)
         except Exception as exc:  # Slack or the database failed: the next run takes it again
             logger.warning(
@@ -88,7 +88,7 @@ def _approvals() -> dict[str, int]:
         try:
             approvals.audit_timeout(interaction.pk)  # recovery: written if a sweep stopped before it
             approvals.queue_timeout_denial(interaction.pk)
-            services.rewrite_prompt(interaction)
+            services.rewrite_prompt(interaction, approvals.APPROVAL)
             _tell_thread(interaction, notices.APPROVAL_TIMED_OUT)
         except Exception as exc:
             logger.warning(
@@ -117,17 +117,15 @@ def _approvals() -> dict[str, int]:
 
 def _cancel_for_good(interaction: Interaction) -> bool:
     """Cancels an approval's paused task; False when the agent could not be reached (tried again)."""
-    try:
-        _agent_cancel(interaction)
-    except (AgentUnreachable, AgentTimeout) as exc:
+    cancelled = _cancel(interaction)
+    if not cancelled.settled:
         logger.warning(
-            "interaction.cancel_deferred",
-            extra={"interaction_id": interaction.pk, "error": type(exc).__name__},
+            "interaction.cancel_deferred", extra={"interaction_id": interaction.pk, "error": cancelled.error}
         )
         return False
-    except A2AError as exc:  # the agent refuses (the task has ended, or it cannot cancel): nothing left to do
+    if cancelled.error:  # the agent refuses (the task has ended, or it cannot cancel): nothing left to do
         logger.info(
-            "interaction.cancel_failed", extra={"interaction_id": interaction.pk, "error": type(exc).__name__}
+            "interaction.cancel_failed", extra={"interaction_id": interaction.pk, "error": cancelled.error}
         )
     return True
 
@@ -167,33 +165,32 @@ def refuse_unusable(interaction: Interaction, reason: str) -> None:
 
 
 def _cancel_task(interaction: Interaction) -> None:
-    try:
-        _agent_cancel(interaction)
-    except A2AError as exc:
-        # An agent that cannot cancel a paused task (kagent 0.10) leaves it paused; the session goes on
-        # with a task of its own at the next reply.
+    # An agent that cannot cancel a paused task (kagent 0.10) leaves it paused; the session goes on
+    # with a task of its own at the next reply.
+    cancelled = _cancel(interaction)
+    if cancelled.error:
         logger.info(
-            "interaction.cancel_failed", extra={"interaction_id": interaction.pk, "error": type(exc).__name__}
+            "interaction.cancel_failed", extra={"interaction_id": interaction.pk, "error": cancelled.error}
         )
 
 
-def _agent_cancel(interaction: Interaction) -> None:
+def _cancel(interaction: Interaction) -> Cancelled:
     binding = interaction.session.binding
     if binding is None:
-        return
+        return Cancelled(settled=True)
     task_id = interaction.pause["task_id"]
     dialect = dialect_for(binding.dialect)
 
-    async def cancel() -> None:
+    async def cancel() -> Cancelled:
         async with make_client(
             binding.agent_url,
             headers=binding.agent_headers_resolved(),
             protocol_version=binding.protocol_version,  # type: ignore[arg-type]  # validated on apply
             extensions=dialect.extensions,
         ) as agent:
-            await agent.cancel_task(task_id)
+            return await cancel_paused_task(agent, task_id)
 
-    async_to_sync(cancel)()
+    return async_to_sync(cancel)()
 
 
 def _tell_thread(interaction: Interaction, text: str) -> None:

@@ -9,8 +9,8 @@ django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter  # noqa: E402  (needs Django set up first)
 
+from kourier.http_routes import http_routes  # noqa: E402
 from kourier.queue import import_task_modules  # noqa: E402
-from kourier.routing import http_routes  # noqa: E402
 
 # Seconds a busy thread keeps the GIL while another waits for it (Python's default: 0.005). The
 # event loop is busy under load, and the thread doing ingress's database work needs the GIL back
@@ -28,6 +28,6 @@ import_task_modules()
 gc.collect()
 gc.freeze()
 
-# Slack's requests skip Django's middleware and request thread (kourier/routing.py,
+# Slack's requests skip Django's middleware and request thread (kourier/http_routes.py,
 # kourier/slack/door.py); the health checks and the admin go to Django.
 application = ProtocolTypeRouter({"http": http_routes(django_asgi_app)})

@@ -3,7 +3,7 @@ from django.urls import path
 
 from kourier import health, metrics_view
 
-# Slack's requests (POST /slack/events) are served ahead of Django: kourier/routing.py.
+# Slack's requests (POST /slack/events) are served ahead of Django: kourier/http_routes.py.
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),

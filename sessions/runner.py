@@ -14,18 +14,13 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from interactions import approvals, asking
-from interactions import services as interaction_services
 from kourier import metrics
-from kourier.a2a import errors as a2a_errors
 from kourier.a2a import follow
 from kourier.a2a.client import A2AClient
 from kourier.a2a.dialects import Dialect, dialect_for
 from kourier.a2a.events import (
     AgentEvent,
-    AnswerFormat,
     ApprovalRequest,
-    Decision,
     Question,
     TaskEnded,
     TaskStarted,
@@ -37,16 +32,16 @@ from kourier.a2a.wire import Message, Role, TaskState, TextPart
 from kourier.db import in_database_thread
 from kourier.progress import Card, CardStatus, Ending, Progress, ThreadKind
 from kourier.slack.clients import SlackError, async_web_client, connection_workspace
-from kourier.slack.outbox import PostKind, notice_key, post_notice
+from kourier.slack.outbox import notice_key, post_notice
 from kourier.slack.people import person_name
 from kourier.slack.status import AssistantStatus
 from kourier.slack.writer import MESSAGE_TEXT_LIMIT, ReplyTarget, SlackReply
 
-from . import acknowledgments, notices, turns
+from . import acknowledgments, notices, pauses, turns
+from .agent_text import Author, Note, build_turn_text, strip_bot_mention
 from .identity import is_person
 from .models import Turn
 from .outbox import TurnOutbox
-from .prompts import Author, Note, build_turn_text, strip_bot_mention
 from .turn_loop import turn_loop
 
 logger = logging.getLogger(__name__)
@@ -389,27 +384,25 @@ class Conversation:
         return TurnEnd(outcome, TERMINAL_FAILURES.get(ended.state, notices.TASK_FAILED))
 
     async def _paused(self) -> TurnEnd:
-        """The task waits for people: the question goes to the channel (askUser), or the task is
-        cancelled and the thread told why."""
+        """The task waits for people: the pause goes to the channel (askUser, toolApprovals: the
+        pauses handed in, sessions/pauses.py), or the task is cancelled and the thread told why."""
         pause = self.pause
-        if isinstance(pause, ApprovalRequest) and self.work.tool_approvals:
-            return await self._put_approval(pause)
-        if isinstance(pause, Question) and self.work.ask_user:
+        if (isinstance(pause, Question) and self.work.ask_user) or (
+            isinstance(pause, ApprovalRequest) and self.work.tool_approvals
+        ):
             await self.display.end(Ending.WAITING)
-            try:
-                await asking.put_question(
-                    self.slack,
+            end = await pauses.current().put(
+                pauses.PausedTurn(
                     turn_id=self.work.turn_id,
                     channel_id=self.work.channel_id,
                     thread_ts=self.work.thread_ts,
                     reply_key=self.work.message_id,
-                    question=pause,
-                )
-            except Exception:
-                logger.exception("turn.prompt_not_posted", extra={"turn_id": self.work.turn_id})
-                await self._cancel()
-                return TurnEnd(Turn.Outcome.QUESTION_UNUSABLE, notices.QUESTION_NOT_POSTED)
-            return TurnEnd(Turn.Outcome.ASKED)
+                    slack=self.slack,
+                    cancel=self._cancel,
+                ),
+                pause,
+            )
+            return TurnEnd(end.outcome, end.notice)
         # The task is cancelled; an agent that refuses (kagent 0.10 cannot cancel a paused task) still
         # leaves the session usable: the next reply starts a task of its own.
         await self._cancel()
@@ -420,45 +413,14 @@ class Conversation:
             return TurnEnd(Turn.Outcome.QUESTION_CANCELED, notices.QUESTION_NOT_ENABLED)
         return TurnEnd(Turn.Outcome.QUESTION_UNUSABLE, notices.QUESTION_UNUSABLE)
 
-    async def _put_approval(self, request: ApprovalRequest) -> TurnEnd:
-        """The request goes to the channel (toolApprovals). One that cannot be shown, or that Slack
-        refuses for good, is refused: the notice queued and the Interaction closed before the task is
-        cancelled, so a restart retries only the cancellation (the sweep does, too)."""
-        await self.display.end(Ending.WAITING)
-        put = await asking.put_approval(
-            self.slack,
-            turn_id=self.work.turn_id,
-            channel_id=self.work.channel_id,
-            thread_ts=self.work.thread_ts,
-            reply_key=self.work.message_id,
-            request=request,
-        )
-        if put.outcome is not asking.Put.UNUSABLE:
-            return TurnEnd(Turn.Outcome.ASKED)
-        await TurnOutbox(self.work.turn_id).intend(
-            notice_key(self.work.message_id), PostKind.NOTICE, notices.APPROVAL_UNUSABLE
-        )
-        await _db(approvals.refuse)(put.interaction_id, put.reason)
-        if await self._cancel():
-            await _db(approvals.mark_task_cancelled)(put.interaction_id)
-        return TurnEnd(Turn.Outcome.QUESTION_UNUSABLE, notices.APPROVAL_UNUSABLE)
-
     async def _cancel(self) -> bool:
         """Cancels the paused task; False only when the agent could not be reached (to try again)."""
         if not self.task_id:
             return True
-        try:
-            await self.agent.cancel_task(self.task_id)
-        except (a2a_errors.AgentUnreachable, a2a_errors.AgentTimeout) as exc:
-            logger.info(
-                "turn.cancel_failed", extra={"turn_id": self.work.turn_id, "error": type(exc).__name__}
-            )
-            return False
-        except a2a_errors.A2AError as exc:
-            logger.info(
-                "turn.cancel_failed", extra={"turn_id": self.work.turn_id, "error": type(exc).__name__}
-            )
-        return True
+        cancelled = await follow.cancel_paused_task(self.agent, self.task_id)
+        if cancelled.error:
+            logger.info("turn.cancel_failed", extra={"turn_id": self.work.turn_id, "error": cancelled.error})
+        return cancelled.settled
 
 
 async def _converse(work: turns.TurnWork, display: TurnDisplay, slack) -> TurnEnd:
@@ -474,8 +436,8 @@ async def _converse(work: turns.TurnWork, display: TurnDisplay, slack) -> TurnEn
 
 
 async def _message(work: turns.TurnWork, dialect: Dialect, slack) -> Message:
-    """What the turn sends: a person's message as text, the answer to the agent's question, or the
-    decision on its tools."""
+    """What the turn sends: a person's message as text, or what answers the agent's pause (the
+    pauses handed in build it: sessions/pauses.py)."""
     if work.kind == Turn.Kind.MESSAGE:
         return Message(
             message_id=work.message_id,
@@ -483,24 +445,11 @@ async def _message(work: turns.TurnWork, dialect: Dialect, slack) -> Message:
             parts=(TextPart(await _turn_text(work, slack)),),
             context_id=work.context_id or None,
         )
-    decision = await _db(approvals.decision_of)(work.turn_id)
-    if decision is not None:
-        # Denials carry the dialect's fixed reason, never anything a person typed.
-        reason = dialect.timeout_denial_reason if decision.timed_out else dialect.denial_reason
-        decisions = {
-            tool.approval_id: Decision(approved=approved, reason=None if approved else reason)
-            for tool, approved in zip(decision.request.tools, decision.verdicts, strict=True)
-        }
-        return dialect.decision_message(decision.request, decisions, message_id=work.message_id)
-    answer = await _db(interaction_services.answer_of)(work.turn_id)
-    if answer is None:
-        raise LookupError(f"answer turn {work.turn_id} has no Interaction")
-    answers = answer.answers
-    if answer.question.answer_format is AnswerFormat.TEXT:
-        # A text answer is a person's words to the agent: it carries who wrote it, as any turn does.
-        name = await person_name(slack, work.team_id, work.user_id)
-        answers = [
-            [build_turn_text(Author(work.user_id, name), text) for text in answer_list]
-            for answer_list in answers
-        ]
-    return dialect.answer_message(answer.question, answers, message_id=work.message_id)
+    answer = pauses.AnswerTurn(
+        turn_id=work.turn_id,
+        message_id=work.message_id,
+        team_id=work.team_id,
+        user_id=work.user_id,
+        slack=slack,
+    )
+    return await pauses.current().answer_message(answer, dialect)

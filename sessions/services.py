@@ -20,7 +20,6 @@ from django.utils import timezone
 from bindings import directory
 from bindings.manifest import ThreadReplies
 from bindings.models import Binding, Connection
-from interactions.services import take_typed_answer
 from kourier.db import insert_columns, insert_unless_taken, insert_values, quoted_columns
 from kourier.progress import ThreadKind
 from kourier.queue import enqueue_after_commit
@@ -28,7 +27,7 @@ from kourier.slack.clients import async_web_client, connection_workspace
 from kourier.slack.incoming import ChatMessage
 from kourier.slack.outbox import notice_key, post_notice
 
-from . import notices
+from . import notices, pauses
 from .identity import SYSTEM_IDENTITY
 from .models import Session, ThreadNote, Turn
 from .outbox import TurnOutbox
@@ -83,11 +82,11 @@ def route_message(
     thread = ThreadState(has_session=session is not None, expired=bool(session and session.expires_at <= now))
     if found is not None and not thread.expired and message.thread_ts and found.message_turn_id is None:
         # The agent's open question may take a typed reply: the first one is its answer, mention or not.
-        answered = take_typed_answer(
+        answer_turn_id = pauses.current().take_typed_reply(
             found, message_ts=message.ts, user_id=message.user_id, text=message.text, now=now
         )
-        if answered is not None:
-            return RouteResult(route=Route.TURN, created=True, turn_id=answered.turn_id)
+        if answer_turn_id is not None:
+            return RouteResult(route=Route.TURN, created=True, turn_id=answer_turn_id)
     decision = route(message, thread, thread_replies=ThreadReplies(binding.thread_replies))
     if decision is Route.IGNORE:
         return RouteResult(route=decision)

@@ -13,14 +13,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.services import record
-from interactions.models import Interaction
 from kourier import metrics
 from kourier.queue import enqueue_after_commit
 from kourier.slack.clients import async_web_client, connection_workspace
 from kourier.slack.outbox import post_notice
 from kourier.sweeps import Swept, sweep
 
-from . import acknowledgments, outbox
+from . import acknowledgments, outbox, pauses
 from .models import OPEN_TURN_STATES, Session
 from .outbox import TurnOutbox
 from .queue import DRIVE_SESSION
@@ -44,7 +43,7 @@ def recover_sessions() -> Swept:
     stranded = list(
         Session.objects.filter(turns__state__in=OPEN_TURN_STATES)
         .exclude(lease_expires_at__gt=now)
-        .exclude(interactions__state=Interaction.State.OPEN)  # its task waits for people, not a runner
+        .exclude(pk__in=pauses.current().held_sessions())  # its task waits for people, not a runner
         .values_list("pk", flat=True)
         .distinct()
     )

@@ -14,9 +14,9 @@ from django.db.models import Case, Q, When
 from django.utils import timezone
 
 from bindings.manifest import Mentions, Output, ThreadReplies
-from interactions.models import Interaction
 from kourier.progress import ProgressMode, ThreadKind
 
+from . import pauses
 from .models import OPEN_TURN_STATES, Session, ThreadNote, Turn
 
 # uuid5 namespace for A2A message ids: the id of a turn is a pure function of its Slack message.
@@ -58,10 +58,10 @@ def release_lease(session_id: int, owner: str) -> None:
 
 def next_queued_turn(session_id: int) -> Turn | None:
     """The turn the session's runner runs next: one a runner left half-way, then an answer to the
-    agent's question, then people's messages in order. While a question is open they wait: the agent's
-    task is paused on it, and only the turn that asked may still be running."""
+    agent's question, then people's messages in order. While a pause waits for people they wait: the
+    agent's task is paused on it, and only the turn that asked may still be running."""
     waiting = Turn.objects.filter(session_id=session_id, state__in=OPEN_TURN_STATES)
-    if Interaction.objects.filter(session_id=session_id, state=Interaction.State.OPEN).exists():
+    if pauses.current().holds(session_id):
         waiting = waiting.filter(state=Turn.State.RUNNING)
     return waiting.order_by(
         Case(When(state=Turn.State.RUNNING, then=0), When(kind=Turn.Kind.MESSAGE, then=2), default=1),

@@ -18,6 +18,7 @@ import asyncio
 import logging
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
+from dataclasses import dataclass
 
 from kourier.a2a import errors
 from kourier.a2a.client import A2AClient, EventStream
@@ -207,3 +208,25 @@ class _Turn:
             elif isinstance(event, TaskEnded):
                 self.ended = True
         return events
+
+
+@dataclass(frozen=True)
+class Cancelled:
+    """What became of cancelling a paused task. ``settled`` is False only when the agent could not be
+    reached (worth trying again); ``error`` names the error the agent answered, if any (an agent that
+    refuses, because the task ended or it cannot cancel, leaves nothing more to try)."""
+
+    settled: bool
+    error: str = ""
+
+
+async def cancel_paused_task(agent: A2AClient, task_id: str) -> Cancelled:
+    """Cancels a task that waits for input: the one way every caller does it (a runner whose pause
+    cannot be put, a sweep at a timeout or after a refusal)."""
+    try:
+        await agent.cancel_task(task_id)
+    except (errors.AgentUnreachable, errors.AgentTimeout) as exc:
+        return Cancelled(settled=False, error=type(exc).__name__)
+    except errors.A2AError as exc:
+        return Cancelled(settled=True, error=type(exc).__name__)
+    return Cancelled(settled=True)

@@ -1,6 +1,6 @@
 """Slack's door: POST /slack/events (and /slack/events/<connection>), Events API and interactivity on one URL.
 
-A Channels consumer that kourier/routing.py serves ahead of Django: a Slack request needs none of
+A Channels consumer that kourier/http_routes.py serves ahead of Django: a Slack request needs none of
 the admin's middleware, nor Django's thread per request. The request stays on the event loop; only a
 listener's database work hops to a thread.
 

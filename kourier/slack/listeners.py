@@ -20,10 +20,8 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from bindings import directory
 from bindings.models import Connection
 from bindings.services import note_slack_identity
-from interactions.approval_presses import take_approval_press
-from interactions.approval_prompts import ACTIONS as APPROVAL_ACTIONS
-from interactions.presses import take_submit
-from interactions.prompts import SUBMIT_ACTION
+from interactions.presses import take_press
+from interactions.registry import ACTIONS as PROMPT_ACTIONS
 from kourier.db import in_database_thread
 from sessions.services import route_message
 
@@ -115,7 +113,7 @@ def _build_app(connection: Connection) -> AsyncApp:
 
     app.event(re.compile(".*"))(ignore_other_events)
 
-    async def take_answer(ack, body: dict, action: dict) -> None:
+    async def take_prompt_press(ack, body: dict, action: dict) -> None:
         await ack()
         press = read_submit(body, action)
         if isinstance(press, UnreadableEvent):
@@ -123,23 +121,11 @@ def _build_app(connection: Connection) -> AsyncApp:
                 "slack.press_unreadable", extra={"reason": press.reason, "connection_id": connection_id}
             )
             return
-        await take_submit(press, connection_id=connection_id, bot_token=bot_token)
+        await take_press(press, connection_id=connection_id, bot_token=bot_token)
 
     bot_token = connection.bot_token()
-    app.action(SUBMIT_ACTION)(take_answer)
-
-    async def take_decision(ack, body: dict, action: dict) -> None:
-        await ack()
-        press = read_submit(body, action)
-        if isinstance(press, UnreadableEvent):
-            logger.warning(
-                "slack.press_unreadable", extra={"reason": press.reason, "connection_id": connection_id}
-            )
-            return
-        await take_approval_press(press, connection_id=connection_id, bot_token=bot_token)
-
-    for approval_action in APPROVAL_ACTIONS:
-        app.action(approval_action)(take_decision)
+    for prompt_action in PROMPT_ACTIONS:
+        app.action(prompt_action)(take_prompt_press)
 
     async def ignore_other_actions(ack) -> None:
         # Choosing an option in a prompt's inputs sends nothing (they are input blocks); anything else

@@ -1,7 +1,7 @@
 """The alerts' door (alerts/door.py), served ahead of Django at /triggers/<binding>/<trigger>: what it
 refuses, with which answer, storing nothing; and what it takes, counted by alert.
 
-Requests go through the web process's routing (kourier.routing), in this process."""
+Requests go through the web process's routing (kourier.http_routes), in this process."""
 
 import json
 
@@ -11,7 +11,7 @@ from asgiref.sync import sync_to_async
 from alerts.models import Alert, AlertMember, AlertOccurrence, AlertPost
 from alerts.payloads import MAX_GROUP_KEY_LENGTH
 from bindings import directory
-from kourier.routing import http_routes
+from kourier.http_routes import http_routes
 from tests.factories import BindingFactory
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]

@@ -11,14 +11,24 @@ import pytest
 
 from audit.models import AuditEvent
 from interactions.approval_prompts import APPROVE_ACTION, DECIDE_ACTION, DENY_ACTION, TIMED_OUT_LINE
-from interactions.approvals import REFUSALS, Refusal
+from interactions.approvals import APPROVAL
 from interactions.bound import ANOTHER_APP
+from interactions.kinds import Refusal
 from interactions.models import Interaction, KeptPress
+from interactions.presses import KEPT_FOR_RETRY
 from kourier.a2a.dialects.kagent import DENIAL_REASON, TIMEOUT_DENIAL_REASON
 from sessions import notices
 from sessions.models import Turn
 from tests.e2e.conftest import another_app, through_another_app
-from tests.e2e.test_threads import wait_for
+from tests.e2e.helpers import (
+    approvals_world,
+    bot_messages,
+    decisions_received,
+    has_controls,
+    press,
+    wait_for,
+    wait_for_prompt,
+)
 from tests.fakes.a2a_agent import HITL_EXTENSION, ReceivedMessage, kagent
 from tests.fakes.a2a_agent.kagent import PendingTool
 from tests.fakes.a2a_agent.steps import Step, text, tool_result
@@ -34,10 +44,6 @@ SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"  # a GitHub token's sha
 ADD = PendingTool("call_add", "add_numbers", {"a": 2, "b": 3}, approval_id="adk-add")
 CHECK = PendingTool("call_check", "check_status", {"service": "db", "token": SECRET}, approval_id="adk-check")
 APPROVERS, OPERATORS = "S0APPROVE", "S0OPERATE"
-
-
-def decisions_received(received: ReceivedMessage) -> dict:
-    return received.metadata[HITL_EXTENSION]
 
 
 def pause_then_finish(tools):
@@ -72,33 +78,6 @@ def kagent_agent(make_a2a_agent):
     return agent
 
 
-def bot_messages(world, thread_ts):
-    return [m for m in world.slack.thread(world.channel, thread_ts)[1:] if m.is_bot]
-
-
-def _has_controls(blocks) -> bool:
-    return any(block.get("type") in ("actions", "input") for block in blocks)
-
-
-def wait_for_prompt(world, thread_ts):
-    def prompt():
-        found = [m for m in bot_messages(world, thread_ts) if _has_controls(m.blocks)]
-        return found[0] if found else None
-
-    world.slack.wait_until(lambda: prompt() is not None, timeout=WAIT)
-    return prompt()
-
-
-def press(world, prompt_ts, action, *, user=defaults.GRACE, choices=None):
-    delivery = world.slack.press_button(user, world.channel, prompt_ts, action, choices=choices or {})
-    assert delivery.status == 200
-    return delivery
-
-
-def approvals_world(make_world, agent, **fields):
-    return make_world(agent_url=agent.url, dialect="kagent-v1", ask_user=True, tool_approvals=True, **fields)
-
-
 def test_approving_one_tool_and_denying_the_other_sends_one_response_naming_both(make_world, kagent_agent):
     world = approvals_world(make_world, kagent_agent, progress="steps")
     ts = world.mention("check the service")
@@ -127,7 +106,7 @@ def test_approving_one_tool_and_denying_the_other_sends_one_response_naming_both
         lambda: any("Ran 1 of 2 tools." in m.text for m in bot_messages(world, ts)), timeout=WAIT
     )
     ended = world.slack.message(world.channel, prompt.ts)
-    assert not _has_controls(ended.blocks)
+    assert not has_controls(ended.blocks)
     assert "Approved: add_numbers" in json.dumps(ended.blocks)
     assert "Denied: check_status" in json.dumps(ended.blocks)
     [row] = AuditEvent.objects.filter(action="interaction.decided")
@@ -226,7 +205,7 @@ class TestApproverGroups:
         prompt = wait_for_prompt(world, world.mention("check the service"))
         press(world, prompt.ts, APPROVE_ACTION, user="U0EVE")
         world.slack.wait_until(lambda: world.slack.ephemerals("U0EVE"), timeout=WAIT)
-        assert world.slack.ephemerals("U0EVE")[0].text == REFUSALS[Refusal.NOT_AN_APPROVER]
+        assert world.slack.ephemerals("U0EVE")[0].text == APPROVAL.refusals[Refusal.NOT_AN_APPROVER]
         world.slack.add_usergroup(OPERATORS, "operators", [defaults.GRACE, "U0EVE"])  # joins the group
         press(world, prompt.ts, APPROVE_ACTION, user="U0EVE")
         world.slack.wait_until(lambda: len(kagent_agent.received) == 2, timeout=WAIT)
@@ -241,7 +220,7 @@ class TestApproverGroups:
         prompt = wait_for_prompt(world, world.mention("check the service"))
         press(world, prompt.ts, APPROVE_ACTION, user="U0OUT")
         world.slack.wait_until(lambda: world.slack.ephemerals("U0OUT"), timeout=WAIT)
-        assert world.slack.ephemerals("U0OUT")[0].text == REFUSALS[Refusal.NOT_A_MEMBER]
+        assert world.slack.ephemerals("U0OUT")[0].text == APPROVAL.refusals[Refusal.NOT_A_MEMBER]
         assert len(kagent_agent.received) == 1
 
     @pytest.mark.parametrize("error", ["no_such_subteam", "missing_scope", "plan_upgrade_required"])
@@ -253,7 +232,7 @@ class TestApproverGroups:
         world.slack.fail("usergroups.users.list", error)
         press(world, prompt.ts, APPROVE_ACTION)
         world.slack.wait_until(lambda: world.slack.ephemerals(defaults.GRACE), timeout=WAIT)
-        assert world.slack.ephemerals(defaults.GRACE)[0].text == REFUSALS[Refusal.GROUPS_UNREADABLE]
+        assert world.slack.ephemerals(defaults.GRACE)[0].text == APPROVAL.refusals[Refusal.GROUPS_UNREADABLE]
         interaction = Interaction.objects.get()
         assert interaction.state == Interaction.State.OPEN
         assert not AuditEvent.objects.filter(action="interaction.decided").exists()
@@ -284,7 +263,8 @@ class TestApproverGroups:
         world.slack.wait_until(lambda: len(kagent_agent.received) == 2, timeout=WAIT)
         assert world.slack.count("usergroups.users.list") >= 3
         assert AuditEvent.objects.get(action="interaction.decided").actor_id == defaults.GRACE
-        assert not world.slack.ephemerals(defaults.GRACE)
+        # Told once, privately, that the press is being retried; nothing more once it is decided.
+        assert [told.text for told in world.slack.ephemerals(defaults.GRACE)] == [KEPT_FOR_RETRY]
 
     def test_the_first_group_read_error_stops_the_check_though_a_later_group_holds_the_person(
         self, make_world, kagent_agent
@@ -296,7 +276,7 @@ class TestApproverGroups:
         )
         press(world, prompt.ts, APPROVE_ACTION)
         world.slack.wait_until(lambda: world.slack.ephemerals(defaults.GRACE), timeout=WAIT)
-        assert world.slack.ephemerals(defaults.GRACE)[0].text == REFUSALS[Refusal.GROUPS_UNREADABLE]
+        assert world.slack.ephemerals(defaults.GRACE)[0].text == APPROVAL.refusals[Refusal.GROUPS_UNREADABLE]
         assert [c.args["usergroup"] for c in world.slack.calls("usergroups.users.list")] == [APPROVERS]
         assert len(kagent_agent.received) == 1
 
@@ -362,7 +342,7 @@ def test_a_request_too_big_for_one_message_is_refused_the_thread_told_and_the_ta
     interaction = Interaction.objects.get()
     assert interaction.state == Interaction.State.CANCELLED
     world.slack.wait_until(lambda: Interaction.objects.get().task_cancelled_at is not None, timeout=WAIT)
-    assert not any(_has_controls(m.blocks) for m in bot_messages(world, ts))
+    assert not any(has_controls(m.blocks) for m in bot_messages(world, ts))
     world.slack.wait_until(lambda: Turn.objects.get().outcome == Turn.Outcome.QUESTION_UNUSABLE, timeout=WAIT)
 
 
@@ -415,7 +395,7 @@ class TestAKeptPressSurvivesARestart:
         assert [a["approved"] for a in decisions_received(agent.received[1])["approvals"]] == [True, True]
         assert AuditEvent.objects.get(action="interaction.decided").actor_id == defaults.GRACE
         assert not KeptPress.objects.exists()
-        assert not world.slack.ephemerals(defaults.GRACE)
+        assert [told.text for told in world.slack.ephemerals(defaults.GRACE)] == [KEPT_FOR_RETRY]
 
     def test_a_worker_stopped_with_sigterm_gives_the_try_back_and_the_next_worker_decides_once(
         self, make_world, kagent_agent

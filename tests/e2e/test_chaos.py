@@ -33,7 +33,7 @@ import pytest
 from kourier.a2a.text import SEGMENT_SEPARATOR
 from kourier.slack.outbox import PostKind
 from sessions.models import PostIntent, Session, Turn
-from tests.e2e.test_threads import ACK, poll_until
+from tests.e2e.helpers import ACK, poll_until
 from tests.fakes.a2a_agent import steps
 from tests.fakes.a2a_agent.gates import Gate
 from tests.fakes.slack import defaults

@@ -13,6 +13,7 @@ from interactions.models import Interaction
 from kourier.a2a.dialects.kagent import DENIAL_REASON, TIMEOUT_DENIAL_REASON
 from sessions import notices
 from sessions.models import Turn
+from tests.e2e.helpers import bot_messages, has_controls, wait_for_prompt
 from tests.fakes.slack import defaults
 from tests.support.kagent_runtime.script import Call, RemoteAgent, Script, Tool, ask_agent
 from tests.support.kagent_runtime.script import Turn as ModelTurn
@@ -43,23 +44,6 @@ def approvals_world(make_world, runtime, **fields):
     )
 
 
-def bot_messages(world, thread_ts):
-    return [m for m in world.slack.thread(world.channel, thread_ts)[1:] if m.is_bot]
-
-
-def has_controls(blocks) -> bool:
-    return any(block.get("type") in ("actions", "input") for block in blocks)
-
-
-def wait_for_prompt(world, thread_ts):
-    def prompt():
-        found = [m for m in bot_messages(world, thread_ts) if has_controls(m.blocks)]
-        return found[0] if found else None
-
-    world.slack.wait_until(lambda: prompt() is not None, timeout=WAIT)
-    return prompt()
-
-
 def approve_add_and_deny_check(world, prompt):
     shown = json.dumps(prompt.blocks)
     # The verdicts are positional: add_numbers is the first tool shown, check_status the second.
@@ -87,7 +71,7 @@ def test_approving_add_numbers_and_denying_check_status_runs_only_add_numbers_an
     runtime = start_kagent_runtime(both_tools("Added the numbers; the status check was denied."))
     world = approvals_world(make_world, runtime)
     ts = world.mention("add 2 and 3, then check the db")
-    prompt = wait_for_prompt(world, ts)
+    prompt = wait_for_prompt(world, ts, timeout=WAIT)
 
     approve_add_and_deny_check(world, prompt)
 
@@ -118,7 +102,7 @@ def test_when_nobody_decides_both_tools_are_denied_with_the_timeout_reason_and_t
         env={"RECOVERY_INTERVAL_SECONDS": "1"},
     )  # fmt: skip
     ts = world.mention("add 2 and 3, then check the db")
-    prompt = wait_for_prompt(world, ts)
+    prompt = wait_for_prompt(world, ts, timeout=WAIT)
 
     assert wait_for_the_decision_turn(world).outcome == Turn.Outcome.COMPLETED  # the task ended
     assert runtime.tool_runs() == []
@@ -161,7 +145,7 @@ class TestSubAgentApproval:
         )
         world = approvals_world(make_world, parent)
         ts = world.mention("get the ops agent to add and check")
-        prompt = wait_for_prompt(world, ts)
+        prompt = wait_for_prompt(world, ts, timeout=WAIT)
         assert "The sub-agent *ops_agent*" in json.dumps(prompt.blocks)
 
         approve_add_and_deny_check(world, prompt)

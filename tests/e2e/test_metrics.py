@@ -8,7 +8,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.e2e.test_threads import wait_for_turns_to_end
+from tests.e2e.helpers import wait_for_turns_to_end
 from tests.fakes.a2a_agent import steps
 
 pytestmark = pytest.mark.slow

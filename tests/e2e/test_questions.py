@@ -18,7 +18,7 @@ from interactions.prompts import SUBMIT_ACTION, TIMED_OUT_LINE
 from sessions import notices
 from sessions.models import Session, Turn
 from tests.e2e.conftest import another_app, through_another_app
-from tests.e2e.test_threads import wait_for, wait_for_turns_to_end
+from tests.e2e.helpers import bot_messages, wait_for, wait_for_prompt, wait_for_turns_to_end
 from tests.fakes.a2a_agent import HITL_EXTENSION, ReceivedMessage, kagent
 from tests.fakes.a2a_agent.steps import Step, input_required, jsonrpc_error, text
 from tests.fakes.slack import defaults
@@ -50,19 +50,6 @@ def kagent_agent(make_a2a_agent):
     agent = make_a2a_agent(text_style="kagent-1.0", extensions=[HITL_EXTENSION])
     agent.on_message(ask_then_finish)
     return agent
-
-
-def bot_messages(world, thread_ts):
-    return [m for m in world.slack.thread(world.channel, thread_ts)[1:] if m.is_bot]
-
-
-def wait_for_prompt(world, thread_ts):
-    def prompt():
-        found = [m for m in bot_messages(world, thread_ts) if _has_submit(m.blocks)]
-        return found[0] if found else None
-
-    world.slack.wait_until(lambda: prompt() is not None, timeout=WAIT)
-    return prompt()
 
 
 def _has_submit(blocks) -> bool:

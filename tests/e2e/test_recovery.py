@@ -11,7 +11,7 @@ import pytest
 from kourier.progress import NO_RESULT
 from sessions import notices
 from sessions.models import Turn
-from tests.e2e.test_threads import WAIT, replies, wait_for, wait_for_turns_to_end
+from tests.e2e.helpers import WAIT, replies, wait_for, wait_for_turns_to_end
 from tests.fakes.a2a_agent import steps
 from tests.fakes.a2a_agent.gates import Gate
 from tests.support.alerts import fire_alert

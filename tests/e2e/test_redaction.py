@@ -13,15 +13,15 @@ from audit.models import AuditEvent
 from interactions.approval_prompts import APPROVE_ACTION
 from interactions.models import Interaction
 from kourier.redaction import REDACTED
-from tests.e2e.test_approvals import (
+from tests.e2e.helpers import (
     WAIT,
     approvals_world,
     bot_messages,
     decisions_received,
     press,
     wait_for_prompt,
+    wait_for_turns_to_end,
 )
-from tests.e2e.test_threads import wait_for_turns_to_end
 from tests.fakes.a2a_agent import HITL_EXTENSION, ReceivedMessage, kagent
 from tests.fakes.a2a_agent.kagent import PendingTool
 from tests.fakes.a2a_agent.steps import Step, text, tool_call, tool_result

@@ -6,85 +6,27 @@ import time
 
 import pytest
 
-from kourier.slack.outbox import PostKind
 from sessions import notices
-from sessions.models import PostIntent, Session, Turn
+from sessions.models import Session, Turn
+from tests.e2e.helpers import (
+    ACK,
+    WAIT,
+    replies,
+    wait_for,
+    wait_for_reply_count,
+    wait_for_turns_to_end,
+)
 from tests.fakes.a2a_agent import steps
 from tests.fakes.a2a_agent.gates import Gate
 from tests.fakes.slack import defaults
 
 pytestmark = pytest.mark.slow
 
-ACK = "hourglass_flowing_sand"
-WAIT = 30.0  # a bound to fail on, not a speed: generous for a busy 2-core host
-
 
 @pytest.fixture
 def agent(a2a_agent):
     a2a_agent.script([steps.text("Hello "), steps.text("from the agent.")])
     return a2a_agent
-
-
-def replies(world, thread_ts):
-    """The product's messages in the thread, in order."""
-    return [message for message in world.slack.thread(world.channel, thread_ts)[1:] if message.is_bot]
-
-
-def wait_for_reply_count(world, thread_ts, count, *, done=True):
-    def ready():
-        found = replies(world, thread_ts)
-        return len(found) >= count and (not done or not any(m.streaming for m in found))
-
-    world.slack.wait_until(ready, timeout=WAIT)
-    return replies(world, thread_ts)
-
-
-def poll_until(condition, timeout: float, interval: float = 0.1) -> bool:
-    """Re-checks ``condition`` until it holds or ``timeout`` passes. For conditions that read the
-    database: the Slack fake's ``wait_until`` holds the fake's lock while it checks, so a database read
-    there would hold up every Slack call the product makes meanwhile."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(interval)  # polling a condition, bounded by the deadline
-    return True
-
-
-def wait_for(condition, what: str, *, timeout: float = WAIT) -> None:
-    """Waits until ``condition`` (a read of the database) holds; fails saying what never came."""
-    if not poll_until(condition, timeout):
-        pytest.fail(f"{what}: not within {timeout} s")
-
-
-def wait_for_turns_to_end(world, count, *, timeout=WAIT):
-    """Waits until ``count`` turns have ended and the product is done with each: its failure notice
-    posted, its acknowledgment reaction taken off (the last thing a runner does for a turn). Only then
-    can a test count what the product did, for nothing more is coming for those turns."""
-
-    def ended():
-        return Turn.objects.exclude(state__in=[Turn.State.QUEUED, Turn.State.RUNNING])
-
-    def done():
-        return (
-            ended().count() >= count
-            and not ended().filter(acknowledged=True).exists()
-            and not PostIntent.objects.filter(
-                turn__in=ended(), kind=PostKind.NOTICE, state=PostIntent.State.INTENDED
-            ).exists()
-        )
-
-    if not poll_until(done, timeout):
-        turns = list(Turn.objects.order_by("message_ts").values_list("message_ts", "state", "acknowledged"))
-        owed = list(
-            PostIntent.objects.filter(kind=PostKind.NOTICE, state=PostIntent.State.INTENDED).values_list(
-                "turn__message_ts", flat=True
-            )
-        )
-        pytest.fail(
-            f"{count} turns were not over within {timeout} s; turns (message, state, reaction on): "
-            f"{turns}; notices never posted for: {owed}"
-        )
 
 
 def test_a_mention_is_answered_in_its_thread(make_world, agent):

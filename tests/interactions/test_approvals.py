@@ -12,10 +12,12 @@ from django import db
 from django.utils import timezone
 
 from audit.models import AppendOnly, AuditEvent
-from interactions import approval_prompts, approvals, sweeps
+from interactions import approval_prompts, approvals, services, sweeps
 from interactions.decisions import NotADecision, Undecided, read_decision
+from interactions.kinds import Refusal, Refused, Taken
 from interactions.models import Interaction
 from kourier.a2a.events import AnswerFormat, ApprovalRequest, ToolToApprove
+from kourier.a2a.follow import Cancelled
 from sessions.models import Turn
 from tests.factories import BindingFactory, TurnFactory
 from tests.fakes.slack import defaults
@@ -124,7 +126,8 @@ def opened(turn, req=None):
 
 
 def decide(interaction, user=defaults.ADA, action=approval_prompts.DENY_ACTION):
-    return approvals.take_decision(
+    return services.take_press(
+        approvals.APPROVAL,
         interaction.pk,
         channel_id=interaction.channel_id,
         prompt_ts=PROMPT_TS,
@@ -141,7 +144,7 @@ class TestTakingADecision:
 
     def test_the_decision_is_audited_with_counts_and_names_and_queued_as_an_answer_turn(self, asking_turn):
         taken = decide(opened(asking_turn))
-        assert isinstance(taken, approvals.Taken)
+        assert isinstance(taken, Taken)
         row = AuditEvent.objects.get(action="interaction.decided")
         assert row.details == {
             "tools": 2,
@@ -157,7 +160,7 @@ class TestTakingADecision:
     def test_a_second_decision_is_refused(self, asking_turn):
         interaction = opened(asking_turn)
         decide(interaction)
-        assert decide(interaction, user=defaults.GRACE).refusal is approvals.Refusal.DECIDED
+        assert decide(interaction, user=defaults.GRACE).refusal is Refusal.TAKEN
         assert AuditEvent.objects.count() == 1
 
     def test_audit_rows_refuse_updates_and_deletes(self, asking_turn):
@@ -196,8 +199,8 @@ def test_of_twenty_presses_at_once_exactly_one_decision_is_taken(asking_turn):
         thread.start()
     for thread in threads:
         thread.join()
-    assert len([r for r in results if isinstance(r, approvals.Taken)]) == 1
-    assert {r.refusal for r in results if isinstance(r, approvals.Refused)} == {approvals.Refusal.DECIDED}
+    assert len([r for r in results if isinstance(r, Taken)]) == 1
+    assert {r.refusal for r in results if isinstance(r, Refused)} == {Refusal.TAKEN}
     assert len(results) == 20
     assert AuditEvent.objects.filter(action="interaction.decided").count() == 1
     assert Turn.objects.filter(kind=Turn.Kind.ANSWER).count() == 1
@@ -211,7 +214,7 @@ class TestTheTimeoutSweep:
     def told(self, monkeypatch):
         told = []
         monkeypatch.setattr(sweeps, "_tell_thread", lambda interaction, text: told.append(text))
-        monkeypatch.setattr(sweeps.services, "rewrite_prompt", lambda interaction: None)
+        monkeypatch.setattr(sweeps.services, "rewrite_prompt", lambda interaction, kind: None)
         return told
 
     def past_deadline(self, turn):
@@ -287,8 +290,8 @@ class TestTheTimeoutSweep:
         Turn.objects.filter(pk=Interaction.objects.get().answer_turn_id).update(
             state=Turn.State.DONE, outcome=Turn.Outcome.UNREACHABLE
         )
-        cancelled = []
-        monkeypatch.setattr(sweeps, "_agent_cancel", lambda interaction: cancelled.append(interaction.pk))
+        cancelled: list[int] = []
+        monkeypatch.setattr(sweeps, "_cancel", lambda interaction: _cancelled(cancelled, interaction))
         sweeps.time_out_interactions()
         sweeps.time_out_interactions()
         assert cancelled == [interaction.pk]
@@ -299,10 +302,10 @@ class TestTheTimeoutSweep:
     ):
         interaction = self.past_deadline(asking_turn)
         approvals.refuse(interaction.pk, "too-long")
-        monkeypatch.setattr(sweeps, "_agent_cancel", _unreachable)
+        monkeypatch.setattr(sweeps, "_cancel", _unreachable)
         sweeps.time_out_interactions()
         assert Interaction.objects.get().task_cancelled_at is None  # the agent could not be reached: kept
-        monkeypatch.setattr(sweeps, "_agent_cancel", lambda interaction: None)
+        monkeypatch.setattr(sweeps, "_cancel", lambda interaction: Cancelled(settled=True))
         sweeps.time_out_interactions()
         assert Interaction.objects.get().task_cancelled_at is not None
         assert not AuditEvent.objects.filter(action="interaction.timed_out").exists()
@@ -314,6 +317,9 @@ def _raise(*args, **kwargs):
 
 
 def _unreachable(*args, **kwargs):
-    from kourier.a2a.errors import AgentUnreachable
+    return Cancelled(settled=False, error="AgentUnreachable")
 
-    raise AgentUnreachable("down")
+
+def _cancelled(cancelled, interaction):
+    cancelled.append(interaction.pk)
+    return Cancelled(settled=True)

@@ -6,7 +6,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from interactions import approval_prompts, approvals, kept_presses, sweeps
+from interactions import approval_prompts, approvals, kept_presses, services, sweeps
+from interactions.kinds import Taken
 from interactions.models import Interaction, KeptPress
 from kourier.a2a.events import AnswerFormat, ApprovalRequest, ToolToApprove
 from sessions.models import Turn
@@ -138,7 +139,8 @@ class TestTheSweep:
 
 def test_a_decision_forgets_its_kept_press_in_its_own_transaction(interaction):
     kept_id = kept(interaction)
-    taken = approvals.take_decision(
+    taken = services.take_press(
+        approvals.APPROVAL,
         interaction.pk,
         channel_id=interaction.channel_id,
         prompt_ts=PROMPT_TS,
@@ -147,5 +149,5 @@ def test_a_decision_forgets_its_kept_press_in_its_own_transaction(interaction):
         values={},
         kept_press_id=kept_id,
     )
-    assert isinstance(taken, approvals.Taken)
+    assert isinstance(taken, Taken)
     assert not KeptPress.objects.exists()

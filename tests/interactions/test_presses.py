@@ -1,6 +1,8 @@
-"""A Submit press as the door's listener hands it over, against the Slack fake: only a channel member
-who is not a bot may answer (members read from Slack, every page, kept a minute), and every press that
-is not taken is told why in a message only that person sees."""
+"""A press on a prompt (a question's Submit, an approval's buttons) as the door's listener hands it
+over, against the Slack fake: only a channel member who is not a bot may press (members read from
+Slack, every page, kept a minute), an approval's presser must be in one of the Binding's approver
+groups (read on every press; a read that fails for now keeps the press for a retry), and every press
+that is not taken is told why in a message only that person sees."""
 
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
@@ -10,9 +12,11 @@ import pytest
 from django import db
 from django.core.cache import caches
 
-from interactions import prompts, services
-from interactions.models import Interaction
-from interactions.presses import MEMBERSHIP_UNKNOWN, take_submit
+from interactions import approval_prompts, approvals, presses, prompts, questions, services
+from interactions.kinds import Refusal
+from interactions.models import Interaction, KeptPress
+from interactions.presses import KEPT_FOR_RETRY, Outcome, decide_press, take_press
+from kourier.a2a.events import AnswerFormat, ApprovalRequest, ToolToApprove
 from kourier.slack.incoming import SubmitPress
 from kourier.slack.people import MEMBERS_PAGE_SIZE
 from sessions.models import Turn
@@ -29,7 +33,7 @@ ASKED = question(ONE_OF_THREE, FREE_TEXT)
 COMPLETE = {"answer-0": "0", "answer-1": "Whenever suits."}
 OUTSIDER = "U0EVE"  # in the workspace, not in the channel
 OTHER_BOT = "U0ALERTS"
-NOT_A_MEMBER = services.REFUSALS[services.Refusal.NOT_A_MEMBER]
+NOT_A_MEMBER = questions.QUESTION.refusals[Refusal.NOT_A_MEMBER]
 
 
 @dataclass(frozen=True)
@@ -68,7 +72,7 @@ def prompt(slack_fake, slack_client, settings, monkeypatch) -> Prompt:
         state=Turn.State.DONE,
         outcome=Turn.Outcome.ASKED,
     )
-    interaction = services.open_question(turn.pk, ASKED)
+    interaction = questions.open_question(turn.pk, ASKED)
     blocks = prompts.open_prompt(ASKED, interaction.pk, typed_replies=False)
     ts = slack_client.chat_postMessage(
         channel=defaults.CHANNEL_ID, thread_ts=root, blocks=blocks, text=prompts.fallback_text(ASKED)
@@ -97,6 +101,7 @@ def submit(
         user_id=user,
         values=state_values(prompt.blocks, picked),
         response_url=response_url or slack_fake.response_url(user, defaults.CHANNEL_ID, prompt.ts),
+        action_id=prompts.SUBMIT_ACTION,
     )
 
     async def scenario() -> None:
@@ -104,7 +109,7 @@ def submit(
         database_thread = ThreadPoolExecutor(max_workers=1)
         asyncio.get_running_loop().set_default_executor(database_thread)
         try:
-            await take_submit(press, connection_id=prompt.connection_id, bot_token=slack_fake.bot_token)
+            await take_press(press, connection_id=prompt.connection_id, bot_token=slack_fake.bot_token)
         finally:
             await asyncio.get_running_loop().run_in_executor(database_thread, lambda: db.connection.close())
 
@@ -162,7 +167,7 @@ def test_a_member_who_answers_second_is_told_privately_it_was_already_answered(p
     submit(slack_fake, prompt, defaults.ADA)
     submit(slack_fake, prompt, defaults.GRACE, {"answer-0": "2", "answer-1": "Now."})
     assert told(slack_fake, defaults.GRACE) == [
-        (services.REFUSALS[services.Refusal.ANSWERED], prompt.thread_ts)
+        (questions.QUESTION.refusals[Refusal.TAKEN], prompt.thread_ts)
     ]
     assert answer_turns() == 1
     assert Interaction.objects.get().answered_by == defaults.ADA
@@ -172,7 +177,9 @@ def test_a_member_who_answers_second_is_told_privately_it_was_already_answered(p
 def test_a_press_that_names_no_question_is_refused_privately(prompt, slack_fake, value):
     submit(slack_fake, prompt, defaults.ADA, value=value)
     assert not answered()
-    assert told(slack_fake, defaults.ADA) == [(services.REFUSALS[services.Refusal.UNKNOWN], prompt.thread_ts)]
+    assert told(slack_fake, defaults.ADA) == [
+        (questions.QUESTION.refusals[Refusal.UNKNOWN], prompt.thread_ts)
+    ]
 
 
 class TestTheChannelsMembers:
@@ -210,7 +217,9 @@ class TestTheChannelsMembers:
         submit(slack_fake, prompt, defaults.ADA)
         assert not answered()
         assert answer_turns() == 0
-        assert told(slack_fake, defaults.ADA) == [(MEMBERSHIP_UNKNOWN, prompt.thread_ts)]
+        assert told(slack_fake, defaults.ADA) == [
+            (questions.QUESTION.refusals[Refusal.MEMBERSHIP_UNKNOWN], prompt.thread_ts)
+        ]
         slack_fake.clear_faults()
         submit(slack_fake, prompt, defaults.ADA)
         assert answered()
@@ -221,3 +230,150 @@ def test_a_refusal_slack_will_not_show_does_not_fail_the_press(prompt, slack_fak
     submit(slack_fake, prompt, defaults.ADA, {}, response_url=dead_url)  # does not raise
     assert not answered()
     assert told(slack_fake, defaults.ADA) == []
+
+
+# -- a press on an approval prompt: the same path, and the Binding's approver groups read on every press
+
+
+REQUEST = ApprovalRequest(
+    tools=(
+        ToolToApprove(approval_id="adk-0", call_id="call-0", name="restart_service", args={"name": "api"}),
+    ),
+    task_id="task-1",
+    context_id="ctx-1",
+    answer_format=AnswerFormat.HITL_V1,
+    agent=None,
+)
+OPS = "S0OPS"
+
+
+@pytest.fixture
+def approval(slack_fake, slack_client, settings, monkeypatch) -> Prompt:
+    """An approval request, posted in a thread of the fake's channel; only Grace is in its approver group."""
+    settings.SLACK_API_URL = slack_fake.url
+    monkeypatch.setenv("SLACK_BOT_TOKEN", slack_fake.bot_token)
+    slack_fake.add_usergroup(OPS, "ops", [defaults.GRACE])
+    binding = BindingFactory(
+        channels=[defaults.CHANNEL_ID], dialect="kagent-v1", tool_approvals=True, approver_groups=[OPS]
+    )
+    root = slack_fake.user_says(
+        defaults.ADA, defaults.CHANNEL_ID, f"{slack_fake.bot_mention} restart it", deliver="none"
+    )
+    turn = TurnFactory(
+        session__binding=binding,
+        session__thread_ts=root,
+        message_ts=root,
+        state=Turn.State.DONE,
+        outcome=Turn.Outcome.ASKED,
+    )
+    interaction = approvals.open_approval(turn.pk, REQUEST)
+    blocks = approval_prompts.open_prompt(REQUEST, interaction.pk)
+    assert isinstance(blocks, list)
+    ts = slack_client.chat_postMessage(
+        channel=defaults.CHANNEL_ID,
+        thread_ts=root,
+        blocks=blocks,
+        text=approval_prompts.fallback_text(REQUEST),
+    )["ts"]
+    services.record_prompt(interaction.pk, ts)
+    slack_fake.reset_calls()
+    return Prompt(interaction.pk, binding.connection_id, root, ts, blocks)
+
+
+def approve(slack_fake, prompt: Prompt, user: str, *, last_attempt: bool | None = None) -> Outcome:
+    """``user`` presses Approve: through the listener's entry, or as a kept press's try."""
+    press = SubmitPress(
+        value=str(prompt.interaction_id),
+        team_id=defaults.TEAM_ID,
+        channel_id=defaults.CHANNEL_ID,
+        message_ts=prompt.ts,
+        thread_ts=prompt.thread_ts,
+        user_id=user,
+        values={},
+        response_url=slack_fake.response_url(user, defaults.CHANNEL_ID, prompt.ts),
+        action_id=approval_prompts.APPROVE_ACTION,
+    )
+
+    async def scenario() -> Outcome:
+        database_thread = ThreadPoolExecutor(max_workers=1)
+        asyncio.get_running_loop().set_default_executor(database_thread)
+        try:
+            if last_attempt is None:
+                return await take_press(
+                    press, connection_id=prompt.connection_id, bot_token=slack_fake.bot_token
+                )
+            return await decide_press(
+                approvals.APPROVAL,
+                press,
+                connection_id=prompt.connection_id,
+                bot_token=slack_fake.bot_token,
+                last_attempt=last_attempt,
+            )
+        finally:
+            await asyncio.get_running_loop().run_in_executor(database_thread, lambda: db.connection.close())
+
+    return asyncio.run(scenario())
+
+
+def test_an_approver_in_a_listed_group_decides_and_is_told_nothing(approval, slack_fake):
+    assert approve(slack_fake, approval, defaults.GRACE) is Outcome.TAKEN
+    assert answered()
+    assert Turn.objects.get(kind=Turn.Kind.ANSWER).answers == [True]
+    assert told(slack_fake, defaults.GRACE) == []
+
+
+def test_a_channel_member_outside_the_approver_groups_is_refused_privately(approval, slack_fake):
+    assert approve(slack_fake, approval, defaults.ADA) is Outcome.REFUSED
+    assert not answered()
+    assert told(slack_fake, defaults.ADA) == [
+        (approvals.APPROVAL.refusals[Refusal.NOT_AN_APPROVER], approval.thread_ts)
+    ]
+
+
+def test_someone_outside_the_channel_is_refused_before_any_group_is_read(approval, slack_fake):
+    slack_fake.add_user(OUTSIDER, "Eve Outsider")
+    assert approve(slack_fake, approval, OUTSIDER) is Outcome.REFUSED
+    assert told(slack_fake, OUTSIDER) == [
+        (approvals.APPROVAL.refusals[Refusal.NOT_A_MEMBER], approval.thread_ts)
+    ]
+    assert slack_fake.count("usergroups.users.list") == 0
+
+
+def test_a_group_slack_refuses_for_good_decides_nothing_keeps_nothing_and_says_so(approval, slack_fake):
+    slack_fake.fail("usergroups.users.list", "missing_scope")
+    assert approve(slack_fake, approval, defaults.GRACE) is Outcome.REFUSED
+    assert not answered()
+    assert not KeptPress.objects.exists()
+    assert told(slack_fake, defaults.GRACE) == [
+        (approvals.APPROVAL.refusals[Refusal.GROUPS_UNREADABLE], approval.thread_ts)
+    ]
+
+
+def test_a_group_slack_cannot_read_for_now_keeps_the_press_and_tells_the_presser_it_is_retried(
+    approval, slack_fake
+):
+    slack_fake.fail("usergroups.users.list", "http_503")
+    assert approve(slack_fake, approval, defaults.GRACE) is Outcome.RETRY
+    assert not answered()
+    assert KeptPress.objects.get().interaction_id == approval.interaction_id
+    assert told(slack_fake, defaults.GRACE) == [(KEPT_FOR_RETRY, approval.thread_ts)]
+
+
+def test_a_failure_that_is_not_slacks_is_raised_and_never_kept_for_a_retry(approval, slack_fake, monkeypatch):
+    async def broken(slack, group_id):
+        raise RuntimeError("a bug, not an outage")
+
+    monkeypatch.setattr(presses, "usergroup_members", broken)
+    with pytest.raises(RuntimeError):
+        approve(slack_fake, approval, defaults.GRACE)
+    assert not KeptPress.objects.exists()
+    assert not answered()
+
+
+def test_the_last_try_that_still_cannot_read_the_groups_tells_the_presser(approval, slack_fake):
+    slack_fake.fail("usergroups.users.list", "http_503")
+    assert approve(slack_fake, approval, defaults.GRACE, last_attempt=True) is Outcome.REFUSED
+    assert not answered()
+    assert told(slack_fake, defaults.GRACE) == [
+        (approvals.APPROVAL.refusals[Refusal.GROUPS_UNAVAILABLE], approval.thread_ts)
+    ]

@@ -10,10 +10,10 @@ from django import db
 from django.utils import timezone
 
 from audit.models import AuditEvent
-from interactions import prompts, services
+from interactions import prompts, questions, registry, services
 from interactions.audit import answer_shape
+from interactions.kinds import Refusal, Refused, Taken
 from interactions.models import Interaction
-from interactions.services import Refusal, Refused, Taken
 from kourier.a2a.events import Question
 from sessions import turns
 from sessions.models import Turn
@@ -52,7 +52,7 @@ def asking_turn(binding):
 
 def opened(turn, asked_question=ASKED, *, prompt_ts=PROMPT_TS, now=None) -> Interaction:
     """The turn's question opened and its prompt posted, as asking.put_question leaves them."""
-    interaction = services.open_question(turn.pk, asked_question, now=now)
+    interaction = questions.open_question(turn.pk, asked_question, now=now)
     services.record_prompt(interaction.pk, prompt_ts)
     interaction.refresh_from_db()
     return interaction
@@ -64,8 +64,10 @@ def interaction(asking_turn):
 
 
 def press(interaction, values=COMPLETE, *, user=defaults.ADA, channel=None, prompt_ts=None, now=None):
-    return services.take_pressed_answer(
+    return services.take_press(
+        questions.QUESTION,
         interaction.pk,
+        action_id=prompts.SUBMIT_ACTION,
         channel_id=channel or interaction.channel_id,
         prompt_ts=prompt_ts or interaction.prompt_ts,
         user_id=user,
@@ -90,7 +92,7 @@ def everything_written():
 class TestOpeningAQuestion:
     def test_opens_it_on_the_turn_with_its_deadline_the_bindings_timeout_away(self, asking_turn):
         now = timezone.now()
-        interaction = services.open_question(asking_turn.pk, ASKED, now=now)
+        interaction = questions.open_question(asking_turn.pk, ASKED, now=now)
         assert (interaction.state, interaction.kind) == (Interaction.State.OPEN, Interaction.Kind.QUESTION)
         assert interaction.deadline == now + TIMEOUT
         assert (interaction.turn, interaction.session) == (asking_turn, asking_turn.session)
@@ -101,11 +103,11 @@ class TestOpeningAQuestion:
         binding.interaction_timeout = timedelta(hours=2)
         binding.save()
         now = timezone.now()
-        assert services.open_question(asking_turn.pk, ASKED, now=now).deadline == now + timedelta(hours=2)
+        assert questions.open_question(asking_turn.pk, ASKED, now=now).deadline == now + timedelta(hours=2)
 
     def test_again_for_the_same_turn_is_the_same_interaction_unchanged(self, asking_turn):
-        first = services.open_question(asking_turn.pk, ASKED)
-        again = services.open_question(
+        first = questions.open_question(asking_turn.pk, ASKED)
+        again = questions.open_question(
             asking_turn.pk, text_question(), now=timezone.now() + timedelta(hours=1)
         )
         assert again.pk == first.pk
@@ -114,19 +116,19 @@ class TestOpeningAQuestion:
         assert Question.from_dict(Interaction.objects.get().pause) == ASKED
 
     def test_takes_typed_replies_only_for_a_text_pause(self, asking_turn):
-        assert services.open_question(asking_turn.pk, text_question()).typed_replies
+        assert questions.open_question(asking_turn.pk, text_question()).typed_replies
         other = TurnFactory(session=asking_turn.session, state=Turn.State.DONE)
         Interaction.objects.update(state=Interaction.State.CANCELLED)
-        assert not services.open_question(other.pk, ASKED).typed_replies
+        assert not questions.open_question(other.pk, ASKED).typed_replies
 
     def test_keeps_the_first_prompt_recorded(self, asking_turn):
-        interaction = services.open_question(asking_turn.pk, ASKED)
+        interaction = questions.open_question(asking_turn.pk, ASKED)
         services.record_prompt(interaction.pk, PROMPT_TS)
         services.record_prompt(interaction.pk, "1700000999.000000")
         assert Interaction.objects.get().prompt_ts == PROMPT_TS
 
     def test_whose_prompt_cannot_be_posted_is_cancelled_and_takes_no_answer(self, asking_turn):
-        interaction = services.open_question(asking_turn.pk, ASKED)
+        interaction = questions.open_question(asking_turn.pk, ASKED)
         services.give_up(interaction.pk)
         interaction.refresh_from_db()
         assert interaction.state == Interaction.State.CANCELLED
@@ -154,10 +156,16 @@ class TestAPressThatIsRefused:
         before = everything_written()
         for unknown in (interaction.pk + 1000, 0, 10**30):
             with django_capture_on_commit_callbacks() as callbacks:
-                result = services.take_pressed_answer(
-                    unknown, channel_id=CHANNEL, prompt_ts=PROMPT_TS, user_id=defaults.ADA, values=COMPLETE
+                result = services.take_press(
+                    questions.QUESTION,
+                    unknown,
+                    channel_id=CHANNEL,
+                    prompt_ts=PROMPT_TS,
+                    user_id=defaults.ADA,
+                    action_id=prompts.SUBMIT_ACTION,
+                    values=COMPLETE,
                 )
-            assert result == Refused(Refusal.UNKNOWN, services.REFUSALS[Refusal.UNKNOWN])
+            assert result == Refused(Refusal.UNKNOWN, questions.QUESTION.refusals[Refusal.UNKNOWN])
             assert callbacks == []
         assert everything_written() == before
 
@@ -174,15 +182,17 @@ class TestAPressThatIsRefused:
     @pytest.mark.parametrize("state", [Interaction.State.TIMED_OUT, Interaction.State.CANCELLED])
     def test_is_on_a_closed_question(self, interaction, refused, state):
         Interaction.objects.update(state=state)
-        assert refused(interaction) == Refused(Refusal.CLOSED, services.REFUSALS[Refusal.CLOSED])
+        assert refused(interaction) == Refused(Refusal.CLOSED, questions.QUESTION.refusals[Refusal.CLOSED])
 
     def test_comes_after_the_question_was_answered(self, interaction, refused):
         Interaction.objects.update(state=Interaction.State.ANSWERED, answered_by=defaults.GRACE)
-        assert refused(interaction) == Refused(Refusal.ANSWERED, services.REFUSALS[Refusal.ANSWERED])
+        assert refused(interaction) == Refused(Refusal.TAKEN, questions.QUESTION.refusals[Refusal.TAKEN])
 
     def test_carries_values_that_do_not_fit_the_questions(self, interaction, refused):
         forged = {**COMPLETE, "question-0": {"answer-0": {"selected_option": {"value": "7"}}}}
-        assert refused(interaction, forged) == Refused(Refusal.MISMATCH, services.REFUSALS[Refusal.MISMATCH])
+        assert refused(interaction, forged) == Refused(
+            Refusal.MISMATCH, questions.QUESTION.refusals[Refusal.MISMATCH]
+        )
 
     def test_is_incomplete_and_says_what_to_fix(self, interaction, refused):
         assert refused(interaction, {"question-0": COMPLETE["question-0"]}) == Refused(
@@ -234,7 +244,7 @@ class TestTheFirstCompleteAnswer:
         press(interaction)
         with django_capture_on_commit_callbacks() as callbacks:
             second = press(interaction, user=defaults.GRACE)
-        assert second.refusal is Refusal.ANSWERED
+        assert second.refusal is Refusal.TAKEN
         assert Turn.objects.filter(kind=Turn.Kind.ANSWER).count() == 1
         assert AuditEvent.objects.count() == 1
         assert Interaction.objects.get().answered_by == defaults.ADA
@@ -246,10 +256,10 @@ class TestTheFirstCompleteAnswer:
 
     def test_is_what_the_answer_turn_carries_to_the_agent(self, interaction):
         taken = press(interaction)
-        assert services.answer_of(taken.turn_id) == services.AnswerWork(ASKED, ANSWERS)
+        assert questions.answer_of(taken.turn_id) == questions.AnswerWork(ASKED, ANSWERS)
 
     def test_of_a_message_turn_there_is_none(self, asking_turn):
-        assert services.answer_of(asking_turn.pk) is None
+        assert questions.answer_of(asking_turn.pk) is None
 
 
 class TestATypedReply:
@@ -258,7 +268,7 @@ class TestATypedReply:
     ):
         interaction = opened(asking_turn, text_question())
         with django_capture_on_commit_callbacks() as callbacks:
-            taken = services.take_typed_answer(
+            taken = questions.take_typed_answer(
                 asking_turn.session, message_ts="1700000300.000100", user_id=defaults.GRACE, text=" Orion \n"
             )
         turn = Turn.objects.get(kind=Turn.Kind.TYPED_ANSWER)
@@ -273,7 +283,7 @@ class TestATypedReply:
         ]
 
     def test_is_no_answer_to_a_question_that_takes_only_submit(self, interaction):
-        taken = services.take_typed_answer(
+        taken = questions.take_typed_answer(
             interaction.session, message_ts="1700000300.000100", user_id=defaults.ADA, text="Europe"
         )
         assert taken is None
@@ -282,10 +292,10 @@ class TestATypedReply:
 
     def test_only_the_first_answers(self, asking_turn):
         opened(asking_turn, text_question())
-        first = services.take_typed_answer(
+        first = questions.take_typed_answer(
             asking_turn.session, message_ts="1700000300.000100", user_id=defaults.ADA, text="Orion"
         )
-        second = services.take_typed_answer(
+        second = questions.take_typed_answer(
             asking_turn.session, message_ts="1700000300.000200", user_id=defaults.GRACE, text="Lyra"
         )
         assert isinstance(first, Taken)
@@ -297,7 +307,7 @@ class TestATypedReply:
     def test_after_a_submit_answered_it_is_none(self, asking_turn):
         interaction = opened(asking_turn, text_question())
         press(interaction, {"question-0": {"answer-0": {"type": "plain_text_input", "value": "Orion"}}})
-        taken = services.take_typed_answer(
+        taken = questions.take_typed_answer(
             asking_turn.session, message_ts="1700000300.000100", user_id=defaults.GRACE, text="Lyra"
         )
         assert taken is None
@@ -305,7 +315,7 @@ class TestATypedReply:
 
     def test_that_is_blank_answers_nothing(self, asking_turn):
         opened(asking_turn, text_question())
-        taken = services.take_typed_answer(
+        taken = questions.take_typed_answer(
             asking_turn.session, message_ts="1700000300.000100", user_id=defaults.ADA, text="  "
         )
         assert taken is None
@@ -333,7 +343,7 @@ class TestTheRepliesThatWait:
     def test_a_typed_answer_runs_before_the_replies_that_came_before_it(self, asking_turn):
         opened(asking_turn, text_question())
         earlier = reply(asking_turn.session, "1700000300.000100")
-        taken = services.take_typed_answer(
+        taken = questions.take_typed_answer(
             asking_turn.session, message_ts="1700000300.000200", user_id=defaults.ADA, text="Orion"
         )
         assert turns.next_queued_turn(asking_turn.session_id).pk == taken.turn_id
@@ -364,27 +374,27 @@ class TestTimingOut:
         not_yet = opened(TurnFactory(session__binding=binding, state=Turn.State.DONE))
         answered = opened(TurnFactory(session__binding=binding, state=Turn.State.DONE), now=past)
         press(answered)
-        assert services.claim_timeouts() == 1
+        assert questions.claim_timeouts() == 1
         states = dict(Interaction.objects.values_list("pk", "state"))
         assert states == {
             due.pk: Interaction.State.TIMED_OUT,
             not_yet.pk: Interaction.State.OPEN,
             answered.pk: Interaction.State.ANSWERED,
         }
-        assert services.claim_timeouts() == 0
+        assert questions.claim_timeouts() == 0
 
     def test_a_question_is_due_at_its_deadline_exactly(self, interaction):
-        assert services.claim_timeouts(now=interaction.deadline - timedelta(microseconds=1)) == 0
-        assert services.claim_timeouts(now=interaction.deadline) == 1
+        assert questions.claim_timeouts(now=interaction.deadline - timedelta(microseconds=1)) == 0
+        assert questions.claim_timeouts(now=interaction.deadline) == 1
 
     def test_what_is_left_to_close_is_the_timed_out_questions_not_yet_closed_oldest_first(self, binding):
         past = timezone.now() - TIMEOUT
         older = opened(TurnFactory(session__binding=binding, state=Turn.State.DONE), now=past - TIMEOUT)
         newer = opened(TurnFactory(session__binding=binding, state=Turn.State.DONE), now=past)
-        services.claim_timeouts()
-        assert [interaction.pk for interaction in services.timed_out_to_close()] == [older.pk, newer.pk]
+        questions.claim_timeouts()
+        assert [interaction.pk for interaction in questions.timed_out_to_close()] == [older.pk, newer.pk]
         services.mark_closed(older.pk)
-        assert [interaction.pk for interaction in services.timed_out_to_close()] == [newer.pk]
+        assert [interaction.pk for interaction in questions.timed_out_to_close()] == [newer.pk]
 
 
 class TestClosingThePrompt:
@@ -398,7 +408,7 @@ class TestClosingThePrompt:
         session.channel_id, session.thread_ts = defaults.CHANNEL_ID, root
         session.save()
         Turn.objects.filter(pk=asking_turn.pk).update(channel_id=defaults.CHANNEL_ID)
-        interaction = services.open_question(asking_turn.pk, ASKED)
+        interaction = questions.open_question(asking_turn.pk, ASKED)
         ts = slack_client.chat_postMessage(
             channel=defaults.CHANNEL_ID,
             thread_ts=root,
@@ -411,7 +421,7 @@ class TestClosingThePrompt:
 
     def test_once_answered_it_shows_who_answered_and_when_without_controls(self, posted, slack_fake):
         press(posted)
-        assert services.close_prompt(posted.pk)
+        assert registry.close_prompt(posted.pk)
         posted.refresh_from_db()
         shown = slack_fake.message(defaults.CHANNEL_ID, posted.prompt_ts)
         assert list(interactive_elements(shown.blocks)) == []
@@ -419,21 +429,21 @@ class TestClosingThePrompt:
         assert posted.closed_at is not None
 
     def test_an_open_question_is_not_closed(self, posted, slack_fake):
-        assert not services.close_prompt(posted.pk)
+        assert not registry.close_prompt(posted.pk)
         assert slack_fake.count("chat.update") == 0
         assert Interaction.objects.get().closed_at is None
 
     def test_closing_it_again_shows_the_same(self, posted, slack_fake):
         press(posted)
-        services.close_prompt(posted.pk)
+        registry.close_prompt(posted.pk)
         first = slack_fake.message(defaults.CHANNEL_ID, posted.prompt_ts).blocks
-        services.close_prompt(posted.pk)
+        registry.close_prompt(posted.pk)
         assert slack_fake.message(defaults.CHANNEL_ID, posted.prompt_ts).blocks == first
 
     def test_a_prompt_never_posted_is_closed_without_slack(self, asking_turn, slack_fake):
-        interaction = services.open_question(asking_turn.pk, ASKED)
+        interaction = questions.open_question(asking_turn.pk, ASKED)
         services.give_up(interaction.pk)
-        assert services.close_prompt(interaction.pk)
+        assert registry.close_prompt(interaction.pk)
         assert slack_fake.count("chat.update") == 0
 
 
@@ -469,7 +479,7 @@ def test_of_twenty_presses_at_once_exactly_one_answer_is_taken(interaction):
     refused = [result for result in results if isinstance(result, Refused)]
     assert len(taken) == 1
     assert len(refused) == presses - 1
-    assert {result.refusal for result in refused} == {Refusal.ANSWERED}
+    assert {result.refusal for result in refused} == {Refusal.TAKEN}
     answer_turn = Turn.objects.get(kind=Turn.Kind.ANSWER)
     assert answer_turn.pk == taken[0].turn_id
     assert AuditEvent.objects.filter(action="interaction.answered").count() == 1

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from interactions import prompts, services, sweeps
+from interactions import prompts, questions, services, sweeps
 from interactions.models import Interaction
 from kourier import queue
 from sessions import notices
@@ -72,7 +72,7 @@ def ask(slack_fake, slack_client, a2a_agent, settings, monkeypatch):
             task_id=task_id,
         )
         question = text_question(task_id=task_id)
-        interaction = services.open_question(turn.pk, question, now=timezone.now() - asked_ago)
+        interaction = questions.open_question(turn.pk, question, now=timezone.now() - asked_ago)
         prompt_ts = slack_client.chat_postMessage(
             channel=defaults.CHANNEL_ID,
             thread_ts=root,
@@ -185,7 +185,7 @@ def test_a_question_still_in_time_is_left_alone(ask, slack_fake, a2a_agent, sent
 
 def test_a_question_answered_before_the_sweep_came_is_left_to_its_answer(ask, slack_fake, a2a_agent, sent):
     asked = ask()
-    taken = services.take_typed_answer(
+    taken = questions.take_typed_answer(
         Interaction.objects.get().session, message_ts="1700009999.000100", user_id=defaults.ADA, text="Orion"
     )
     assert taken is not None

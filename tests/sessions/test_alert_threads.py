@@ -5,9 +5,9 @@ import pytest
 
 from kourier.progress import ThreadKind
 from sessions import services, turns
+from sessions.agent_text import Author, Note, build_turn_text
 from sessions.identity import SYSTEM_IDENTITY, filed_under, is_person
 from sessions.models import Session, Turn
-from sessions.prompts import Author, Note, build_turn_text
 from tests.factories import BindingFactory
 from tests.fakes.slack import defaults
 from tests.support.queue import enqueued
@@ -111,5 +111,7 @@ def test_the_first_turn_of_an_alert_thread_names_no_person():
 
 
 def test_an_alert_threads_notes_are_labelled_as_the_alerts_in_the_next_turn():
-    text = build_turn_text(Author("U0ADA", "Ada"), "and now?", [Note(None, "Joined the group: db-2.")])
-    assert text.endswith("<untrusted-data>\nSlack: alert: Joined the group: db-2.\n</untrusted-data>")
+    text = build_turn_text(
+        Author("U0ADA", "Ada"), "and now?", [Note(None, "Joined the group: db-2.")], marker="untrusted-data-0"
+    )
+    assert text.endswith("<untrusted-data-0>\nSlack: alert: Joined the group: db-2.\n</untrusted-data-0>")

@@ -68,13 +68,19 @@ def test_a_redelivery_names_the_turn_the_first_delivery_made_in_one_statement_an
     assert rows_written() == written
 
 
-def test_a_new_mention_at_the_top_level_is_stored_in_one_statement(binding):
+# The statements a new mention at the top level costs ingress. PostgreSQL stores its session and turn
+# in one statement; SQLite, which has no INSERT in a WITH, takes the general path: the thread read,
+# then the session and the turn inserted in a transaction (its savepoint and release included). Both
+# are asserted, so that a statement more fails `make test` on SQLite too.
+NEW_MENTION_STATEMENTS = {"postgresql": 1, "sqlite": 5}
+
+
+def test_a_new_mention_at_the_top_level_costs_as_few_statements_as_its_database_allows(binding):
     directory.current()  # the process's snapshot of Bindings, as ingress has it
     with CaptureQueriesContext(db.connection) as queries:
         services.route_message(binding.connection, said())
     assert Turn.objects.get().session == Session.objects.get()
-    if db.connection.vendor == "postgresql":
-        assert len(queries.captured_queries) == 1
+    assert len(queries.captured_queries) == NEW_MENTION_STATEMENTS[db.connection.vendor]
 
 
 def test_a_note_delivered_again_is_one_note():

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from bindings import directory
-from kourier.routing import http_routes
+from kourier.http_routes import http_routes
 from sessions.models import Turn
 from tests.factories import ConnectionFactory
 from tests.fakes.slack.events import signed_headers

@@ -2,7 +2,7 @@ import re
 
 import pytest
 
-from sessions.prompts import Author, Note, build_turn_text, quote_untrusted, strip_bot_mention
+from sessions.agent_text import Author, Note, build_turn_text, quote_untrusted, strip_bot_mention
 
 ADA = Author("U012AB3CD", "Ada Lovelace")
 GRACE = Author("U0GRACE1", "Grace Hopper")

@@ -1,0 +1,84 @@
+"""The kinds of pause people settle (a question, a tool approval), as the one press path
+(presses.py) and the one take-and-queue path (services.py) see them.
+
+A kind says which prompt buttons its presses come from, how a press's values read as what its
+answer turn carries (and the audit's shape of it), what the presser is told when a press is not
+taken (the spec's fixed wordings), and whether the Binding's approver groups are checked. A third
+kind of pause is one more ``PauseKind`` (its module, like questions.py and approvals.py) and its
+entry in ``presses.KINDS``: nothing else is copied.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .models import Interaction
+
+
+class Refusal(enum.StrEnum):
+    """Why a press is not taken; each kind words it for the person alone (``PauseKind.refusals``)."""
+
+    UNKNOWN = "unknown"  # no open prompt of this kind has this id, in this message
+    CLOSED = "closed"  # it timed out or was cancelled
+    TAKEN = "taken"  # someone answered or decided first
+    MISMATCH = "mismatch"  # the values do not fit the prompt (a stale or forged press)
+    INCOMPLETE = "incomplete"  # the person can fix it: the message says what is missing
+    NOT_A_MEMBER = "not-a-member"
+    MEMBERSHIP_UNKNOWN = "membership-unknown"
+    NOT_AN_APPROVER = "not-an-approver"
+    GROUPS_UNREADABLE = "groups-unreadable"
+    GROUPS_UNAVAILABLE = "groups-unavailable"
+
+
+@dataclass(frozen=True)
+class Refused:
+    refusal: Refusal
+    message: str  # for the person alone
+
+
+@dataclass(frozen=True)
+class Taken:
+    """The press won: its answer turn is queued."""
+
+    interaction_id: int
+    turn_id: int
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A press read against its pause: what the answer turn carries, and the audit's shape of it."""
+
+    answers: list[Any]
+    audit: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Unfit:
+    """A press that cannot be taken as it is: ``MISMATCH`` (``reason``, a fixed token for the log) or
+    ``INCOMPLETE`` (``message`` tells the person what to fix)."""
+
+    refusal: Refusal
+    reason: str = ""
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class PauseKind:
+    kind: Interaction.Kind
+    actions: tuple[str, ...]  # the action ids of its prompt's buttons
+    taken: str  # the audit action and log event of a taken press
+    turn_key: str  # its answer turn's key: f"{turn_key}-{interaction id}"
+    refusals: Mapping[Refusal, str]
+    read: Callable[[dict[str, Any], str, Mapping[str, Any]], Reading | Unfit]  # (pause, action id, values)
+    # The prompt once its Interaction ended: its blocks and fallback text (who answered, or timed out).
+    ended_prompt: Callable[[Interaction], tuple[list[dict[str, Any]], str]]
+    approvers: bool = False  # the Binding's approver groups are checked on every press
+
+    def refused(self, refusal: Refusal, message: str | None = None) -> Refused:
+        return Refused(refusal, message if message is not None else self.refusals[refusal])
+
+    def answer_turn_key(self, interaction_id: int) -> str:
+        return f"{self.turn_key}-{interaction_id}"
