@@ -143,7 +143,9 @@ def start_turn(turn_id: int, *, now: datetime | None = None) -> TurnWork | None:
         if not resumed:
             turn.state, turn.started_at = Turn.State.RUNNING, now
             turn.save(update_fields=["state", "started_at"])
-        if binding.thread_replies == ThreadReplies.MENTION:
+        # Only a message carries notes: an answer or a decision sends none, and its key sorts after
+        # every Slack ts, so it would mark as carried every note held while the pause was open.
+        if binding.thread_replies == ThreadReplies.MENTION and turn.kind == Turn.Kind.MESSAGE:
             ThreadNote.objects.filter(
                 session=session, carried_by=None, message_ts__lt=turn.message_ts
             ).update(carried_by=turn)
