@@ -27,6 +27,7 @@ from kourier import metrics
 from kourier.a2a.events import ApprovalRequest
 from kourier.queue import enqueue_after_commit
 from kourier.redaction import redact, redact_text
+from sessions import activity
 from sessions.models import Turn
 from sessions.queue import DRIVE_SESSION
 from sessions.turns import message_id_for
@@ -199,6 +200,8 @@ def take_decision(
         )
         if not won:
             return _refused(Refusal.DECIDED)
+        if session.binding is not None:  # a decision is the thread's activity, as a message is
+            activity.touch(session, session.binding.thread_ttl, now)
         # Audited first: the decision reaches the agent only by the turn this transaction queues.
         record(
             DECIDED,

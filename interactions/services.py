@@ -21,6 +21,7 @@ from kourier import metrics
 from kourier.a2a.events import AnswerFormat, ApprovalRequest, Question
 from kourier.queue import enqueue_after_commit
 from kourier.slack.clients import connection_workspace, web_client
+from sessions import activity
 from sessions.models import Session, Turn
 from sessions.queue import DRIVE_SESSION
 from sessions.turns import message_id_for
@@ -183,6 +184,8 @@ def _take(
         )
         if not won:
             return _refused(Refusal.ANSWERED)
+        if session.binding is not None:  # an answer is the thread's activity, as a message is
+            activity.touch(session, session.binding.thread_ttl, now)
         turn = Turn.objects.create(
             session=session,
             connection_id=session.connection_id,

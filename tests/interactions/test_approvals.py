@@ -173,6 +173,29 @@ class TestTakingADecision:
             AuditEvent.objects.all().delete()
 
 
+@pytest.mark.django_db
+class TestADecisionIsActivity:
+    """A decision keeps the thread's session for threadTTL after it, as a message does."""
+
+    def test_it_moves_the_threads_expiry_forward(self, asking_turn):
+        interaction = opened(asking_turn)
+        decided_at = timezone.now() + timedelta(days=3)
+        taken = approvals.take_decision(
+            interaction.pk,
+            channel_id=interaction.channel_id,
+            prompt_ts=PROMPT_TS,
+            user_id=defaults.ADA,
+            action_id=approval_prompts.APPROVE_ACTION,
+            values={},
+            now=decided_at,
+        )
+        assert isinstance(taken, approvals.Taken)
+        session = interaction.session
+        session.refresh_from_db()
+        assert session.last_activity_at == decided_at
+        assert session.expires_at == decided_at + session.binding.thread_ttl
+
+
 @pytest.mark.postgres
 @pytest.mark.skipif(
     db.connection.vendor != "postgresql",
