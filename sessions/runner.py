@@ -165,6 +165,14 @@ class TurnDisplay:
             return
         await self.reply.end(self.progress.finish(outcome), notice_follows=notice_follows)
 
+    async def before_a_post(self) -> None:
+        """Lets a message of the turn's own (a prompt) be posted before the reply ends, so that the
+        reply ends as the post turned out: the clock stopped, and a reply that has no message yet
+        makes the writes asked for so far, so that it comes first in the thread."""
+        self.close()
+        if self.reply.ts is None:
+            await self.reply.settled()
+
     def close(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
@@ -384,7 +392,8 @@ class Conversation:
         if isinstance(pause, ApprovalRequest) and self.work.tool_approvals:
             return await self._put_approval(pause)
         if isinstance(pause, Question) and self.work.ask_user:
-            await self.display.end(Ending.WAITING)
+            # The reply ends once the prompt's fate is known: waiting, or stopped with the task.
+            await self.display.before_a_post()
             try:
                 await asking.put_question(
                     self.slack,
@@ -397,12 +406,15 @@ class Conversation:
             except Exception:
                 logger.exception("turn.prompt_not_posted", extra={"turn_id": self.work.turn_id})
                 await self._cancel()
+                await self.display.end(Ending.FAILED, notice_follows=True)
                 return TurnEnd(Turn.Outcome.QUESTION_UNUSABLE, notices.QUESTION_NOT_POSTED)
+            await self.display.end(Ending.WAITING)
             return TurnEnd(Turn.Outcome.ASKED)
         # The task is cancelled; an agent that refuses (kagent 0.10 cannot cancel a paused task) still
-        # leaves the session usable: the next reply starts a task of its own.
+        # leaves the session usable: the next reply starts a task of its own. Nobody is asked, so the
+        # reply ends as a cancelled task's does (Stopped), not as waiting for an answer.
         await self._cancel()
-        await self.display.end(Ending.WAITING, notice_follows=True)
+        await self.display.end(Ending.FAILED, notice_follows=True)
         if isinstance(pause, ApprovalRequest):
             return TurnEnd(Turn.Outcome.QUESTION_CANCELED, notices.APPROVAL_NOT_ENABLED)
         if isinstance(pause, Question) or not self.work.ask_user:
@@ -413,7 +425,7 @@ class Conversation:
         """The request goes to the channel (toolApprovals). One that cannot be shown, or that Slack
         refuses for good, is refused: the notice queued and the Interaction closed before the task is
         cancelled, so a restart retries only the cancellation (the sweep does, too)."""
-        await self.display.end(Ending.WAITING)
+        await self.display.before_a_post()
         put = await asking.put_approval(
             self.slack,
             turn_id=self.work.turn_id,
@@ -423,7 +435,9 @@ class Conversation:
             request=request,
         )
         if put.outcome is not asking.Put.UNUSABLE:
+            await self.display.end(Ending.WAITING)  # posted, or posted later by the sweep
             return TurnEnd(Turn.Outcome.ASKED)
+        await self.display.end(Ending.FAILED, notice_follows=True)
         await TurnOutbox(self.work.turn_id).intend(
             notice_key(self.work.message_id), PostKind.NOTICE, notices.APPROVAL_UNUSABLE
         )

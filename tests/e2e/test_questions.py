@@ -14,11 +14,12 @@ from django import db
 from audit.models import AuditEvent
 from interactions.models import Interaction
 from interactions.prompts import SUBMIT_ACTION, TIMED_OUT_LINE
+from kourier.progress import STOPPED, WAITING_FOR_YOUR_ANSWER
 from sessions import notices
 from sessions.models import Session, Turn
 from tests.e2e.test_threads import wait_for, wait_for_turns_to_end
 from tests.fakes.a2a_agent import HITL_EXTENSION, ReceivedMessage, kagent
-from tests.fakes.a2a_agent.steps import Step, input_required, jsonrpc_error, text
+from tests.fakes.a2a_agent.steps import Step, input_required, jsonrpc_error, sleep, text
 from tests.fakes.slack import defaults
 
 pytestmark = pytest.mark.slow
@@ -509,3 +510,42 @@ def test_of_twenty_concurrent_answers_one_reaches_the_agent_and_the_others_are_t
     assert len(kagent_agent.received) == 2
     assert Turn.objects.filter(kind=Turn.Kind.ANSWER).count() == 1
     assert AuditEvent.objects.filter(action="interaction.answered").count() == 1
+
+
+class TestAPauseThatIsCancelledEndsTheReplyAsStopped:
+    """The agent is silent past the Working… delay, then pauses; nobody can be asked, so the task is
+    cancelled and the reply's Working… card ends as Stopped (an error), not as waiting for an answer."""
+
+    @pytest.fixture
+    def agent(self, a2a_agent):
+        a2a_agent.on_message(lambda received: [sleep(3.5), input_required("Which environment?")])
+        return a2a_agent
+
+    def ended_reply(self, world, ts, notice):
+        world.slack.wait_until(lambda: any(m.text == notice for m in bot_messages(world, ts)), timeout=WAIT)
+        wait_for_turns_to_end(world, 1)
+        [reply] = [m for m in bot_messages(world, ts) if m.cards]
+        assert not reply.streaming
+        return [(card.title, card.status) for card in reply.cards]
+
+    def test_without_askuser(self, make_world, agent):
+        world = make_world(agent_url=agent.url, ask_user=False)
+        ts = world.mention("deploy")
+        assert self.ended_reply(world, ts, notices.QUESTION_NOT_ENABLED) == [(STOPPED, "error")]
+        assert len(agent.calls("CancelTask")) == 1
+
+    def test_when_its_prompt_cannot_be_posted(self, make_world, agent):
+        world = make_world(agent_url=agent.url, ask_user=True)
+        world.slack.fail("chat.postMessage", "invalid_blocks", when=lambda args: SUBMIT_ACTION in str(args))
+        ts = world.mention("deploy")
+        assert self.ended_reply(world, ts, notices.QUESTION_NOT_POSTED) == [(STOPPED, "error")]
+        assert Interaction.objects.get().state == Interaction.State.CANCELLED
+        assert len(agent.calls("CancelTask")) == 1
+
+    def test_and_one_that_is_put_to_the_channel_waits_for_an_answer(self, make_world, agent):
+        world = make_world(agent_url=agent.url, ask_user=True)
+        ts = world.mention("deploy")
+        wait_for_prompt(world, ts)
+        wait_for_turns_to_end(world, 1)
+        [reply] = [m for m in bot_messages(world, ts) if m.cards]
+        assert [(card.title, card.status) for card in reply.cards] == [(WAITING_FOR_YOUR_ANSWER, "complete")]
