@@ -549,3 +549,31 @@ class TestAPauseThatIsCancelledEndsTheReplyAsStopped:
         wait_for_turns_to_end(world, 1)
         [reply] = [m for m in bot_messages(world, ts) if m.cards]
         assert [(card.title, card.status) for card in reply.cards] == [(WAITING_FOR_YOUR_ANSWER, "complete")]
+
+
+def test_with_approver_groups_any_channel_member_still_answers_a_question(make_world, kagent_agent):
+    """Approver groups gate tool approvals only: a member of the channel in none of them answers."""
+    world = make_world(
+        agent_url=kagent_agent.url,
+        dialect="kagent-v1",
+        ask_user=True,
+        tool_approvals=True,
+        approver_groups=["S0APPROVE"],
+    )
+    world.slack.add_usergroup("S0APPROVE", "approvers", [defaults.ADA])
+    ts = world.mention("set up the service")
+    prompt = wait_for_prompt(world, ts)
+
+    submit(
+        world, prompt.ts, user=defaults.GRACE, choices={"answer-0": "1", "answer-1": ["2"], "answer-2": "No"}
+    )
+
+    world.slack.wait_until(lambda: len(kagent_agent.received) == 2, timeout=WAIT)
+    assert answers_received(kagent_agent.received[1])["answers"] == [
+        {"answer": ["MySQL"]},
+        {"answer": ["Search"]},
+        {"answer": ["No"]},
+    ]
+    assert AuditEvent.objects.get(action="interaction.answered").actor_id == defaults.GRACE
+    assert not world.slack.ephemerals(defaults.GRACE)
+    assert world.slack.count("usergroups.users.list") == 0
