@@ -217,31 +217,44 @@ def _escape(text: str | None) -> str:
 
 def decided_prompt(request: ApprovalRequest, verdicts: Sequence[bool], line: str) -> list[dict[str, Any]]:
     """The prompt once a person decided: each tool with its verdict, no controls."""
-    listed = "\n".join(
+    listed = [
         f"{'Approved' if approved else 'Denied'}: {tool.name}"
         for tool, approved in zip(request.tools, verdicts, strict=True)
-    )
+    ]
     return _ended(request, listed, line)
 
 
 def timed_out_prompt(request: ApprovalRequest) -> list[dict[str, Any]]:
     """The prompt once its deadline passed: every tool denied, no controls."""
-    listed = "\n".join(f"Denied (timed out): {tool.name}" for tool in request.tools)
+    listed = [f"Denied (timed out): {tool.name}" for tool in request.tools]
     return _ended(request, listed, TIMED_OUT_LINE)
 
 
-def _ended(request: ApprovalRequest, listed: str, line: str) -> list[dict[str, Any]]:
+def _ended(request: ApprovalRequest, listed: Sequence[str], line: str) -> list[dict[str, Any]]:
     blocks = [_mrkdwn("asker", f"{asker(request)} asked for approval to run tools.")]
-    if listed:
-        blocks.append(
-            {
-                "type": "section",
-                "block_id": "verdicts",
-                "text": {"type": "plain_text", "text": listed[:MAX_TEXT], "emoji": False},
-            }
-        )
+    blocks.extend(_verdict_sections(listed))
     blocks.append({"type": "context", "block_id": "ended", "elements": [{"type": "mrkdwn", "text": line}]})
     return blocks
+
+
+def _verdict_sections(lines: Sequence[str]) -> list[dict[str, Any]]:
+    """Every tool's verdict, a line each, split across as many sections as Slack's section text limit
+    needs: never cut. A prompt that was shown had at most 24 tools of names at most 200 characters
+    (``open_prompt``), so its ending stays well within the 50 blocks a message may have."""
+    texts: list[str] = []
+    for verdict in lines:
+        if texts and len(texts[-1]) + 1 + len(verdict) <= MAX_TEXT:
+            texts[-1] += "\n" + verdict
+        else:
+            texts.append(verdict)
+    return [
+        {
+            "type": "section",
+            "block_id": "verdicts" if index == 0 else f"verdicts-{index}",
+            "text": {"type": "plain_text", "text": text, "emoji": False},
+        }
+        for index, text in enumerate(texts)
+    ]
 
 
 def decided_line(user_id: str, at_epoch: int, at_text: str) -> str:

@@ -21,6 +21,7 @@ from audit.services import record
 from kourier import metrics
 from kourier.queue import enqueue_after_commit
 from kourier.slack.clients import connection_workspace, web_client
+from sessions import activity
 from sessions.models import Turn
 from sessions.queue import DRIVE_SESSION
 from sessions.turns import message_id_for
@@ -104,6 +105,8 @@ def take(
         )
         if not won:
             return kind.refused(Refusal.TAKEN)
+        if session.binding is not None:  # an answer or a decision is the thread's activity, as a message is
+            activity.touch(session, session.binding.thread_ttl, now)
         # Audited first: the answer reaches the agent only by the turn this transaction queues.
         record(
             kind.taken,

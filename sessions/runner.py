@@ -169,6 +169,14 @@ class TurnDisplay:
             return
         await self.reply.end(self.progress.finish(outcome), notice_follows=notice_follows)
 
+    async def before_a_post(self) -> None:
+        """Lets a message of the turn's own (a prompt) be posted before the reply ends, so that the
+        reply ends as the post turned out: the clock stopped, and a reply that has no message yet
+        makes the writes asked for so far, so that it comes first in the thread."""
+        self.close()
+        if self.reply.ts is None:
+            await self.reply.settled()
+
     def close(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
@@ -390,7 +398,8 @@ class Conversation:
         if (isinstance(pause, Question) and self.work.ask_user) or (
             isinstance(pause, ApprovalRequest) and self.work.tool_approvals
         ):
-            await self.display.end(Ending.WAITING)
+            # The reply ends once the prompt's fate is known: waiting, or stopped with the task.
+            await self.display.before_a_post()
             end = await pauses.current().put(
                 pauses.PausedTurn(
                     turn_id=self.work.turn_id,
@@ -402,11 +411,16 @@ class Conversation:
                 ),
                 pause,
             )
+            if end.outcome is Turn.Outcome.ASKED:  # posted, or posted later by the sweep
+                await self.display.end(Ending.WAITING)
+            else:
+                await self.display.end(Ending.FAILED, notice_follows=True)
             return TurnEnd(end.outcome, end.notice)
         # The task is cancelled; an agent that refuses (kagent 0.10 cannot cancel a paused task) still
-        # leaves the session usable: the next reply starts a task of its own.
+        # leaves the session usable: the next reply starts a task of its own. Nobody is asked, so the
+        # reply ends as a cancelled task's does (Stopped), not as waiting for an answer.
         await self._cancel()
-        await self.display.end(Ending.WAITING, notice_follows=True)
+        await self.display.end(Ending.FAILED, notice_follows=True)
         if isinstance(pause, ApprovalRequest):
             return TurnEnd(Turn.Outcome.QUESTION_CANCELED, notices.APPROVAL_NOT_ENABLED)
         if isinstance(pause, Question) or not self.work.ask_user:

@@ -14,7 +14,7 @@ from datetime import datetime
 from asgiref.sync import async_to_sync
 from django import db
 from django.db import transaction
-from django.db.models import Q, Subquery
+from django.db.models import Subquery
 from django.utils import timezone
 
 from bindings import directory
@@ -27,7 +27,7 @@ from kourier.slack.clients import async_web_client, connection_workspace
 from kourier.slack.incoming import ChatMessage
 from kourier.slack.outbox import notice_key, post_notice
 
-from . import notices, pauses
+from . import activity, notices, pauses
 from .identity import SYSTEM_IDENTITY
 from .models import Session, ThreadNote, Turn
 from .outbox import TurnOutbox
@@ -337,12 +337,7 @@ def file_system_note(session_id: int, *, message_ts: str, text: str) -> bool:
 
 
 def _touch(session: Session, binding: Binding, now: datetime) -> None:
-    if session.last_activity_at >= now:  # a session this delivery started: nothing to move
-        return
-    # Activity only moves forward, whichever of two concurrent deliveries commits last.
-    Session.objects.filter(pk=session.pk).filter(Q(last_activity_at__lt=now)).update(
-        last_activity_at=now, expires_at=now + binding.thread_ttl
-    )
+    activity.touch(session, binding.thread_ttl, now)
 
 
 def tell_expired(turn_id: int) -> None:

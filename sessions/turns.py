@@ -146,8 +146,11 @@ def start_turn(turn_id: int, *, now: datetime | None = None) -> TurnWork | None:
             turn.state, turn.started_at = Turn.State.RUNNING, now
             turn.save(update_fields=["state", "started_at"])
         # Replies that were not turns (threadReplies: mention), and an alert thread's own notes
-        # (a join, a repeat, a resolve: sessions.services.file_system_note), go with the next turn.
-        if binding.thread_replies == ThreadReplies.MENTION or session.kind == ThreadKind.ALERT:
+        # (a join, a repeat, a resolve: sessions.services.file_system_note), go with the next message.
+        # Only a message carries notes: an answer or a decision sends none, and its key sorts after
+        # every Slack ts, so it would mark as carried every note held while the pause was open.
+        carries_notes = binding.thread_replies == ThreadReplies.MENTION or session.kind == ThreadKind.ALERT
+        if carries_notes and turn.kind == Turn.Kind.MESSAGE:
             ThreadNote.objects.filter(
                 session=session, carried_by=None, message_ts__lt=turn.message_ts
             ).update(carried_by=turn)

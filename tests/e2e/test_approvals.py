@@ -17,6 +17,7 @@ from interactions.kinds import Refusal
 from interactions.models import Interaction, KeptPress
 from interactions.presses import KEPT_FOR_RETRY
 from kourier.a2a.dialects.kagent import DENIAL_REASON, TIMEOUT_DENIAL_REASON
+from kourier.progress import STOPPED, WAITING_FOR_YOUR_ANSWER
 from sessions import notices
 from sessions.models import Turn
 from tests.e2e.conftest import another_app, through_another_app
@@ -420,3 +421,95 @@ class TestAKeptPressSurvivesARestart:
         )
         assert len(kagent_agent.received) == 2
         assert AuditEvent.objects.filter(action="interaction.decided").count() == 1
+
+
+def silent_pause_then_finish(tools):
+    """The calls and the pause with no text before them, so the activity card is open when it comes."""
+    script = pause_then_finish(tools)
+    return lambda received: script(received) if received.is_continuation else kagent.v1.approval_pause(tools)
+
+
+class TestAPromptThatCannotBePostedNow:
+    """The prompt's posting paths: Slack refusing it for good is refused as unusable (the notice, the
+    Interaction closed, the task cancelled); a transient failure leaves the approval open and the
+    sweep posts the prompt once Slack takes it. Either way the reply ends as the prompt turned out."""
+
+    @pytest.fixture
+    def agent(self, make_a2a_agent):
+        agent = make_a2a_agent(text_style="kagent-1.0", extensions=[HITL_EXTENSION])
+        agent.on_message(silent_pause_then_finish([ADD, CHECK]))
+        return agent
+
+    @staticmethod
+    def is_the_prompt(args) -> bool:
+        return APPROVE_ACTION in str(args)
+
+    @staticmethod
+    def activity_card(world, ts):
+        [reply] = [m for m in bot_messages(world, ts) if m.cards]
+        [card] = reply.cards
+        return card.title, card.status
+
+    def test_one_slack_refuses_for_good_is_refused_as_unusable_and_the_task_cancelled(
+        self, make_world, agent
+    ):
+        world = approvals_world(make_world, agent, progress="activity")
+        world.slack.fail("chat.postMessage", "invalid_blocks", when=self.is_the_prompt)
+        ts = world.mention("check the service")
+        world.slack.wait_until(
+            lambda: any(m.text == notices.APPROVAL_UNUSABLE for m in bot_messages(world, ts)), timeout=WAIT
+        )
+        world.slack.wait_until(lambda: len(agent.calls("CancelTask")) == 1, timeout=WAIT)
+        world.slack.wait_until(lambda: Interaction.objects.get().task_cancelled_at is not None, timeout=WAIT)
+        interaction = Interaction.objects.get()
+        assert (interaction.state, interaction.prompt_ts) == (Interaction.State.CANCELLED, "")
+        [refused] = AuditEvent.objects.filter(action="interaction.refused")
+        assert refused.details == {"reason": "prompt-refused", "tools": 2}
+        assert not any(has_controls(m.blocks) for m in bot_messages(world, ts))
+        world.slack.wait_until(
+            lambda: Turn.objects.get().outcome == Turn.Outcome.QUESTION_UNUSABLE, timeout=WAIT
+        )
+        assert self.activity_card(world, ts) == (STOPPED, "error")
+        assert len(agent.received) == 1
+
+    def test_one_slack_fails_for_now_is_posted_by_the_sweep_and_decided(self, make_world, agent):
+        world = approvals_world(
+            make_world, agent, progress="activity", beat=True, env={"RECOVERY_INTERVAL_SECONDS": "1"}
+        )
+        world.slack.fail("chat.postMessage", "http_503", times=None, when=self.is_the_prompt)
+        ts = world.mention("check the service")
+        world.stack.wait_for_log("worker", "interaction.prompt_deferred", timeout=WAIT)
+        world.slack.wait_until(lambda: Turn.objects.get().outcome == Turn.Outcome.ASKED, timeout=WAIT)
+        interaction = Interaction.objects.get()
+        assert (interaction.state, interaction.prompt_ts) == (Interaction.State.OPEN, "")
+        assert self.activity_card(world, ts) == (WAITING_FOR_YOUR_ANSWER, "complete")
+        world.slack.clear_faults()  # Slack takes posts again: the sweep posts the prompt
+
+        prompt = wait_for_prompt(world, ts)
+        world.slack.wait_until(lambda: Interaction.objects.get().prompt_ts == prompt.ts, timeout=WAIT)
+        press(world, prompt.ts, APPROVE_ACTION)
+        world.slack.wait_until(
+            lambda: any("Ran 2 of 2 tools." in m.text for m in bot_messages(world, ts)), timeout=WAIT
+        )
+        assert [a["approved"] for a in decisions_received(agent.received[1])["approvals"]] == [True, True]
+        assert (
+            sum("approval to run" in json.dumps(m.blocks) for m in bot_messages(world, ts)) == 1
+        )  # posted once
+        assert not agent.calls("CancelTask")
+        assert notices.APPROVAL_UNUSABLE not in [m.text for m in bot_messages(world, ts)]
+
+    def test_without_toolapprovals_the_task_is_cancelled_and_the_reply_ends_as_stopped(
+        self, make_world, agent
+    ):
+        world = make_world(
+            agent_url=agent.url, dialect="kagent-v1", tool_approvals=False, progress="activity"
+        )
+        ts = world.mention("check the service")
+        world.slack.wait_until(
+            lambda: any(m.text == notices.APPROVAL_NOT_ENABLED for m in bot_messages(world, ts)), timeout=WAIT
+        )
+        world.slack.wait_until(lambda: len(agent.calls("CancelTask")) == 1, timeout=WAIT)
+        world.slack.wait_until(
+            lambda: Turn.objects.get().outcome == Turn.Outcome.QUESTION_CANCELED, timeout=WAIT
+        )
+        assert self.activity_card(world, ts) == (STOPPED, "error")

@@ -15,12 +15,13 @@ from audit.models import AuditEvent
 from interactions.bound import ANOTHER_APP
 from interactions.models import Interaction
 from interactions.prompts import SUBMIT_ACTION, TIMED_OUT_LINE
+from kourier.progress import STOPPED, WAITING_FOR_YOUR_ANSWER
 from sessions import notices
 from sessions.models import Session, Turn
 from tests.e2e.conftest import another_app, through_another_app
 from tests.e2e.helpers import bot_messages, wait_for, wait_for_prompt, wait_for_turns_to_end
 from tests.fakes.a2a_agent import HITL_EXTENSION, ReceivedMessage, kagent
-from tests.fakes.a2a_agent.steps import Step, input_required, jsonrpc_error, text
+from tests.fakes.a2a_agent.steps import Step, input_required, jsonrpc_error, sleep, text
 from tests.fakes.slack import defaults
 
 pytestmark = pytest.mark.slow
@@ -517,3 +518,70 @@ def test_of_twenty_concurrent_answers_one_reaches_the_agent_and_the_others_are_t
     assert len(kagent_agent.received) == 2
     assert Turn.objects.filter(kind=Turn.Kind.ANSWER).count() == 1
     assert AuditEvent.objects.filter(action="interaction.answered").count() == 1
+
+
+class TestAPauseThatIsCancelledEndsTheReplyAsStopped:
+    """The agent is silent past the Working… delay, then pauses; nobody can be asked, so the task is
+    cancelled and the reply's Working… card ends as Stopped (an error), not as waiting for an answer."""
+
+    @pytest.fixture
+    def agent(self, a2a_agent):
+        a2a_agent.on_message(lambda received: [sleep(3.5), input_required("Which environment?")])
+        return a2a_agent
+
+    def ended_reply(self, world, ts, notice):
+        world.slack.wait_until(lambda: any(m.text == notice for m in bot_messages(world, ts)), timeout=WAIT)
+        wait_for_turns_to_end(world, 1)
+        [reply] = [m for m in bot_messages(world, ts) if m.cards]
+        assert not reply.streaming
+        return [(card.title, card.status) for card in reply.cards]
+
+    def test_without_askuser(self, make_world, agent):
+        world = make_world(agent_url=agent.url, ask_user=False)
+        ts = world.mention("deploy")
+        assert self.ended_reply(world, ts, notices.QUESTION_NOT_ENABLED) == [(STOPPED, "error")]
+        assert len(agent.calls("CancelTask")) == 1
+
+    def test_when_its_prompt_cannot_be_posted(self, make_world, agent):
+        world = make_world(agent_url=agent.url, ask_user=True)
+        world.slack.fail("chat.postMessage", "invalid_blocks", when=lambda args: SUBMIT_ACTION in str(args))
+        ts = world.mention("deploy")
+        assert self.ended_reply(world, ts, notices.QUESTION_NOT_POSTED) == [(STOPPED, "error")]
+        assert Interaction.objects.get().state == Interaction.State.CANCELLED
+        assert len(agent.calls("CancelTask")) == 1
+
+    def test_and_one_that_is_put_to_the_channel_waits_for_an_answer(self, make_world, agent):
+        world = make_world(agent_url=agent.url, ask_user=True)
+        ts = world.mention("deploy")
+        wait_for_prompt(world, ts)
+        wait_for_turns_to_end(world, 1)
+        [reply] = [m for m in bot_messages(world, ts) if m.cards]
+        assert [(card.title, card.status) for card in reply.cards] == [(WAITING_FOR_YOUR_ANSWER, "complete")]
+
+
+def test_with_approver_groups_any_channel_member_still_answers_a_question(make_world, kagent_agent):
+    """Approver groups gate tool approvals only: a member of the channel in none of them answers."""
+    world = make_world(
+        agent_url=kagent_agent.url,
+        dialect="kagent-v1",
+        ask_user=True,
+        tool_approvals=True,
+        approver_groups=["S0APPROVE"],
+    )
+    world.slack.add_usergroup("S0APPROVE", "approvers", [defaults.ADA])
+    ts = world.mention("set up the service")
+    prompt = wait_for_prompt(world, ts)
+
+    submit(
+        world, prompt.ts, user=defaults.GRACE, choices={"answer-0": "1", "answer-1": ["2"], "answer-2": "No"}
+    )
+
+    world.slack.wait_until(lambda: len(kagent_agent.received) == 2, timeout=WAIT)
+    assert answers_received(kagent_agent.received[1])["answers"] == [
+        {"answer": ["MySQL"]},
+        {"answer": ["Search"]},
+        {"answer": ["No"]},
+    ]
+    assert AuditEvent.objects.get(action="interaction.answered").actor_id == defaults.GRACE
+    assert not world.slack.ephemerals(defaults.GRACE)
+    assert world.slack.count("usergroups.users.list") == 0

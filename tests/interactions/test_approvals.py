@@ -85,6 +85,35 @@ class TestThePrompt:
         assert block_problems(blocks) == []
 
 
+class TestTheEndedPrompt:
+    """An ended prompt shows every tool's verdict, whole, however many tools and however long their
+    names: the most a shown prompt can hold is 24 tools of 200-character names."""
+
+    longest = request(*(tool(f"{n:02d}_" + "x" * 197, n=n) for n in range(24)))
+
+    def test_a_decision_shows_each_verdict_in_sections_slack_takes(self):
+        verdicts = [n % 2 == 0 for n in range(24)]
+        blocks = approval_prompts.decided_prompt(self.longest, verdicts, "Decided.")
+        assert block_problems(blocks) == []
+        assert self.verdict_lines(blocks) == [
+            f"{'Approved' if approved else 'Denied'}: {shown_tool.name}"
+            for shown_tool, approved in zip(self.longest.tools, verdicts, strict=True)
+        ]
+
+    def test_a_timeout_shows_each_tool_denied_in_sections_slack_takes(self):
+        blocks = approval_prompts.timed_out_prompt(self.longest)
+        assert block_problems(blocks) == []
+        assert self.verdict_lines(blocks) == [
+            f"Denied (timed out): {shown_tool.name}" for shown_tool in self.longest.tools
+        ]
+
+    @staticmethod
+    def verdict_lines(blocks) -> list[str]:
+        sections = [block for block in blocks if block["block_id"].startswith("verdicts")]
+        assert len({block["block_id"] for block in sections}) == len(sections) > 1
+        return [line for block in sections for line in block["text"]["text"].split("\n")]
+
+
 class TestReadingADecision:
     two = request(tool(n=0), tool("check_status", n=1))
 
@@ -174,6 +203,30 @@ class TestTakingADecision:
             AuditEvent.objects.all().update(actor_id="x")
         with pytest.raises(AppendOnly):
             AuditEvent.objects.all().delete()
+
+
+@pytest.mark.django_db
+class TestADecisionIsActivity:
+    """A decision keeps the thread's session for threadTTL after it, as a message does."""
+
+    def test_it_moves_the_threads_expiry_forward(self, asking_turn):
+        interaction = opened(asking_turn)
+        decided_at = timezone.now() + timedelta(days=3)
+        taken = services.take_press(
+            approvals.APPROVAL,
+            interaction.pk,
+            channel_id=interaction.channel_id,
+            prompt_ts=PROMPT_TS,
+            user_id=defaults.ADA,
+            action_id=approval_prompts.APPROVE_ACTION,
+            values={},
+            now=decided_at,
+        )
+        assert isinstance(taken, Taken)
+        session = interaction.session
+        session.refresh_from_db()
+        assert session.last_activity_at == decided_at
+        assert session.expires_at == decided_at + session.binding.thread_ttl
 
 
 @pytest.mark.postgres

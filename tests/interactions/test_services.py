@@ -484,3 +484,38 @@ def test_of_twenty_presses_at_once_exactly_one_answer_is_taken(interaction):
     assert answer_turn.pk == taken[0].turn_id
     assert AuditEvent.objects.filter(action="interaction.answered").count() == 1
     assert Interaction.objects.get().answered_by == answer_turn.user_id
+
+
+class TestAnAnswerIsActivity:
+    """An answer keeps the thread's session for threadTTL after it, as a message does."""
+
+    LATER = timedelta(days=3)
+
+    def expiry_after(self, session, answered_at):
+        session.refresh_from_db()
+        assert session.last_activity_at == answered_at
+        return session.expires_at
+
+    def test_a_submit_moves_the_threads_expiry_forward(self, binding, interaction):
+        answered_at = timezone.now() + self.LATER
+        assert isinstance(press(interaction, now=answered_at), Taken)
+        assert self.expiry_after(interaction.session, answered_at) == answered_at + binding.thread_ttl
+
+    def test_an_answer_typed_in_the_thread_moves_the_threads_expiry_forward(self, binding, asking_turn):
+        opened(asking_turn, text_question())
+        answered_at = timezone.now() + self.LATER
+        taken = questions.take_typed_answer(
+            asking_turn.session,
+            message_ts="1700000300.000100",
+            user_id=defaults.ADA,
+            text="Orion",
+            now=answered_at,
+        )
+        assert isinstance(taken, Taken)
+        assert self.expiry_after(asking_turn.session, answered_at) == answered_at + binding.thread_ttl
+
+    def test_a_refused_press_does_not(self, interaction):
+        before = interaction.session.expires_at
+        assert isinstance(press(interaction, {}, now=timezone.now() + self.LATER), Refused)
+        interaction.session.refresh_from_db()
+        assert interaction.session.expires_at == before

@@ -3,9 +3,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from interactions.models import Interaction
 from sessions import services, turns
-from sessions.models import Session, Turn
-from tests.factories import BindingFactory
+from sessions.models import Session, ThreadNote, Turn
+from tests.factories import BindingFactory, InteractionFactory, TurnFactory
 from tests.sessions.messages import CHANNEL, said
 
 pytestmark = pytest.mark.django_db
@@ -44,3 +45,50 @@ def test_a_turns_work_carries_the_bindings_reply_limits(monkeypatch, fields, exp
     work = turns.start_turn(Turn.objects.get().pk)
 
     assert (work.allow_user_mentions, work.max_messages) == expected
+
+
+class TestNotesHeldWhileAPauseIsOpen:
+    """threadReplies: mention: replies that are not turns wait for the next mentioned turn, even when
+    an answer or a decision is sent to the agent before it."""
+
+    ROOT = "1700000001.000100"
+
+    @pytest.fixture
+    def paused(self, monkeypatch):
+        monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test")  # start_turn reads the Connection's token
+        binding = BindingFactory(channels=[CHANNEL], thread_replies="mention")
+        services.route_message(binding.connection, said("deploy"))
+        asked = Turn.objects.get()
+        turns.start_turn(asked.id)
+        turns.finish_turn(asked.id, outcome=Turn.Outcome.ASKED, failed=False)
+        InteractionFactory(turn=asked, state=Interaction.State.ANSWERED)
+        for ts, text in (("1700000002.000000", "the build is red"), ("1700000003.000000", "again")):
+            services.route_message(
+                binding.connection, said(text, ts=ts, thread_ts=self.ROOT, mentions_bot=False)
+            )
+        return binding, asked.session
+
+    @pytest.mark.parametrize("key", ["answer-1", "decision-1", "1700000004.000000"])
+    def test_an_answer_or_a_decision_carries_none_of_them(self, paused, key):
+        _, session = paused
+        kind = Turn.Kind.TYPED_ANSWER if key[0].isdigit() else Turn.Kind.ANSWER
+        answer = TurnFactory(session=session, message_ts=key, kind=kind)
+        work = turns.start_turn(answer.id)
+        assert work is not None
+        assert work.notes == ()
+        assert ThreadNote.objects.filter(carried_by=None).count() == 2
+
+    def test_the_next_mentioned_turn_carries_them(self, paused):
+        binding, session = paused
+        answer = TurnFactory(session=session, message_ts="answer-1", kind=Turn.Kind.ANSWER)
+        turns.start_turn(answer.id)
+        turns.finish_turn(answer.id, outcome=Turn.Outcome.COMPLETED, failed=False)
+        services.route_message(
+            binding.connection, said("status?", ts="1700000005.000000", thread_ts=self.ROOT)
+        )
+        mentioned = turns.next_queued_turn(session.id)
+        assert mentioned is not None
+        assert mentioned.text == "status?"
+        work = turns.start_turn(mentioned.id)
+        assert work is not None
+        assert work.notes == (("U0ADA", "the build is red"), ("U0ADA", "again"))
