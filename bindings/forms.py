@@ -28,6 +28,10 @@ BINDING_FIELD_PATHS = {
     "spec.connection": "connection",
     "spec.channels": "channels",
     "spec.agent.url": "agent_url",
+    "spec.agent.kagent.controller": "kagent_controller",
+    "spec.agent.kagent.namespace": "kagent_namespace",
+    "spec.agent.kagent.name": "kagent_name",
+    "spec.agent.kagent": "kagent_controller",
     "spec.agent.dialect": "dialect",
     "spec.agent.protocolVersion": "protocol_version",
     "spec.agent.headers": "agent_headers",
@@ -197,7 +201,23 @@ class BindingForm(ManifestForm):
     channels = forms.CharField(
         required=False, help_text="spec.channels: Slack channel IDs, comma-separated, such as C0123456789."
     )
-    agent_url = forms.CharField(label="Agent URL", required=False, help_text="spec.agent.url")
+    agent_url = forms.CharField(
+        label="Agent URL",
+        required=False,
+        help_text="spec.agent.url. Leave it empty for a kagent agent by name (below): its controller says.",
+    )
+    kagent_controller = forms.CharField(
+        label="kagent controller",
+        required=False,
+        help_text="spec.agent.kagent.controller: the kagent controller's URL, to reach a kagent agent by name "
+        "(kagent 1.0 or 0.10; the line and the A2A version are read from the agent card when you save).",
+    )
+    kagent_namespace = forms.CharField(
+        label="kagent namespace", required=False, help_text="spec.agent.kagent.namespace"
+    )
+    kagent_name = forms.CharField(
+        label="kagent agent name", required=False, help_text="spec.agent.kagent.name"
+    )
     dialect = _select("Dialect", _choices(manifest.Dialect), manifest.DEFAULT_DIALECT, "spec.agent.dialect")
     protocol_version = _select(
         "Protocol version",
@@ -293,6 +313,7 @@ class BindingForm(ManifestForm):
                 "channels": split_list(cleaned_data.get("channels", "")),
                 "agent": {
                     "url": given("agent_url"),
+                    "kagent": _kagent_section(cleaned_data),
                     "dialect": given("dialect"),
                     "protocolVersion": given("protocol_version"),
                     "headers": {
@@ -322,6 +343,13 @@ class BindingForm(ManifestForm):
         return services.check_binding(document, binding=self.instance)
 
 
+def _kagent_section(cleaned_data: dict[str, Any]) -> dict[str, Any] | None:
+    """spec.agent.kagent when any of its fields is filled in (the validator names what is missing)."""
+    fields = {"controller": "kagent_controller", "namespace": "kagent_namespace", "name": "kagent_name"}
+    section = {key: cleaned_data.get(name) or None for key, name in fields.items()}
+    return section if any(section.values()) else None
+
+
 def _document(kind: manifest.Kind, name: Any, spec: dict[str, Any]) -> dict[str, Any]:
     return {
         "apiVersion": manifest.API_VERSION,
@@ -337,9 +365,15 @@ def form_values(spec: BindingSpec) -> dict[str, Any]:
         "name": spec.name,
         "connection": spec.connection,
         "channels": ", ".join(spec.channels),
-        "agent_url": spec.agent.url,
+        "agent_url": "" if spec.agent.kagent else spec.agent.url,
+        "kagent_controller": spec.agent.kagent.controller if spec.agent.kagent else "",
+        "kagent_namespace": spec.agent.kagent.namespace if spec.agent.kagent else "",
+        "kagent_name": spec.agent.kagent.name if spec.agent.kagent else "",
         "dialect": spec.agent.dialect.value,
-        "protocol_version": spec.agent.protocol_version.value,
+        # A kagent agent's version is read from its card at every save.
+        "protocol_version": manifest.ProtocolVersion.AUTO.value
+        if spec.agent.kagent
+        else spec.agent.protocol_version.value,
         "agent_headers": "\n".join(f"{header}: {variable}" for header, variable in spec.agent.headers),
         "output": spec.output.value,
         "thread_replies": spec.chat.thread_replies.value,

@@ -109,7 +109,15 @@ class Binding(models.Model):
 
     name = models.SlugField(max_length=manifest.NAME_MAX_LENGTH, unique=True)
     connection = models.ForeignKey(Connection, on_delete=models.PROTECT, related_name="bindings")
-    agent_url = models.CharField("agent URL", max_length=manifest.URL_MAX_LENGTH)
+    agent_url = models.CharField(
+        "agent URL",
+        max_length=manifest.URL_MAX_LENGTH,
+        help_text="For a kagent agent by name, the address its controller serves it at (found at apply).",
+    )
+    # spec.agent.kagent: a kagent agent by name (all three set) or not (all three empty).
+    kagent_controller = models.CharField("kagent controller", max_length=manifest.URL_MAX_LENGTH, blank=True)
+    kagent_namespace = models.CharField("kagent namespace", max_length=63, blank=True)
+    kagent_name = models.CharField("kagent agent name", max_length=253, blank=True)
     dialect = models.CharField(
         max_length=16, choices=_choices(Dialect), default=manifest.DEFAULT_DIALECT.value
     )
@@ -165,6 +173,11 @@ class Binding(models.Model):
             return trigger.channel
         channels = self.channel_ids()
         return channels[0] if len(channels) == 1 else None
+
+    def kagent_ref(self) -> manifest.KagentRef | None:
+        if not self.kagent_controller:
+            return None
+        return manifest.KagentRef(self.kagent_controller, self.kagent_namespace, self.kagent_name)
 
     def agent_headers_resolved(self) -> dict[str, str]:
         """The headers to send to the agent, with each value read from its environment variable."""

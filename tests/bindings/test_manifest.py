@@ -185,7 +185,7 @@ B = 'Binding "ops"'
         pytest.param(
             varied(MINIMAL_BINDING, "spec.agent.token", "x"),
             [
-                f"{B}: spec.agent.token: unknown field (expected one of: url, dialect, protocolVersion, headers)"
+                f"{B}: spec.agent.token: unknown field (expected one of: url, kagent, dialect, protocolVersion, headers)"
             ],
             id="unknown key",
         ),
@@ -251,7 +251,7 @@ B = 'Binding "ops"'
         ),
         pytest.param(
             binding(agent={"dialect": "a2a"}),
-            [f"{B}: spec.agent.url: is required"],
+            [f"{B}: spec.agent.url: is required (or name a kagent agent with spec.agent.kagent)"],
             id="agent url missing",
         ),
         pytest.param(
