@@ -35,7 +35,8 @@ DONE_MARKER = "kourier-build-complete"
 VENV_TIMEOUT_SECONDS = 120
 # A cold build downloads about 150 MB of wheels; beyond this, something is wrong with the network.
 INSTALL_TIMEOUT_SECONDS = 900
-CHECK_TIMEOUT_SECONDS = 120
+# The first import of a fresh virtualenv compiles thousands of modules: minutes on a busy 2-core host.
+CHECK_TIMEOUT_SECONDS = 600
 
 
 class BuildFailed(RuntimeError):
