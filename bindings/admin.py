@@ -120,6 +120,7 @@ class BindingAdmin(ManifestAdmin):
                     "protocol_version",
                     "agent_headers",
                     "header_variables",
+                    "user_identity",
                 ]
             },
         ),

@@ -35,6 +35,7 @@ BINDING_FIELD_PATHS = {
     "spec.agent.dialect": "dialect",
     "spec.agent.protocolVersion": "protocol_version",
     "spec.agent.headers": "agent_headers",
+    "spec.agent.userIdentity": "user_identity",
     "spec.output": "output",
     "spec.chat.threadReplies": "thread_replies",
     "spec.chat.acknowledgment.enabled": "acknowledgment_enabled",
@@ -231,6 +232,13 @@ class BindingForm(ManifestForm):
         help_text="spec.agent.headers: one per line, as Header-Name: ENV_VAR_NAME. The value is read from "
         "that environment variable when the agent is called; it is never stored.",
     )
+    user_identity = _select(
+        "User identity",
+        _choices(manifest.UserIdentity),
+        manifest.DEFAULT_USER_IDENTITY,
+        "spec.agent.userIdentity: what a turn sends the agent as the person behind it (the X-User-Id "
+        "header): none, the Slack user ID, or the person's email (needs the users:read.email scope).",
+    )
     output = _select("Output", _choices(manifest.Output), manifest.DEFAULT_OUTPUT, "spec.output")
     thread_replies = _select(
         "Thread replies",
@@ -320,6 +328,7 @@ class BindingForm(ManifestForm):
                         header: {"fromEnv": variable}
                         for header, variable in (cleaned_data.get("agent_headers") or {}).items()
                     },
+                    "userIdentity": given("user_identity"),
                 },
                 "output": given("output"),
                 "chat": {
@@ -375,6 +384,7 @@ def form_values(spec: BindingSpec) -> dict[str, Any]:
         if spec.agent.kagent
         else spec.agent.protocol_version.value,
         "agent_headers": "\n".join(f"{header}: {variable}" for header, variable in spec.agent.headers),
+        "user_identity": spec.agent.user_identity.value,
         "output": spec.output.value,
         "thread_replies": spec.chat.thread_replies.value,
         "acknowledgment_enabled": spec.chat.acknowledgment.enabled,

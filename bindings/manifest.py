@@ -52,6 +52,14 @@ class ProtocolVersion(StrEnum):
     V0_3 = "0.3"
 
 
+class UserIdentity(StrEnum):
+    """What a turn sends the agent as the person behind it (the X-User-Id header kagent reads)."""
+
+    NONE = "none"
+    SLACK_USER_ID = "slack-user-id"
+    EMAIL = "email"  # from users.info (the users:read.email scope)
+
+
 class Output(StrEnum):
     LIVE = "live"
     FINAL = "final"
@@ -70,6 +78,7 @@ class TriggerKind(StrEnum):
 # The spec's defaults: what an omitted field means.
 DEFAULT_DIALECT = Dialect.A2A
 DEFAULT_PROTOCOL_VERSION = ProtocolVersion.AUTO
+DEFAULT_USER_IDENTITY = UserIdentity.NONE
 DEFAULT_OUTPUT = Output.LIVE
 DEFAULT_THREAD_REPLIES = ThreadReplies.ALL
 DEFAULT_ACKNOWLEDGMENT_ENABLED = True
@@ -190,6 +199,7 @@ class AgentSpec:
     protocol_version: ProtocolVersion = DEFAULT_PROTOCOL_VERSION
     headers: tuple[tuple[str, str], ...] = ()  # (header name, environment variable), sorted by header
     kagent: KagentRef | None = None
+    user_identity: UserIdentity = DEFAULT_USER_IDENTITY
 
     @property
     def needs_lookup(self) -> bool:
@@ -321,7 +331,7 @@ E = TypeVar("E", bound=StrEnum)
 CONNECTION_FIELDS = ("botToken", "signingSecret", "appToken")
 BINDING_FIELDS = ("connection", "channels", "agent", "output", "chat", "interactions", "session", "triggers")
 TRIGGER_FIELDS = ("name", "kind", "token", "channel")
-AGENT_FIELDS = ("url", "kagent", "dialect", "protocolVersion", "headers")
+AGENT_FIELDS = ("url", "kagent", "dialect", "protocolVersion", "headers", "userIdentity")
 KAGENT_FIELDS = ("controller", "namespace", "name")
 CHAT_FIELDS = ("threadReplies", "acknowledgment", "progress")
 ACKNOWLEDGMENT_FIELDS = ("enabled", "emoji")
@@ -777,9 +787,19 @@ def _read_agent(check: _Checker, value: Any) -> AgentSpec | None:
                 f"(got {_show(version.value)})",
             )
     headers = _read_headers(check, _get(agent, "headers"))
+    user_identity = check.choice(
+        _get(agent, "userIdentity"), "spec.agent.userIdentity", UserIdentity, DEFAULT_USER_IDENTITY
+    )
     if headers is None or (url is None and kagent is None):
         return None
-    return AgentSpec(url=url or "", dialect=dialect, protocol_version=version, headers=headers, kagent=kagent)
+    return AgentSpec(
+        url=url or "",
+        dialect=dialect,
+        protocol_version=version,
+        headers=headers,
+        kagent=kagent,
+        user_identity=user_identity,
+    )
 
 
 def _http_url(check: _Checker, value: Any, path: str) -> str | None:
@@ -1009,7 +1029,7 @@ def validate(
 
 _FIELD_ORDER = [
     "apiVersion", "kind", "metadata", "spec.connection", "spec.channels", "spec.agent.url", "spec.agent.kagent", "spec.agent.dialect",
-    "spec.agent.protocolVersion", "spec.agent.headers", "spec.output", "spec.chat", "spec.interactions.askUser",
+    "spec.agent.protocolVersion", "spec.agent.headers", "spec.agent.userIdentity", "spec.output", "spec.chat", "spec.interactions.askUser",
     "spec.interactions.toolApprovals", "spec.interactions.approverGroups", "spec.interactions.timeout",
     "spec.session", "spec.triggers", "spec.botToken", "spec.signingSecret", "spec.appToken", "spec",
 ]  # fmt: skip
@@ -1059,6 +1079,7 @@ def binding_manifest(spec: BindingSpec) -> dict[str, Any]:
         }
     if spec.agent.headers:
         agent["headers"] = {header: _Flow(fromEnv=env) for header, env in spec.agent.headers}
+    agent["userIdentity"] = spec.agent.user_identity.value
     ack = spec.chat.acknowledgment
     interactions = spec.interactions
     return {

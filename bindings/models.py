@@ -125,6 +125,12 @@ class Binding(models.Model):
         max_length=8, choices=_choices(ProtocolVersion), default=manifest.DEFAULT_PROTOCOL_VERSION.value
     )
     agent_headers = models.JSONField(default=dict, blank=True)
+    user_identity = models.CharField(
+        max_length=16,
+        choices=_choices(manifest.UserIdentity),
+        default=manifest.DEFAULT_USER_IDENTITY.value,
+        help_text="What a turn sends the agent as the person behind it (X-User-Id).",
+    )
     output = models.CharField(max_length=8, choices=_choices(Output), default=manifest.DEFAULT_OUTPUT.value)
     thread_replies = models.CharField(
         max_length=8, choices=_choices(ThreadReplies), default=manifest.DEFAULT_THREAD_REPLIES.value

@@ -115,6 +115,7 @@ def binding_spec(binding: Binding) -> BindingSpec:
             protocol_version=manifest.ProtocolVersion(binding.protocol_version),
             headers=manifest.sort_headers(binding.agent_headers.items()),
             kagent=binding.kagent_ref(),
+            user_identity=manifest.UserIdentity(binding.user_identity),
         ),
         output=manifest.Output(binding.output),
         chat=manifest.ChatSpec(
@@ -231,6 +232,7 @@ def binding_fields(spec: BindingSpec) -> dict[str, Any]:
         "dialect": spec.agent.dialect.value,
         "protocol_version": spec.agent.protocol_version.value,
         "agent_headers": dict(spec.agent.headers),
+        "user_identity": spec.agent.user_identity.value,
         "kagent_controller": spec.agent.kagent.controller if spec.agent.kagent else "",
         "kagent_namespace": spec.agent.kagent.namespace if spec.agent.kagent else "",
         "kagent_name": spec.agent.kagent.name if spec.agent.kagent else "",

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from bindings.manifest import UserIdentity
 from interactions import approvals, asking
 from interactions import services as interaction_services
 from kourier import metrics
@@ -38,11 +39,12 @@ from kourier.db import in_database_thread
 from kourier.progress import Card, CardStatus, Ending, Progress, ThreadKind
 from kourier.slack.clients import SlackError, async_web_client, connection_workspace
 from kourier.slack.outbox import PostKind, notice_key, post_notice
-from kourier.slack.people import person_name
+from kourier.slack.people import person_email, person_name
 from kourier.slack.status import AssistantStatus
 from kourier.slack.writer import ReplyTarget, SlackReply
 
 from . import acknowledgments, notices, turns
+from .identity import identity_headers
 from .models import Turn
 from .outbox import TurnOutbox
 from .prompts import Author, Note, build_turn_text, strip_bot_mention
@@ -452,9 +454,14 @@ class Conversation:
 
 async def _converse(work: turns.TurnWork, display: TurnDisplay, slack) -> TurnEnd:
     dialect = dialect_for(work.agent.dialect)
+
+    async def email_of(user_id: str) -> str | None:
+        return await person_email(slack, work.team_id, user_id)
+
+    who = await identity_headers(UserIdentity(work.agent.user_identity), work.user_id or None, email_of)
     async with make_client(
         work.agent.url,
-        headers=work.agent.headers,
+        headers={**work.agent.headers, **who},
         protocol_version=work.agent.protocol_version,  # type: ignore[arg-type]  # validated on apply
         extensions=dialect.extensions,
     ) as agent:

@@ -13,7 +13,7 @@ from django.db import transaction
 from django.db.models import Case, Q, When
 from django.utils import timezone
 
-from bindings.manifest import Output, ThreadReplies
+from bindings.manifest import Output, ThreadReplies, UserIdentity
 from interactions.models import Interaction
 from kourier.progress import ProgressMode, ThreadKind
 
@@ -87,6 +87,7 @@ class AgentSettings:
     headers: dict[str, str]
     dialect: str
     protocol_version: str
+    user_identity: str = UserIdentity.NONE.value  # spec.agent.userIdentity (sessions/identity.py)
 
 
 @dataclass(frozen=True)
@@ -174,6 +175,7 @@ def start_turn(turn_id: int, *, now: datetime | None = None) -> TurnWork | None:
                 headers=binding.agent_headers_resolved(),
                 dialect=binding.dialect,
                 protocol_version=binding.protocol_version,
+                user_identity=binding.user_identity,
             ),
             live=binding.output == Output.LIVE,
             progress=ProgressMode(binding.progress),

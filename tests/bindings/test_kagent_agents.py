@@ -268,3 +268,16 @@ def test_the_admin_refuses_a_name_its_controller_does_not_know_on_the_controller
     form = response.context["adminform"].form
     assert form.errors["kagent_controller"][0].startswith(f"{B}: spec.agent.kagent: the kagent controller at")
     assert not Binding.objects.exists()
+
+
+# --- who a turn sends as the user (spec.agent.userIdentity) ---------------------------------------------
+
+
+def test_the_user_identity_is_applied_and_an_unknown_one_refused():
+    result = services.apply_manifests(as_yaml(CONNECTION, binding(**{"agent.userIdentity": "email"})))
+
+    assert result.ok
+    assert Binding.objects.get(name="ops").user_identity == "email"
+    assert errors_of(binding(**{"agent.userIdentity": "everyone"})) == [
+        f'{B}: spec.agent.userIdentity: must be one of none, slack-user-id, email (got "everyone")'
+    ]

@@ -185,7 +185,7 @@ B = 'Binding "ops"'
         pytest.param(
             varied(MINIMAL_BINDING, "spec.agent.token", "x"),
             [
-                f"{B}: spec.agent.token: unknown field (expected one of: url, kagent, dialect, protocolVersion, headers)"
+                f"{B}: spec.agent.token: unknown field (expected one of: url, kagent, dialect, protocolVersion, headers, userIdentity)"
             ],
             id="unknown key",
         ),
@@ -734,6 +734,7 @@ def test_specs_are_written_back_with_every_field_in_the_issues_shape():
         "    protocolVersion: auto\n"
         "    headers:\n"
         "      Authorization: {fromEnv: OPS_AGENT_TOKEN}\n"
+        "    userIdentity: none\n"
         "  output: live\n"
         "  chat:\n"
         "    threadReplies: all\n"
