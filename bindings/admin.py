@@ -142,6 +142,7 @@ class BindingAdmin(ManifestAdmin):
         ),
         ("Session", {"fields": ["thread_ttl"]}),
         ("Triggers", {"fields": ["triggers"]}),
+        ("Budget", {"fields": ["daily_token_budget"]}),
         ("History", {"fields": ["created_at", "updated_at"]}),
     ]
 

@@ -47,6 +47,7 @@ BINDING_FIELD_PATHS = {
     "spec.interactions.timeout": "interaction_timeout",
     "spec.session.threadTTL": "thread_ttl",
     "spec.triggers": "triggers",
+    "spec.budget.dailyTokensPerChannel": "daily_token_budget",
 }
 
 
@@ -290,6 +291,13 @@ class BindingForm(ManifestForm):
         help_text="spec.session.threadTTL: such as 90d.",
     )
 
+    daily_token_budget = forms.CharField(
+        label="Daily token budget per channel",
+        required=False,
+        help_text="spec.budget.dailyTokensPerChannel: model tokens (in and out) a channel may use per UTC day, "
+        "as the agent reports them; past it a new message is not sent and the thread is told when it resets. "
+        "Empty: no budget.",
+    )
     triggers = TriggersField(
         required=False,
         help_text="spec.triggers: one per line, as NAME KIND TOKEN_ENV_VAR [CHANNEL], such as "
@@ -347,9 +355,17 @@ class BindingForm(ManifestForm):
                 },
                 "session": {"threadTTL": given("thread_ttl")},
                 "triggers": cleaned_data.get("triggers") or [],
+                "budget": {"dailyTokensPerChannel": _whole_number(given("daily_token_budget"))},
             },
         )
         return services.check_binding(document, binding=self.instance)
+
+
+def _whole_number(text: Any) -> Any:
+    """``"500000"`` → 500000; anything else as typed, for the validator to refuse in its words."""
+    if isinstance(text, str) and text.strip().isdigit():
+        return int(text.strip())
+    return text
 
 
 def _kagent_section(cleaned_data: dict[str, Any]) -> dict[str, Any] | None:
@@ -395,6 +411,9 @@ def form_values(spec: BindingSpec) -> dict[str, Any]:
         "approver_groups": ", ".join(spec.interactions.approver_groups),
         "interaction_timeout": manifest.format_duration(spec.interactions.timeout),
         "thread_ttl": manifest.format_duration(spec.session.thread_ttl),
+        "daily_token_budget": ""
+        if spec.budget.daily_tokens_per_channel is None
+        else str(spec.budget.daily_tokens_per_channel),
         "triggers": "\n".join(
             " ".join([t.name, t.kind.value, t.token_env, *([t.channel] if t.channel else [])])
             for t in spec.triggers

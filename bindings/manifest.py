@@ -234,6 +234,14 @@ class SessionSpec:
 
 
 @dataclass(frozen=True)
+class BudgetSpec:
+    """``spec.budget``: model tokens (in and out, as the agent reports them) a channel may use per UTC
+    day; None: no budget. An agent that reports no usage never reaches one."""
+
+    daily_tokens_per_channel: int | None = None
+
+
+@dataclass(frozen=True)
 class TriggerSpec:
     """A door that starts alert threads: POST /triggers/<binding>/<name>, with a bearer token."""
 
@@ -254,6 +262,7 @@ class BindingSpec:
     interactions: InteractionsSpec = field(default_factory=InteractionsSpec)
     session: SessionSpec = field(default_factory=SessionSpec)
     triggers: tuple[TriggerSpec, ...] = ()  # in the order given
+    budget: BudgetSpec = field(default_factory=BudgetSpec)
 
 
 Spec = ConnectionSpec | BindingSpec
@@ -329,7 +338,11 @@ _MISSING = object()
 E = TypeVar("E", bound=StrEnum)
 
 CONNECTION_FIELDS = ("botToken", "signingSecret", "appToken")
-BINDING_FIELDS = ("connection", "channels", "agent", "output", "chat", "interactions", "session", "triggers")
+BINDING_FIELDS = (
+    "connection", "channels", "agent", "output", "chat", "interactions", "session", "triggers", "budget",
+)  # fmt: skip
+BUDGET_FIELDS = ("dailyTokensPerChannel",)
+MAX_DAILY_TOKENS = 10**12
 TRIGGER_FIELDS = ("name", "kind", "token", "channel")
 AGENT_FIELDS = ("url", "kagent", "dialect", "protocolVersion", "headers", "userIdentity")
 KAGENT_FIELDS = ("controller", "namespace", "name")
@@ -640,6 +653,7 @@ def _read_binding(check: _Checker, name: str | None, value: Any, read: _Read) ->
             f"tool approvals need the kagent-v1 dialect (spec.agent.dialect is {dialect})",
         )
     triggers = _read_triggers(check, _get(spec, "triggers"), read.channels)
+    budget = _read_budget(check, _get(spec, "budget"))
     if (
         name is None
         or read.connection is None
@@ -647,6 +661,7 @@ def _read_binding(check: _Checker, name: str | None, value: Any, read: _Read) ->
         or interactions is None
         or chat is None
         or triggers is None
+        or budget is None
     ):
         return None
     return BindingSpec(
@@ -659,7 +674,24 @@ def _read_binding(check: _Checker, name: str | None, value: Any, read: _Read) ->
         interactions=interactions,
         session=SessionSpec(thread_ttl=thread_ttl),
         triggers=triggers,
+        budget=budget,
     )
+
+
+def _read_budget(check: _Checker, value: Any) -> BudgetSpec | None:
+    section = check.mapping(value, "spec.budget", BUDGET_FIELDS)
+    if section is None:
+        return None
+    tokens = _get(section, "dailyTokensPerChannel")
+    if tokens is _MISSING:
+        return BudgetSpec()
+    path = "spec.budget.dailyTokensPerChannel"
+    if isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 < tokens <= MAX_DAILY_TOKENS:
+        check.error(
+            path, f"must be a whole number of tokens from 1 to {MAX_DAILY_TOKENS} (got {_show(tokens)})"
+        )
+        return None
+    return BudgetSpec(daily_tokens_per_channel=tokens)
 
 
 def _read_triggers(
@@ -1031,7 +1063,7 @@ _FIELD_ORDER = [
     "apiVersion", "kind", "metadata", "spec.connection", "spec.channels", "spec.agent.url", "spec.agent.kagent", "spec.agent.dialect",
     "spec.agent.protocolVersion", "spec.agent.headers", "spec.agent.userIdentity", "spec.output", "spec.chat", "spec.interactions.askUser",
     "spec.interactions.toolApprovals", "spec.interactions.approverGroups", "spec.interactions.timeout",
-    "spec.session", "spec.triggers", "spec.botToken", "spec.signingSecret", "spec.appToken", "spec",
+    "spec.session", "spec.triggers", "spec.budget", "spec.botToken", "spec.signingSecret", "spec.appToken", "spec",
 ]  # fmt: skip
 
 
@@ -1104,6 +1136,11 @@ def binding_manifest(spec: BindingSpec) -> dict[str, Any]:
             },
             "session": {"threadTTL": format_duration(spec.session.thread_ttl)},
             "triggers": [_trigger_manifest(trigger) for trigger in spec.triggers],
+            **(
+                {"budget": {"dailyTokensPerChannel": spec.budget.daily_tokens_per_channel}}
+                if spec.budget.daily_tokens_per_channel is not None
+                else {}
+            ),
         },
     }
 

@@ -149,6 +149,11 @@ class Binding(models.Model):
     thread_ttl = models.DurationField("thread TTL", default=manifest.DEFAULT_THREAD_TTL)
     # [{"name", "kind", "token_env", "channel"}]: the doors that start alert threads (spec.triggers).
     triggers = models.JSONField(default=list, blank=True)
+    daily_token_budget = models.PositiveBigIntegerField(
+        null=True,
+        blank=True,
+        help_text="spec.budget.dailyTokensPerChannel: model tokens a channel may use per UTC day; empty: no budget.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -133,6 +133,7 @@ def binding_spec(binding: Binding) -> BindingSpec:
         ),
         session=manifest.SessionSpec(thread_ttl=binding.thread_ttl),
         triggers=trigger_specs(binding.triggers),
+        budget=manifest.BudgetSpec(daily_tokens_per_channel=binding.daily_token_budget),
     )
 
 
@@ -247,6 +248,7 @@ def binding_fields(spec: BindingSpec) -> dict[str, Any]:
         "interaction_timeout": spec.interactions.timeout,
         "thread_ttl": spec.session.thread_ttl,
         "triggers": trigger_rows(spec.triggers),
+        "daily_token_budget": spec.budget.daily_tokens_per_channel,
     }
 
 

@@ -254,8 +254,13 @@ async def run_turn(turn_id: int) -> None:
         "turn.started", extra={"turn_id": turn_id, "binding": work.binding_name, "resumed": work.resumed}
     )
     try:
-        await display.begin()
-        outcome = await _converse(work, display, slack)
+        spent = await _db(turns.budget_spent)(turn_id)
+        if spent is not None:
+            # Not sent; the thread is told once a day, whatever else its people send meanwhile.
+            outcome = TurnEnd(Turn.Outcome.BUDGET_SPENT, None if spent.told else notices.BUDGET_SPENT)
+        else:
+            await display.begin()
+            outcome = await _converse(work, display, slack)
     except Exception:
         logger.exception("turn.crashed", extra={"turn_id": turn_id})
         outcome = TurnEnd(Turn.Outcome.CRASHED, notices.TASK_FAILED)
@@ -359,7 +364,21 @@ class Conversation:
                     self.pause = event
                 self.display.feed(event)
         assert ended is not None, "follow_turn ends with TaskEnded or raises"
+        await self._record_usage()
         return ended
+
+    async def _record_usage(self) -> None:
+        """Keeps the tokens the agent reported for the turn, if it reported any."""
+        usage = self.reader.usage
+        if usage is None:
+            return
+        charged_in, charged_out = await _db(turns.record_usage)(
+            self.work.turn_id,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            task_total=self.reader.usage_is_task_total,
+        )
+        metrics.agent_tokens(self.work.binding_name, input_tokens=charged_in, output_tokens=charged_out)
 
     async def _note_task(self, task_id: str, context_id: str | None) -> None:
         if task_id != self.task_id:

@@ -11,6 +11,7 @@ import pytest
 from interactions.approval_prompts import DECIDE_ACTION
 from interactions.prompts import SUBMIT_ACTION
 from kourier.a2a.dialects.kagent import DENIAL_REASON
+from sessions import notices
 from sessions.models import Turn
 from tests.fakes.a2a_agent import ReceivedMessage, kagent
 from tests.fakes.a2a_agent.kagent import PendingTool
@@ -140,3 +141,29 @@ def test_the_go_runtimes_questions_are_answered_in_the_thread_with_ask_user_answ
     world.slack.wait_until(
         lambda: any(m.text == "Thanks, setting it up." for m in bot_messages(world, ts)), timeout=WAIT
     )
+
+
+def test_past_the_channels_daily_token_budget_a_message_is_not_sent_and_the_thread_told_once(
+    make_world, make_a2a_agent
+):
+    """The Go runtime reports 10 + 5 tokens per model call (adk_usage_metadata); a budget of 15 is
+    spent by the first turn."""
+    agent = make_a2a_agent(protocol="0.3", text_style="kagent-go")
+    agent.on_message(lambda received: [text("Done.")])
+    world = make_world(agent_url=agent.url, dialect="kagent-v1", daily_token_budget=15)
+    ts = world.mention("first")
+    world.slack.wait_until(lambda: Turn.objects.filter(ended_at__isnull=False).count() == 1, timeout=WAIT)
+    assert (Turn.objects.get().input_tokens, Turn.objects.get().output_tokens) == (10, 5)
+
+    world.says("second", thread_ts=ts)
+    world.slack.wait_until(lambda: Turn.objects.filter(ended_at__isnull=False).count() == 2, timeout=WAIT)
+    world.says("third", thread_ts=ts)
+    world.slack.wait_until(lambda: Turn.objects.filter(ended_at__isnull=False).count() == 3, timeout=WAIT)
+
+    assert len(agent.received) == 1
+    assert [m.text for m in bot_messages(world, ts)] == ["Done.", notices.BUDGET_SPENT]
+    assert sorted(Turn.objects.values_list("outcome", flat=True)) == [
+        "budget-spent",
+        "budget-spent",
+        "completed",
+    ]
