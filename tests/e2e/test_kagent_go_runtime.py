@@ -100,6 +100,9 @@ def test_the_go_runtimes_two_tool_pause_is_decided_in_the_thread_and_the_batch_n
     world.slack.wait_until(
         lambda: any(m.text == "Ran 1 of 2." for m in bot_messages(world, ts)), timeout=WAIT
     )
+    world.slack.wait_until(
+        lambda: Turn.objects.filter(kind=Turn.Kind.ANSWER, ended_at__isnull=False).exists(), timeout=WAIT
+    )
     assert Turn.objects.get(kind=Turn.Kind.ANSWER).outcome == Turn.Outcome.COMPLETED
 
 
