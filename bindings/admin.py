@@ -112,16 +112,29 @@ SUPERUSER_ONLY_FIELDS = ("agent_url", "agent_headers")
 @admin.register(Binding)
 class BindingAdmin(ManifestAdmin):
     form = BindingForm
-    list_display = ["name", "connection", "channel_list", "agent_url", "dialect", "output", "tool_approvals"]
+    list_display = ["name", "connection", "channel_list", "agent", "dialect", "output", "tool_approvals"]
     list_filter = ["connection", "dialect", "output", "tool_approvals"]
     search_fields = ["name", "agent_url", "channels__channel_id"]
     list_select_related = ["connection"]
-    readonly_fields = ["header_variables", "created_at", "updated_at"]
+    readonly_fields = ["agent", "header_variables", "created_at", "updated_at"]
     fieldsets = [
         (None, {"fields": ["name", "connection", "channels"]}),
         (
             "Agent",
-            {"fields": ["agent_url", "dialect", "protocol_version", "agent_headers", "header_variables"]},
+            {
+                "fields": [
+                    "agent",
+                    "agent_url",
+                    "kagent_controller",
+                    "kagent_namespace",
+                    "kagent_name",
+                    "dialect",
+                    "protocol_version",
+                    "agent_headers",
+                    "header_variables",
+                    "user_identity",
+                ]
+            },
         ),
         (
             "Chat",
@@ -142,6 +155,7 @@ class BindingAdmin(ManifestAdmin):
         ("Session", {"fields": ["thread_ttl"]}),
         ("Replies", {"fields": ["allow_mentions", "max_messages"]}),
         ("Triggers", {"fields": ["triggers"]}),
+        ("Budget", {"fields": ["daily_token_budget"]}),
         ("History", {"fields": ["created_at", "updated_at"]}),
     ]
 
@@ -151,6 +165,11 @@ class BindingAdmin(ManifestAdmin):
     @admin.display(description="Channels")
     def channel_list(self, obj: Binding) -> str:
         return ", ".join(obj.channel_ids())
+
+    @admin.display(description="Reached as")
+    def agent(self, obj: Binding) -> str:
+        """The URL, or for a kagent agent by name the line and address its controller serves it at."""
+        return services.describe_agent(services.binding_spec(obj).agent) if obj.pk else ""
 
     @admin.display(description="Header variables")
     def header_variables(self, obj: Binding) -> str:

@@ -28,9 +28,14 @@ BINDING_FIELD_PATHS = {
     "spec.connection": "connection",
     "spec.channels": "channels",
     "spec.agent.url": "agent_url",
+    "spec.agent.kagent.controller": "kagent_controller",
+    "spec.agent.kagent.namespace": "kagent_namespace",
+    "spec.agent.kagent.name": "kagent_name",
+    "spec.agent.kagent": "kagent_controller",
     "spec.agent.dialect": "dialect",
     "spec.agent.protocolVersion": "protocol_version",
     "spec.agent.headers": "agent_headers",
+    "spec.agent.userIdentity": "user_identity",
     "spec.output": "output",
     "spec.chat.threadReplies": "thread_replies",
     "spec.chat.acknowledgment.enabled": "acknowledgment_enabled",
@@ -44,6 +49,7 @@ BINDING_FIELD_PATHS = {
     "spec.triggers": "triggers",
     "spec.replies.allowMentions": "allow_mentions",
     "spec.replies.maxMessages": "max_messages",
+    "spec.budget.dailyTokensPerChannel": "daily_token_budget",
 }
 
 
@@ -208,7 +214,23 @@ class BindingForm(ManifestForm):
     channels = forms.CharField(
         required=False, help_text="spec.channels: Slack channel IDs, comma-separated, such as C0123456789."
     )
-    agent_url = forms.CharField(label="Agent URL", required=False, help_text="spec.agent.url")
+    agent_url = forms.CharField(
+        label="Agent URL",
+        required=False,
+        help_text="spec.agent.url. Leave it empty for a kagent agent by name (below): its controller says.",
+    )
+    kagent_controller = forms.CharField(
+        label="kagent controller",
+        required=False,
+        help_text="spec.agent.kagent.controller: the kagent controller's URL, to reach a kagent agent by name "
+        "(kagent 1.0 or 0.10; the line and the A2A version are read from the agent card when you save).",
+    )
+    kagent_namespace = forms.CharField(
+        label="kagent namespace", required=False, help_text="spec.agent.kagent.namespace"
+    )
+    kagent_name = forms.CharField(
+        label="kagent agent name", required=False, help_text="spec.agent.kagent.name"
+    )
     dialect = _select("Dialect", _choices(manifest.Dialect), manifest.DEFAULT_DIALECT, "spec.agent.dialect")
     protocol_version = _select(
         "Protocol version",
@@ -221,6 +243,13 @@ class BindingForm(ManifestForm):
         required=False,
         help_text="spec.agent.headers: one per line, as Header-Name: ENV_VAR_NAME. The value is read from "
         "that environment variable when the agent is called; it is never stored.",
+    )
+    user_identity = _select(
+        "User identity",
+        _choices(manifest.UserIdentity),
+        manifest.DEFAULT_USER_IDENTITY,
+        "spec.agent.userIdentity: what a turn sends the agent as the person behind it (the X-User-Id "
+        "header): none, the Slack user ID, or the person's email (needs the users:read.email scope).",
     )
     output = _select("Output", _choices(manifest.Output), manifest.DEFAULT_OUTPUT, "spec.output")
     thread_replies = _select(
@@ -285,6 +314,13 @@ class BindingForm(ManifestForm):
         initial=manifest.DEFAULT_MAX_MESSAGES,
         help_text="spec.replies.maxMessages: past it the rest of an answer is not posted and the reply says so.",
     )
+    daily_token_budget = forms.CharField(
+        label="Daily token budget per channel",
+        required=False,
+        help_text="spec.budget.dailyTokensPerChannel: model tokens (in and out) a channel may use per UTC day, "
+        "as the agent reports them; past it a new message is not sent and the thread is told when it resets. "
+        "Empty: no budget.",
+    )
     triggers = TriggersField(
         required=False,
         help_text="spec.triggers: one per line, as NAME KIND TOKEN_ENV_VAR [CHANNEL], such as "
@@ -316,12 +352,14 @@ class BindingForm(ManifestForm):
                 "channels": split_list(cleaned_data.get("channels", "")),
                 "agent": {
                     "url": given("agent_url"),
+                    "kagent": _kagent_section(cleaned_data),
                     "dialect": given("dialect"),
                     "protocolVersion": given("protocol_version"),
                     "headers": {
                         header: {"fromEnv": variable}
                         for header, variable in (cleaned_data.get("agent_headers") or {}).items()
                     },
+                    "userIdentity": given("user_identity"),
                 },
                 "output": given("output"),
                 "chat": {
@@ -344,9 +382,24 @@ class BindingForm(ManifestForm):
                     "allowMentions": given("allow_mentions"),
                     "maxMessages": given("max_messages"),
                 },
+                "budget": {"dailyTokensPerChannel": _whole_number(given("daily_token_budget"))},
             },
         )
         return services.check_binding(document, binding=self.instance)
+
+
+def _whole_number(text: Any) -> Any:
+    """``"500000"`` → 500000; anything else as typed, for the validator to refuse in its words."""
+    if isinstance(text, str) and text.strip().isdigit():
+        return int(text.strip())
+    return text
+
+
+def _kagent_section(cleaned_data: dict[str, Any]) -> dict[str, Any] | None:
+    """spec.agent.kagent when any of its fields is filled in (the validator names what is missing)."""
+    fields = {"controller": "kagent_controller", "namespace": "kagent_namespace", "name": "kagent_name"}
+    section = {key: cleaned_data.get(name) or None for key, name in fields.items()}
+    return section if any(section.values()) else None
 
 
 def _document(kind: manifest.Kind, name: Any, spec: dict[str, Any]) -> dict[str, Any]:
@@ -364,10 +417,17 @@ def form_values(spec: BindingSpec) -> dict[str, Any]:
         "name": spec.name,
         "connection": spec.connection,
         "channels": ", ".join(spec.channels),
-        "agent_url": spec.agent.url,
+        "agent_url": "" if spec.agent.kagent else spec.agent.url,
+        "kagent_controller": spec.agent.kagent.controller if spec.agent.kagent else "",
+        "kagent_namespace": spec.agent.kagent.namespace if spec.agent.kagent else "",
+        "kagent_name": spec.agent.kagent.name if spec.agent.kagent else "",
         "dialect": spec.agent.dialect.value,
-        "protocol_version": spec.agent.protocol_version.value,
+        # A kagent agent's version is read from its card at every save.
+        "protocol_version": manifest.ProtocolVersion.AUTO.value
+        if spec.agent.kagent
+        else spec.agent.protocol_version.value,
         "agent_headers": "\n".join(f"{header}: {variable}" for header, variable in spec.agent.headers),
+        "user_identity": spec.agent.user_identity.value,
         "output": spec.output.value,
         "thread_replies": spec.chat.thread_replies.value,
         "acknowledgment_enabled": spec.chat.acknowledgment.enabled,
@@ -380,6 +440,9 @@ def form_values(spec: BindingSpec) -> dict[str, Any]:
         "thread_ttl": manifest.format_duration(spec.session.thread_ttl),
         "allow_mentions": spec.replies.allow_mentions.value,
         "max_messages": spec.replies.max_messages,
+        "daily_token_budget": ""
+        if spec.budget.daily_tokens_per_channel is None
+        else str(spec.budget.daily_tokens_per_channel),
         "triggers": "\n".join(
             " ".join([t.name, t.kind.value, t.token_env, *([t.channel] if t.channel else []), *_options(t)])
             for t in spec.triggers

@@ -53,6 +53,14 @@ class ProtocolVersion(StrEnum):
     V0_3 = "0.3"
 
 
+class UserIdentity(StrEnum):
+    """What a turn sends the agent as the person behind it (the X-User-Id header kagent reads)."""
+
+    NONE = "none"
+    SLACK_USER_ID = "slack-user-id"
+    EMAIL = "email"  # from users.info (the users:read.email scope)
+
+
 class Output(StrEnum):
     LIVE = "live"
     FINAL = "final"
@@ -85,6 +93,7 @@ class ThreadPer(StrEnum):
 # The spec's defaults: what an omitted field means.
 DEFAULT_DIALECT = Dialect.A2A
 DEFAULT_PROTOCOL_VERSION = ProtocolVersion.AUTO
+DEFAULT_USER_IDENTITY = UserIdentity.NONE
 DEFAULT_OUTPUT = Output.LIVE
 DEFAULT_THREAD_REPLIES = ThreadReplies.ALL
 DEFAULT_ACKNOWLEDGMENT_ENABLED = True
@@ -104,6 +113,9 @@ MAX_MAX_MESSAGES = 100
 NAME_RE = re.compile(r"[-a-zA-Z0-9_]+")  # Django's slug, so the model's SlugField agrees
 ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 HEADER_NAME_RE = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an RFC 9110 token
+# Kubernetes names: a namespace is a DNS label, an agent's name a DNS subdomain.
+KUBERNETES_NAMESPACE_RE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+KUBERNETES_NAME_RE = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 SLACK_ID_MAX_LENGTH = 32
 CHANNEL_ID_RE = re.compile(r"[CGD][A-Z0-9]{1,31}")
 USER_GROUP_ID_RE = re.compile(r"S[A-Z0-9]{1,31}")
@@ -189,11 +201,31 @@ class ConnectionSpec:
 
 
 @dataclass(frozen=True)
+class KagentRef:
+    """A kagent agent by name: ``spec.agent.kagent``. Applying finds it on the controller (which line,
+    at which address) and fills the AgentSpec's ``url`` and ``protocol_version`` from what it found."""
+
+    controller: str
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name} on {self.controller}"
+
+
+@dataclass(frozen=True)
 class AgentSpec:
-    url: str
+    url: str  # for a kagent agent by name: its address, once found ("" before)
     dialect: Dialect = DEFAULT_DIALECT
     protocol_version: ProtocolVersion = DEFAULT_PROTOCOL_VERSION
     headers: tuple[tuple[str, str], ...] = ()  # (header name, environment variable), sorted by header
+    kagent: KagentRef | None = None
+    user_identity: UserIdentity = DEFAULT_USER_IDENTITY
+
+    @property
+    def needs_lookup(self) -> bool:
+        """A kagent agent by name whose address is not known yet."""
+        return self.kagent is not None and not self.url
 
 
 @dataclass(frozen=True)
@@ -229,6 +261,14 @@ class RepliesSpec:
 
 
 @dataclass(frozen=True)
+class BudgetSpec:
+    """``spec.budget``: model tokens (in and out, as the agent reports them) a channel may use per UTC
+    day; None: no budget. An agent that reports no usage never reaches one."""
+
+    daily_tokens_per_channel: int | None = None
+
+
+@dataclass(frozen=True)
 class TriggerSpec:
     """A door that starts alert threads: POST /triggers/<binding>/<name>, with a bearer token."""
 
@@ -252,6 +292,7 @@ class BindingSpec:
     session: SessionSpec = field(default_factory=SessionSpec)
     triggers: tuple[TriggerSpec, ...] = ()  # in the order given
     replies: RepliesSpec = field(default_factory=RepliesSpec)
+    budget: BudgetSpec = field(default_factory=BudgetSpec)
 
 
 Spec = ConnectionSpec | BindingSpec
@@ -337,9 +378,13 @@ BINDING_FIELDS = (
     "session",
     "triggers",
     "replies",
+    "budget",
 )
+BUDGET_FIELDS = ("dailyTokensPerChannel",)
+MAX_DAILY_TOKENS = 10**12
 TRIGGER_FIELDS = ("name", "kind", "token", "channel", "threadPer", "maxThreadsPerHour")
-AGENT_FIELDS = ("url", "dialect", "protocolVersion", "headers")
+AGENT_FIELDS = ("url", "kagent", "dialect", "protocolVersion", "headers", "userIdentity")
+KAGENT_FIELDS = ("controller", "namespace", "name")
 CHAT_FIELDS = ("threadReplies", "acknowledgment", "progress")
 ACKNOWLEDGMENT_FIELDS = ("enabled", "emoji")
 INTERACTIONS_FIELDS = ("askUser", "toolApprovals", "approverGroups", "timeout")
@@ -649,6 +694,7 @@ def _read_binding(check: _Checker, name: str | None, value: Any, read: _Read) ->
             f"tool approvals need the kagent-v1 dialect (spec.agent.dialect is {dialect})",
         )
     triggers = _read_triggers(check, _get(spec, "triggers"), read.channels)
+    budget = _read_budget(check, _get(spec, "budget"))
     if (
         name is None
         or read.connection is None
@@ -657,6 +703,7 @@ def _read_binding(check: _Checker, name: str | None, value: Any, read: _Read) ->
         or chat is None
         or triggers is None
         or replies is None
+        or budget is None
     ):
         return None
     return BindingSpec(
@@ -670,6 +717,7 @@ def _read_binding(check: _Checker, name: str | None, value: Any, read: _Read) ->
         session=SessionSpec(thread_ttl=thread_ttl),
         triggers=triggers,
         replies=replies,
+        budget=budget,
     )
 
 
@@ -690,6 +738,22 @@ def _read_replies(check: _Checker, value: Any) -> RepliesSpec | None:
         )
         return None
     return RepliesSpec(allow_mentions=mentions, max_messages=count)
+
+
+def _read_budget(check: _Checker, value: Any) -> BudgetSpec | None:
+    section = check.mapping(value, "spec.budget", BUDGET_FIELDS)
+    if section is None:
+        return None
+    tokens = _get(section, "dailyTokensPerChannel")
+    if tokens is _MISSING:
+        return BudgetSpec()
+    path = "spec.budget.dailyTokensPerChannel"
+    if isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 < tokens <= MAX_DAILY_TOKENS:
+        check.error(
+            path, f"must be a whole number of tokens from 1 to {MAX_DAILY_TOKENS} (got {_show(tokens)})"
+        )
+        return None
+    return BudgetSpec(daily_tokens_per_channel=tokens)
 
 
 def _read_triggers(
@@ -824,17 +888,17 @@ def _read_agent(check: _Checker, value: Any) -> AgentSpec | None:
     if agent is None:
         return None
     url_value = _get(agent, "url")
+    kagent_value = _get(agent, "kagent")
     url = None
-    if check.required(url_value, "spec.agent.url"):
-        url = check.string(url_value, "spec.agent.url")
-        if url is not None:
-            parts = urlsplit(url)
-            if parts.scheme not in ("http", "https") or not parts.netloc or len(url) > URL_MAX_LENGTH:
-                check.error(
-                    "spec.agent.url",
-                    f"must be an http:// or https:// URL of at most {URL_MAX_LENGTH} characters (got {_show(url)})",
-                )
-                url = None
+    kagent = None
+    if url_value is not _MISSING and kagent_value is not _MISSING:
+        check.error("spec.agent.kagent", "give either spec.agent.url or spec.agent.kagent, not both")
+    elif kagent_value is not _MISSING:
+        kagent = _read_kagent(check, kagent_value)
+    elif url_value is _MISSING:
+        check.error("spec.agent.url", "is required (or name a kagent agent with spec.agent.kagent)")
+    else:
+        url = _http_url(check, url_value, "spec.agent.url")
     dialect = check.choice(_get(agent, "dialect"), "spec.agent.dialect", Dialect, DEFAULT_DIALECT)
     version_value = _get(agent, "protocolVersion")
     if isinstance(version_value, float) and str(version_value) in {v.value for v in ProtocolVersion}:
@@ -842,10 +906,81 @@ def _read_agent(check: _Checker, value: Any) -> AgentSpec | None:
     version = check.choice(
         version_value, "spec.agent.protocolVersion", ProtocolVersion, DEFAULT_PROTOCOL_VERSION
     )
+    if kagent_value is not _MISSING:
+        # A kagent agent speaks kagent's dialect, in the A2A version its card offers.
+        if _get(agent, "dialect") is _MISSING:
+            dialect = Dialect.KAGENT_V1
+        elif dialect is not Dialect.KAGENT_V1:
+            check.error(
+                "spec.agent.dialect",
+                f"a kagent agent speaks {Dialect.KAGENT_V1.value} (got {_show(dialect.value)})",
+            )
+        if version is not ProtocolVersion.AUTO:
+            check.error(
+                "spec.agent.protocolVersion",
+                "is read from the agent card for a kagent agent: leave it out, or set it to auto "
+                f"(got {_show(version.value)})",
+            )
     headers = _read_headers(check, _get(agent, "headers"))
-    if url is None or headers is None:
+    user_identity = check.choice(
+        _get(agent, "userIdentity"), "spec.agent.userIdentity", UserIdentity, DEFAULT_USER_IDENTITY
+    )
+    if headers is None or (url is None and kagent is None):
         return None
-    return AgentSpec(url=url, dialect=dialect, protocol_version=version, headers=headers)
+    return AgentSpec(
+        url=url or "",
+        dialect=dialect,
+        protocol_version=version,
+        headers=headers,
+        kagent=kagent,
+        user_identity=user_identity,
+    )
+
+
+def _http_url(check: _Checker, value: Any, path: str) -> str | None:
+    url = check.string(value, path)
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc or len(url) > URL_MAX_LENGTH:
+        check.error(
+            path,
+            f"must be an http:// or https:// URL of at most {URL_MAX_LENGTH} characters (got {_show(url)})",
+        )
+        return None
+    return url
+
+
+def _read_kagent(check: _Checker, value: Any) -> KagentRef | None:
+    path = "spec.agent.kagent"
+    section = check.mapping(value, path, KAGENT_FIELDS)
+    if section is None:
+        return None
+    found: dict[str, str | None] = {}
+    for key in KAGENT_FIELDS:
+        field_value = _get(section, key)
+        found[key] = None
+        if check.required(field_value, f"{path}.{key}"):
+            found[key] = (
+                _http_url(check, field_value, f"{path}.{key}")
+                if key == "controller"
+                else check.string(field_value, f"{path}.{key}")
+            )
+    for key, pattern, what in (
+        ("namespace", KUBERNETES_NAMESPACE_RE, "a Kubernetes namespace"),
+        ("name", KUBERNETES_NAME_RE, "a Kubernetes name"),
+    ):
+        text = found[key]
+        if text is not None and not pattern.fullmatch(text):
+            check.error(
+                f"{path}.{key}",
+                f"must be {what}: lower-case letters, digits and hyphens (got {_show(text)})",
+            )
+            found[key] = None
+    controller, namespace, name = found["controller"], found["namespace"], found["name"]
+    if controller is None or namespace is None or name is None:
+        return None
+    return KagentRef(controller=controller, namespace=namespace, name=name)
 
 
 def _read_headers(check: _Checker, value: Any) -> tuple[tuple[str, str], ...] | None:
@@ -1034,10 +1169,10 @@ def validate(
 
 
 _FIELD_ORDER = [
-    "apiVersion", "kind", "metadata", "spec.connection", "spec.channels", "spec.agent.url", "spec.agent.dialect",
-    "spec.agent.protocolVersion", "spec.agent.headers", "spec.output", "spec.chat", "spec.interactions.askUser",
+    "apiVersion", "kind", "metadata", "spec.connection", "spec.channels", "spec.agent.url", "spec.agent.kagent", "spec.agent.dialect",
+    "spec.agent.protocolVersion", "spec.agent.headers", "spec.agent.userIdentity", "spec.output", "spec.chat", "spec.interactions.askUser",
     "spec.interactions.toolApprovals", "spec.interactions.approverGroups", "spec.interactions.timeout",
-    "spec.session", "spec.triggers", "spec.replies", "spec.botToken", "spec.signingSecret", "spec.appToken", "spec",
+    "spec.session", "spec.triggers", "spec.replies", "spec.budget", "spec.botToken", "spec.signingSecret", "spec.appToken", "spec",
 ]  # fmt: skip
 
 
@@ -1069,13 +1204,23 @@ def connection_manifest(spec: ConnectionSpec) -> dict[str, Any]:
 
 def binding_manifest(spec: BindingSpec) -> dict[str, Any]:
     """Every field, defaults included: the export is the whole configuration, readable without the spec."""
-    agent: dict[str, Any] = {
-        "url": spec.agent.url,
-        "dialect": spec.agent.dialect.value,
-        "protocolVersion": spec.agent.protocol_version.value,
-    }
+    agent: dict[str, Any]
+    if spec.agent.kagent is not None:
+        # By name: applying it again finds the agent again (the address is the controller's to say).
+        kagent = spec.agent.kagent
+        agent = {
+            "kagent": _Flow(controller=kagent.controller, namespace=kagent.namespace, name=kagent.name),
+            "dialect": spec.agent.dialect.value,
+        }
+    else:
+        agent = {
+            "url": spec.agent.url,
+            "dialect": spec.agent.dialect.value,
+            "protocolVersion": spec.agent.protocol_version.value,
+        }
     if spec.agent.headers:
         agent["headers"] = {header: _Flow(fromEnv=env) for header, env in spec.agent.headers}
+    agent["userIdentity"] = spec.agent.user_identity.value
     ack = spec.chat.acknowledgment
     interactions = spec.interactions
     return {
@@ -1102,6 +1247,11 @@ def binding_manifest(spec: BindingSpec) -> dict[str, Any]:
             "triggers": [_trigger_manifest(trigger) for trigger in spec.triggers],
             "replies": _Flow(
                 allowMentions=spec.replies.allow_mentions.value, maxMessages=spec.replies.max_messages
+            ),
+            **(
+                {"budget": {"dailyTokensPerChannel": spec.budget.daily_tokens_per_channel}}
+                if spec.budget.daily_tokens_per_channel is not None
+                else {}
             ),
         },
     }
@@ -1139,8 +1289,15 @@ def dump_manifests(specs: Iterable[Spec]) -> str:
 
 
 def changed_fields(old: Spec, new: Spec) -> list[str]:
-    """The manifest paths whose values differ between two specs of one resource, in manifest order."""
+    """The manifest paths whose values differ between two specs of one resource, in manifest order.
+
+    A kagent agent by name whose controller now serves it elsewhere (another line, another address)
+    changes ``spec.agent.kagent``, though its manifest reads the same.
+    """
     before, after = _flatten(manifest(old)), _flatten(manifest(new))
+    for spec, flat in ((old, before), (new, after)):
+        if isinstance(spec, BindingSpec) and spec.agent.kagent is not None:
+            flat["spec.agent.kagent"] = (spec.agent.url, spec.agent.protocol_version.value)
     return [path for path in dict.fromkeys([*before, *after]) if before.get(path) != after.get(path)]
 
 

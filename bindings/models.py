@@ -110,7 +110,15 @@ class Binding(models.Model):
 
     name = models.SlugField(max_length=manifest.NAME_MAX_LENGTH, unique=True)
     connection = models.ForeignKey(Connection, on_delete=models.PROTECT, related_name="bindings")
-    agent_url = models.CharField("agent URL", max_length=manifest.URL_MAX_LENGTH)
+    agent_url = models.CharField(
+        "agent URL",
+        max_length=manifest.URL_MAX_LENGTH,
+        help_text="For a kagent agent by name, the address its controller serves it at (found at apply).",
+    )
+    # spec.agent.kagent: a kagent agent by name (all three set) or not (all three empty).
+    kagent_controller = models.CharField("kagent controller", max_length=manifest.URL_MAX_LENGTH, blank=True)
+    kagent_namespace = models.CharField("kagent namespace", max_length=63, blank=True)
+    kagent_name = models.CharField("kagent agent name", max_length=253, blank=True)
     dialect = models.CharField(
         max_length=16, choices=_choices(Dialect), default=manifest.DEFAULT_DIALECT.value
     )
@@ -118,6 +126,12 @@ class Binding(models.Model):
         max_length=8, choices=_choices(ProtocolVersion), default=manifest.DEFAULT_PROTOCOL_VERSION.value
     )
     agent_headers = models.JSONField(default=dict, blank=True)
+    user_identity = models.CharField(
+        max_length=16,
+        choices=_choices(manifest.UserIdentity),
+        default=manifest.DEFAULT_USER_IDENTITY.value,
+        help_text="What a turn sends the agent as the person behind it (X-User-Id).",
+    )
     output = models.CharField(max_length=8, choices=_choices(Output), default=manifest.DEFAULT_OUTPUT.value)
     thread_replies = models.CharField(
         max_length=8, choices=_choices(ThreadReplies), default=manifest.DEFAULT_THREAD_REPLIES.value
@@ -140,6 +154,11 @@ class Binding(models.Model):
         max_length=8, choices=_choices(manifest.Mentions), default=manifest.DEFAULT_ALLOW_MENTIONS.value
     )
     max_messages = models.PositiveSmallIntegerField(default=manifest.DEFAULT_MAX_MESSAGES)
+    daily_token_budget = models.PositiveBigIntegerField(
+        null=True,
+        blank=True,
+        help_text="spec.budget.dailyTokensPerChannel: model tokens a channel may use per UTC day; empty: no budget.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -170,6 +189,11 @@ class Binding(models.Model):
             return trigger.channel
         channels = self.channel_ids()
         return channels[0] if len(channels) == 1 else None
+
+    def kagent_ref(self) -> manifest.KagentRef | None:
+        if not self.kagent_controller:
+            return None
+        return manifest.KagentRef(self.kagent_controller, self.kagent_namespace, self.kagent_name)
 
     def agent_headers_resolved(self) -> dict[str, str]:
         """The headers to send to the agent, with each value read from its environment variable."""

@@ -7,11 +7,13 @@ share the validator and the write path.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
+from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
@@ -26,6 +28,7 @@ from bindings.manifest import (
     Validation,
 )
 from bindings.models import Binding, BindingChannel, Connection, trigger_rows, trigger_specs
+from kourier.a2a.kagent_agents import KagentAgentNotFound, find_kagent_agent, line_of
 
 
 class Action(StrEnum):
@@ -45,6 +48,7 @@ class Applied:
     action: Action
     changes: tuple[str, ...] = ()  # the manifest paths that a "configured" changes
     dry_run: bool = False
+    found: str = ""  # for a kagent agent by name: which line serves it, and where
 
     def __str__(self) -> str:
         text = f"{self.kind.lower()}/{self.name} {self.action}"
@@ -52,6 +56,8 @@ class Applied:
             text += " (dry run)"
         if self.changes:
             text += ": " + ", ".join(self.changes)
+        if self.found:
+            text += f" [{self.found}]"
         return text
 
 
@@ -110,6 +116,8 @@ def binding_spec(binding: Binding) -> BindingSpec:
             dialect=manifest.Dialect(binding.dialect),
             protocol_version=manifest.ProtocolVersion(binding.protocol_version),
             headers=manifest.sort_headers(binding.agent_headers.items()),
+            kagent=binding.kagent_ref(),
+            user_identity=manifest.UserIdentity(binding.user_identity),
         ),
         output=manifest.Output(binding.output),
         chat=manifest.ChatSpec(
@@ -130,6 +138,7 @@ def binding_spec(binding: Binding) -> BindingSpec:
         replies=manifest.RepliesSpec(
             allow_mentions=manifest.Mentions(binding.allow_mentions), max_messages=binding.max_messages
         ),
+        budget=manifest.BudgetSpec(daily_tokens_per_channel=binding.daily_token_budget),
     )
 
 
@@ -203,9 +212,51 @@ def check_binding(document: Mapping[str, Any], *, binding: Binding | None = None
     ``binding`` is the row being edited, whose own channels do not count as taken.
     """
     exclude = binding.pk if binding is not None and binding.pk else None
-    return refuse_unlisted_header_variables(
+    validation = refuse_unlisted_header_variables(
         manifest.validate([Document(data=document)], **existing_state(exclude_binding=exclude))
     )
+    if validation.ok:
+        find_kagent_agents(validation)
+    return validation
+
+
+# --- kagent agents by name --------------------------------------------------------------------------
+
+
+def describe_agent(agent: manifest.AgentSpec) -> str:
+    """How a Binding reaches its agent, for the admin and ``apply``: the kagent line and address found
+    for a kagent agent by name, else the URL."""
+    if agent.kagent is None:
+        return agent.url
+    return f"kagent agent {agent.kagent}: {line_of(agent.protocol_version.value)} at {agent.url} (A2A {agent.protocol_version.value})"
+
+
+def find_kagent_agents(validation: Validation) -> None:
+    """Finds every kagent agent named by the validated Bindings on its controller (network I/O), and
+    fills in the address and A2A version found. One not found is a refusal at ``spec.agent.kagent``."""
+    for index, spec in enumerate(validation.bindings):
+        if not spec.agent.needs_lookup:
+            continue
+        assert spec.agent.kagent is not None
+        kagent = spec.agent.kagent
+        try:
+            found = async_to_sync(find_kagent_agent)(
+                kagent.controller, kagent.namespace, kagent.name, headers=_lookup_headers(spec.agent)
+            )
+        except KagentAgentNotFound as exc:
+            subject = manifest.subject_for(manifest.Kind.BINDING.value, spec.name)
+            validation.errors.append(Problem(subject, "spec.agent.kagent", str(exc)))
+            continue
+        agent = replace(
+            spec.agent, url=found.url, protocol_version=manifest.ProtocolVersion(found.protocol_version)
+        )
+        validation.bindings[index] = replace(spec, agent=agent)
+
+
+def _lookup_headers(agent: manifest.AgentSpec) -> dict[str, str]:
+    """The Binding's headers whose variables are set here: a controller behind an auth proxy wants
+    the Binding's credential for the card too."""
+    return {header: os.environ[variable] for header, variable in agent.headers if os.environ.get(variable)}
 
 
 # --- Writes ------------------------------------------------------------------------------------------
@@ -230,6 +281,10 @@ def binding_fields(spec: BindingSpec) -> dict[str, Any]:
         "dialect": spec.agent.dialect.value,
         "protocol_version": spec.agent.protocol_version.value,
         "agent_headers": dict(spec.agent.headers),
+        "user_identity": spec.agent.user_identity.value,
+        "kagent_controller": spec.agent.kagent.controller if spec.agent.kagent else "",
+        "kagent_namespace": spec.agent.kagent.namespace if spec.agent.kagent else "",
+        "kagent_name": spec.agent.kagent.name if spec.agent.kagent else "",
         "output": spec.output.value,
         "thread_replies": spec.chat.thread_replies.value,
         "acknowledgment_enabled": spec.chat.acknowledgment.enabled,
@@ -243,6 +298,7 @@ def binding_fields(spec: BindingSpec) -> dict[str, Any]:
         "interaction_timeout": spec.interactions.timeout,
         "thread_ttl": spec.session.thread_ttl,
         "triggers": trigger_rows(spec.triggers),
+        "daily_token_budget": spec.budget.daily_tokens_per_channel,
     }
 
 
@@ -323,9 +379,21 @@ def apply_manifests(text: str | Sequence[Document], dry_run: bool = False) -> Ap
     if not documents:
         return ApplyResult(dry_run=dry_run, errors=[Problem("input", "", "there are no manifests to apply")])
 
+    # The controllers of kagent agents by name are asked before the transaction: no row is held while
+    # the network answers. What they said is put into the validation made inside it.
+    found = refuse_unlisted_header_variables(manifest.validate(documents, **existing_state()))
+    if found.ok:
+        find_kagent_agents(found)
+    if not found.ok:
+        return ApplyResult(dry_run=dry_run, errors=found.errors, warnings=found.warnings)
+    addresses = {spec.name: spec.agent for spec in found.bindings}
     try:
         with transaction.atomic():
             validation = refuse_unlisted_header_variables(manifest.validate(documents, **existing_state()))
+            validation.bindings = [
+                replace(spec, agent=addresses[spec.name]) if spec.agent.needs_lookup else spec
+                for spec in validation.bindings
+            ]
             result = ApplyResult(dry_run=dry_run, errors=validation.errors, warnings=validation.warnings)
             if validation.ok:
                 result.resources = _apply(validation, dry_run)
@@ -386,13 +454,13 @@ def _applied(
     existing: ConnectionSpec | BindingSpec | None,
     dry_run: bool,
 ) -> Applied:
+    found = describe_agent(spec.agent) if isinstance(spec, BindingSpec) and spec.agent.kagent else ""
     if existing is None:
-        return Applied(kind, spec.name, Action.CREATED, dry_run=dry_run)
+        return Applied(kind, spec.name, Action.CREATED, dry_run=dry_run, found=found)
     if existing == spec:
-        return Applied(kind, spec.name, Action.UNCHANGED, dry_run=dry_run)
-    return Applied(
-        kind, spec.name, Action.CONFIGURED, tuple(manifest.changed_fields(existing, spec)), dry_run=dry_run
-    )
+        return Applied(kind, spec.name, Action.UNCHANGED, dry_run=dry_run, found=found)
+    changes = tuple(manifest.changed_fields(existing, spec))
+    return Applied(kind, spec.name, Action.CONFIGURED, changes, dry_run=dry_run, found=found)
 
 
 def export_manifests() -> str:

@@ -61,6 +61,12 @@ TURNS_ENDED = Counter(
     "was told the turn failed.",
     ["binding", "outcome", "failed"],
 )
+AGENT_TOKENS = Counter(
+    "kourier_agent_tokens",
+    "Model tokens the agents reported for their turns, by Binding and direction (input: what the model "
+    "read, output: what it wrote). An agent that reports no usage adds nothing.",
+    ["binding", "direction"],
+)
 ACKNOWLEDGMENT_SECONDS = Histogram(
     "kourier_turn_acknowledgment_seconds",
     "From a message taken as a turn to its acknowledgment reaction being on it.",
@@ -183,6 +189,11 @@ def turn_ended(binding: str, outcome: str, *, failed: bool, started_at: datetime
     TURNS_ENDED.labels(binding, outcome, "true" if failed else "false").inc()
     if started_at is not None:
         TURN_SECONDS.labels(binding).observe(_seconds_since(started_at))
+
+
+def agent_tokens(binding: str, *, input_tokens: int, output_tokens: int) -> None:
+    AGENT_TOKENS.labels(binding=binding, direction="input").inc(input_tokens)
+    AGENT_TOKENS.labels(binding=binding, direction="output").inc(output_tokens)
 
 
 def turn_acknowledged(accepted_at: datetime) -> None:

@@ -97,6 +97,7 @@ class TurnAdmin(ReadOnlyAdmin):
         "state",
         "outcome",
         "task_id",
+        "tokens",
         "created_at",
         "started_at",
         "ended_at",
@@ -107,6 +108,13 @@ class TurnAdmin(ReadOnlyAdmin):
     date_hierarchy = "created_at"
     ordering = ["-created_at", "-pk"]
     hidden_fields = TEXT_FIELDS
+
+    @admin.display(description="Tokens in / out")
+    def tokens(self, obj: Turn) -> str:
+        """What the agent reported; blank for an agent that reports no usage."""
+        if obj.input_tokens is None:
+            return ""
+        return f"{obj.input_tokens} / {obj.output_tokens}"
 
     def get_fieldsets(self, request: HttpRequest, obj: Turn | None = None) -> Any:
         fieldsets: list[tuple[str | None, dict[str, Any]]] = [
@@ -124,7 +132,7 @@ class TurnAdmin(ReadOnlyAdmin):
                     ]
                 },
             ),
-            ("Agent", {"fields": ["task_id", "message_id"]}),
+            ("Agent", {"fields": ["task_id", "message_id", "input_tokens", "output_tokens"]}),
             ("Reply", {"fields": ["reply_ts", "acknowledged"]}),
             ("Times", {"fields": ["created_at", "started_at", "ended_at"]}),
         ]

@@ -85,6 +85,7 @@ class Turn(models.Model):
         LOST = "lost"  # nobody can tell whether the agent has the request; it is not sent twice
         CRASHED = "crashed"  # the runner failed unexpectedly
         EXPIRED = "expired"  # the thread's session was past its TTL: told so, not sent
+        BUDGET_SPENT = "budget-spent"  # the channel's daily token budget was used up: not sent
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="turns")
     # The turn key (invariant 1): the chat message itself.
@@ -103,6 +104,9 @@ class Turn(models.Model):
     outcome = models.CharField(max_length=32, choices=Outcome.choices, blank=True)
     message_id = models.CharField(max_length=64, help_text="The A2A messageId, derived from the turn key.")
     task_id = models.CharField(max_length=200, blank=True)
+    # The model tokens the agent reported for this turn (kourier/a2a/usage.py); null: it reported none.
+    input_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    output_tokens = models.PositiveBigIntegerField(null=True, blank=True)
     acknowledged = models.BooleanField(default=False, help_text="The acknowledgment reaction was added.")
     reply_ts = models.CharField(max_length=32, blank=True)
     stream_cards = models.JSONField(

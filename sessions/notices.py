@@ -43,3 +43,7 @@ APPROVAL_UNUSABLE = (
     "The agent asked for approval to run a tool, but its request cannot be shown here in full, so its task "
     "was cancelled. Reply here to try again."
 )
+BUDGET_SPENT = (
+    "This channel has used its daily token budget for the agent, so this message was not sent to it. "
+    "The budget resets at 00:00 UTC; send it again after that."
+)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from bindings.manifest import UserIdentity
 from kourier import metrics
 from kourier.a2a import follow
 from kourier.a2a.client import A2AClient
@@ -33,13 +34,13 @@ from kourier.db import in_database_thread
 from kourier.progress import Card, CardStatus, Ending, Progress, ThreadKind
 from kourier.slack.clients import SlackError, async_web_client, connection_workspace
 from kourier.slack.outbox import notice_key, post_notice
-from kourier.slack.people import person_name
+from kourier.slack.people import person_email, person_name
 from kourier.slack.status import AssistantStatus
 from kourier.slack.writer import MESSAGE_TEXT_LIMIT, ReplyTarget, SlackReply
 
 from . import acknowledgments, notices, pauses, turns
 from .agent_text import Author, Note, build_turn_text, strip_bot_mention
-from .identity import is_person
+from .identity import identity_headers, is_person
 from .models import Turn
 from .outbox import TurnOutbox
 from .turn_loop import turn_loop
@@ -266,8 +267,13 @@ async def run_turn(turn_id: int) -> None:
         "turn.started", extra={"turn_id": turn_id, "binding": work.binding_name, "resumed": work.resumed}
     )
     try:
-        await display.begin()
-        outcome = await _converse(work, display, slack)
+        spent = await _db(turns.budget_spent)(turn_id)
+        if spent is not None:
+            # Not sent; the thread is told once a day, whatever else its people send meanwhile.
+            outcome = TurnEnd(Turn.Outcome.BUDGET_SPENT, None if spent.told else notices.BUDGET_SPENT)
+        else:
+            await display.begin()
+            outcome = await _converse(work, display, slack)
     except Exception:
         logger.exception("turn.crashed", extra={"turn_id": turn_id})
         outcome = TurnEnd(Turn.Outcome.CRASHED, notices.TASK_FAILED)
@@ -371,7 +377,21 @@ class Conversation:
                     self.pause = event
                 self.display.feed(event)
         assert ended is not None, "follow_turn ends with TaskEnded or raises"
+        await self._record_usage()
         return ended
+
+    async def _record_usage(self) -> None:
+        """Keeps the tokens the agent reported for the turn, if it reported any."""
+        usage = self.reader.usage
+        if usage is None:
+            return
+        charged_in, charged_out = await _db(turns.record_usage)(
+            self.work.turn_id,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            task_total=self.reader.usage_is_task_total,
+        )
+        metrics.agent_tokens(self.work.binding_name, input_tokens=charged_in, output_tokens=charged_out)
 
     async def _note_task(self, task_id: str, context_id: str | None) -> None:
         if task_id != self.task_id:
@@ -439,9 +459,14 @@ class Conversation:
 
 async def _converse(work: turns.TurnWork, display: TurnDisplay, slack) -> TurnEnd:
     dialect = dialect_for(work.agent.dialect)
+
+    async def email_of(user_id: str) -> str | None:
+        return await person_email(slack, work.team_id, user_id)
+
+    who = await identity_headers(UserIdentity(work.agent.user_identity), work.user_id or None, email_of)
     async with make_client(
         work.agent.url,
-        headers=work.agent.headers,
+        headers={**work.agent.headers, **who},
         protocol_version=work.agent.protocol_version,  # type: ignore[arg-type]  # validated on apply
         extensions=dialect.extensions,
     ) as agent:

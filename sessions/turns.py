@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Case, Q, When
+from django.db.models import Case, Q, Sum, When
 from django.utils import timezone
 
-from bindings.manifest import Mentions, Output, ThreadReplies
+from bindings.manifest import Mentions, Output, ThreadReplies, UserIdentity
 from kourier.progress import ProgressMode, ThreadKind
 
 from . import pauses
@@ -87,6 +87,7 @@ class AgentSettings:
     headers: dict[str, str]
     dialect: str
     protocol_version: str
+    user_identity: str = UserIdentity.NONE.value  # spec.agent.userIdentity (sessions/identity.py)
 
 
 @dataclass(frozen=True)
@@ -181,6 +182,7 @@ def start_turn(turn_id: int, *, now: datetime | None = None) -> TurnWork | None:
                 headers=binding.agent_headers_resolved(),
                 dialect=binding.dialect,
                 protocol_version=binding.protocol_version,
+                user_identity=binding.user_identity,
             ),
             live=binding.output == Output.LIVE,
             progress=ProgressMode(binding.progress),
@@ -201,6 +203,49 @@ def record_task(turn_id: int, session_id: int, *, task_id: str, context_id: str)
         Turn.objects.filter(pk=turn_id).update(task_id=task_id)
         if context_id:
             Session.objects.filter(pk=session_id, context_id="").update(context_id=context_id)
+
+
+def record_usage(turn_id: int, *, input_tokens: int, output_tokens: int, task_total: bool) -> tuple[int, int]:
+    """Keeps the tokens the agent reported for a turn; returns what this turn is charged.
+
+    ``task_total``: the agent reported its task's total so far (kagent 1.0), so what the task's earlier
+    turns were charged is taken off: a turn that resumes a paused task is charged its own part only.
+    """
+    turn = Turn.objects.get(pk=turn_id)
+    if task_total and turn.task_id:
+        earlier = Turn.objects.filter(
+            session_id=turn.session_id, task_id=turn.task_id, pk__lt=turn.pk
+        ).aggregate(input=Sum("input_tokens"), output=Sum("output_tokens"))
+        input_tokens = max(0, input_tokens - (earlier["input"] or 0))
+        output_tokens = max(0, output_tokens - (earlier["output"] or 0))
+    Turn.objects.filter(pk=turn_id).update(input_tokens=input_tokens, output_tokens=output_tokens)
+    return input_tokens, output_tokens
+
+
+@dataclass(frozen=True)
+class BudgetSpent:
+    """The channel used its daily token budget; ``told`` when the thread was told so already today."""
+
+    told: bool
+
+
+def budget_spent(turn_id: int, *, now: datetime | None = None) -> BudgetSpent | None:
+    """Whether the turn's channel has used its Binding's daily token budget (spec.budget), as of the
+    UTC day of ``now``; None when it has not, or there is no budget."""
+    now = now or timezone.now()
+    turn = Turn.objects.select_related("session__binding").get(pk=turn_id)
+    binding = turn.session.binding
+    if binding is None or binding.daily_token_budget is None:
+        return None
+    day_start = now.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    today = Turn.objects.filter(started_at__gte=day_start)
+    used = today.filter(session__binding=binding, channel_id=turn.channel_id).aggregate(
+        input=Sum("input_tokens"), output=Sum("output_tokens")
+    )
+    if (used["input"] or 0) + (used["output"] or 0) < binding.daily_token_budget:
+        return None
+    told = today.filter(session=turn.session, outcome=Turn.Outcome.BUDGET_SPENT).exclude(pk=turn.pk).exists()
+    return BudgetSpent(told=told)
 
 
 def record_stream_cards(turn_id: int, cards: list[dict[str, str]]) -> None:

@@ -8,6 +8,7 @@ pytest_plugins = [
     "tests.support.seeds_report",
     "tests.fakes.slack.fixtures",
     "tests.fakes.a2a_agent.fixtures",
+    "tests.fakes.kagent_controller",
     "tests.support.kagent_runtime.fixtures",
 ]
 

@@ -8,6 +8,7 @@ import yaml
 from prometheus_client import REGISTRY
 
 from kourier.metrics import LiveState, LiveStateCollector
+from sessions import notices
 from tests.support.kustomize import KUBERNETES, listed_files, objects_of
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -83,3 +84,7 @@ def test_the_alert_rules_watch_failing_turns_and_owed_notices_by_metrics_that_ex
         for name in re.findall(r"\bkourier_[a-z_]+", rule["expr"]):
             base = next((name.removesuffix(s) for s in SUFFIXES if name.endswith(s)), name)
             assert base in exported_names(), f"{rule['alert']} names {name}, which is not exported"
+
+
+def test_the_budget_notice_is_written_in_the_readme_word_for_word():
+    assert f"> {notices.BUDGET_SPENT}\n" in README.read_text()

@@ -44,6 +44,28 @@ async def person_name(client: AsyncWebClient, team_id: str, user_id: str) -> str
     return name
 
 
+EMAIL_CACHE_SECONDS = 3600  # an address changes rarely; an hour keeps users.info off every turn
+
+
+async def person_email(client: AsyncWebClient, team_id: str, user_id: str) -> str | None:
+    """The person's email (users.info; Slack shows it only with the users:read.email scope), cached an
+    hour for every worker; None when Slack does not tell it."""
+    key = f"slack-email:{team_id}:{user_id}"
+    cached = await shared_cache.aget(key)
+    if cached is not None:
+        return cached or None
+    try:
+        response = await asyncio.wait_for(client.users_info(user=user_id), LOOKUP_TIMEOUT_SECONDS)
+        email = ((response["user"].get("profile") or {}).get("email") or "").strip()
+    except (SlackApiError, TimeoutError, OSError) as exc:
+        logger.info("slack.email_lookup_failed", extra={"user_id": user_id, "error": type(exc).__name__})
+        return None
+    if not email:
+        logger.info("slack.email_not_shown", extra={"user_id": user_id})
+    await shared_cache.aset(key, email, EMAIL_CACHE_SECONDS)
+    return email or None
+
+
 MEMBERS_CACHE_SECONDS = 60  # who is in a channel: read again at least once a minute
 MEMBERS_PAGE_SIZE = 200
 

@@ -1,8 +1,9 @@
-"""The A2A adapter and the kagent-v1 dialect against the real kagent 1.0 runtime (kagent-adk 1.0.0a5).
+"""The A2A adapter and the kagent-v1 dialect against the real kagent runtimes, once per line people run
+(tests/support/kagent_runtime/lines.py: kagent-adk 0.10.4 on A2A 0.3, the newest 1.0 pre-release on 1.0).
 
-The agent is kagent's own server with a scripted model (tests/support/kagent_runtime): what these tests
-prove is that the pauses kagent really sends read as the dialect says, and that the answers and
-decisions the dialect builds reach the model as the people gave them.
+The agent is kagent's own server with a scripted model: what these tests prove is that the pauses
+kagent really sends read as the dialect says, and that the answers and decisions the dialect builds
+reach the model as the people gave them.
 """
 
 import json
@@ -69,7 +70,13 @@ def shown_text(events: list) -> str:
     return text
 
 
-async def test_the_model_receives_exactly_the_answers_people_gave_to_its_questions(start_kagent_runtime):
+def answer_format_of(line) -> AnswerFormat:
+    return AnswerFormat.ADK_CONFIRMATION if line.is_v010 else AnswerFormat.HITL_V1
+
+
+async def test_the_model_receives_exactly_the_answers_people_gave_to_its_questions(
+    start_kagent_runtime, kagent_line
+):
     runtime = start_kagent_runtime(
         Script(
             [
@@ -92,8 +99,9 @@ async def test_the_model_receives_exactly_the_answers_people_gave_to_its_questio
         AskedQuestion("Which features do you want?", ("Auth", "Caching", "Audit logging"), multiple=True),
         AskedQuestion("Any additional requirements?", (), multiple=False),
     )
-    assert asked.answer_format is AnswerFormat.HITL_V1
-    assert asked.answer_id  # kagent's opaque id, echoed with the answers
+    assert asked.answer_format is answer_format_of(kagent_line)
+    if not kagent_line.is_v010:
+        assert asked.answer_id  # kagent 1.0's opaque id, echoed with the answers
     assert asking[-1].state is TaskState.INPUT_REQUIRED
     assert of_type(asking, ToolResult) == []  # ask_user's "pending" placeholder is no result
 
@@ -113,7 +121,7 @@ async def test_the_model_receives_exactly_the_answers_people_gave_to_its_questio
     ]
 
 
-async def test_only_the_approved_tool_runs_and_the_model_reads_the_denial(start_kagent_runtime):
+async def test_only_the_approved_tool_runs_and_the_model_reads_the_denial(start_kagent_runtime, kagent_line):
     runtime = start_kagent_runtime(
         Script(
             [
@@ -154,7 +162,7 @@ async def test_only_the_approved_tool_runs_and_the_model_reads_the_denial(start_
         ("call_restart", "restart_service", {"service": "payments"}),
         ("call_drop", "drop_table", {"table": "sessions"}),
     ]
-    assert request.answer_format is AnswerFormat.HITL_V1
+    assert request.answer_format is answer_format_of(kagent_line)
     assert asking[-1].state is TaskState.INPUT_REQUIRED
     assert of_type(asking, ToolResult) == []  # the approval callback's placeholders are no results
 

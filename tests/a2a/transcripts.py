@@ -2,8 +2,9 @@
 
 The files under ``data/`` are copied unchanged from the research probe
 (``research/kagent_probe/captures_*``): kagent 0.10.4 speaking A2A 0.3 (``kagent_v010``) and kagent
-1.0.0a5 speaking A2A 1.0 (``kagent_v1alpha``). Each line is one record: a JSON-RPC ``request``, an
-``sse`` event or a plain ``response`` to it, in wire order.
+1.0.0a5 speaking A2A 1.0 (``kagent_v1alpha``). ``kagent_go`` is not a capture: kagent 0.10's Go runtime,
+written from its source (``data/kagent_go/README.md`` cites the files). Each line is one record: a
+JSON-RPC ``request``, an ``sse`` event or a plain ``response`` to it, in wire order.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from kourier.a2a.wire import StreamEvent
 DATA = Path(__file__).parent / "data"
 V010 = "kagent_v010"
 V1ALPHA = "kagent_v1alpha"
+GO = "kagent_go"
 
 
 @dataclass
@@ -59,7 +61,7 @@ def agent_card(line: str) -> dict[str, Any]:
 
 def wire_events(line: str, exchange: Exchange) -> list[StreamEvent]:
     """The results of an exchange decoded by the codec of its protocol version."""
-    codec = codec_v03.CODEC if line == V010 else codec_v10.CODEC
+    codec = codec_v10.CODEC if line == V1ALPHA else codec_v03.CODEC
     if exchange.method in ("GetTask", "CancelTask", "tasks/get", "tasks/cancel"):
         return [codec.decode_task(result) for result in exchange.results]
     return [codec.decode_stream_event(result) for result in exchange.results]

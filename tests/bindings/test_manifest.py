@@ -185,7 +185,7 @@ B = 'Binding "ops"'
         pytest.param(
             varied(MINIMAL_BINDING, "spec.agent.token", "x"),
             [
-                f"{B}: spec.agent.token: unknown field (expected one of: url, dialect, protocolVersion, headers)"
+                f"{B}: spec.agent.token: unknown field (expected one of: url, kagent, dialect, protocolVersion, headers, userIdentity)"
             ],
             id="unknown key",
         ),
@@ -251,7 +251,7 @@ B = 'Binding "ops"'
         ),
         pytest.param(
             binding(agent={"dialect": "a2a"}),
-            [f"{B}: spec.agent.url: is required"],
+            [f"{B}: spec.agent.url: is required (or name a kagent agent with spec.agent.kagent)"],
             id="agent url missing",
         ),
         pytest.param(
@@ -775,6 +775,7 @@ def test_specs_are_written_back_with_every_field_in_the_issues_shape():
         "    protocolVersion: auto\n"
         "    headers:\n"
         "      Authorization: {fromEnv: OPS_AGENT_TOKEN}\n"
+        "    userIdentity: none\n"
         "  output: live\n"
         "  chat:\n"
         "    threadReplies: all\n"
@@ -868,3 +869,29 @@ def test_changed_fields_are_named_by_their_manifest_paths():
         "spec.output",
         "spec.chat.acknowledgment.enabled",
     ]
+
+
+@pytest.mark.parametrize(
+    "tokens",
+    [
+        pytest.param(0, id="zero"),
+        pytest.param("lots", id="a string"),
+        pytest.param(1.5, id="a fraction"),
+        pytest.param(True, id="a boolean"),
+    ],
+)
+def test_a_daily_token_budget_must_be_a_whole_number_of_tokens(tokens):
+    assert errors_of(binding(**{"budget.dailyTokensPerChannel": tokens})) == [
+        f'Binding "ops": spec.budget.dailyTokensPerChannel: must be a whole number of tokens from 1 to '
+        f"1000000000000 (got {manifest._show(tokens)})"
+    ]
+
+
+def test_a_daily_token_budget_is_read_and_written_back():
+    validation = manifest.validate(
+        documents(binding(**{"budget.dailyTokensPerChannel": 500000})), connections=["acme"]
+    )
+
+    [spec] = validation.bindings
+    assert spec.budget == manifest.BudgetSpec(daily_tokens_per_channel=500000)
+    assert manifest.dump_manifests([spec]).endswith("  budget:\n    dailyTokensPerChannel: 500000\n")

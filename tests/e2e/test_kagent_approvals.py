@@ -1,7 +1,8 @@
-"""Tool approvals with a real kagent, the spec's own check: the kagent 1.0 runtime (kagent-adk 1.0.0a5, a
-scripted model; tests/support/kagent_runtime) pauses for its tools through the product's real processes,
-people decide with signed block_actions (or nobody does, and the sweep denies), and the runtime's own
-record says which tools ran and what the model was told."""
+"""Tool approvals with a real kagent, the spec's own check, against every line people run (lines.py:
+kagent-adk 0.10.4 and the newest 1.0 pre-release; a scripted model, tests/support/kagent_runtime). Each
+test runs once per line: the runtime pauses for its tools through the product's real processes, people
+decide with signed block_actions (or nobody does, and the sweep denies), and the runtime's own record
+says which tools ran and what the model was told."""
 
 import json
 from datetime import timedelta
@@ -15,6 +16,7 @@ from sessions import notices
 from sessions.models import Turn
 from tests.e2e.helpers import bot_messages, has_controls, wait_for_prompt
 from tests.fakes.slack import defaults
+from tests.support.kagent_runtime.lines import KAGENT_1_0
 from tests.support.kagent_runtime.script import Call, RemoteAgent, Script, Tool, ask_agent
 from tests.support.kagent_runtime.script import Turn as ModelTurn
 
@@ -129,6 +131,8 @@ class TestSubAgentApproval:
     CHILD_DONE = "Child: added the numbers; the status check was denied."
 
     def decide_in_the_thread(self, make_world, start_kagent_runtime, *, patch_forward: bool):
+        """``patch_forward``: give kagent 1.0's forward to the sub-agent the part it lacks (script.py);
+        kagent 0.10 forwards a decision as a DataPart and needs nothing."""
         child = start_kagent_runtime(both_tools(self.CHILD_DONE))
         ops = RemoteAgent("ops_agent", child.url, "Runs the ops tools", timeout_seconds=WAIT)
         parent = start_kagent_runtime(
@@ -150,7 +154,7 @@ class TestSubAgentApproval:
 
         approve_add_and_deny_check(world, prompt)
 
-        # The parent took the decision: kagent fails the task on an id that is not one of nested.tools.
+        # The parent took the decision: kagent 1.0 fails the task on an id that is not one of nested.tools.
         assert wait_for_the_decision_turn(world).outcome == Turn.Outcome.COMPLETED
         assert any(m.text == "The ops agent is done." for m in bot_messages(world, ts))
         ended = world.slack.message(world.channel, prompt.ts)
@@ -160,9 +164,11 @@ class TestSubAgentApproval:
         return parent, child
 
     def test_the_decision_reaches_the_sub_agent_so_only_add_numbers_runs_and_the_parent_completes(
-        self, make_world, start_kagent_runtime
+        self, make_world, start_kagent_runtime, kagent_line
     ):
-        parent, child = self.decide_in_the_thread(make_world, start_kagent_runtime, patch_forward=True)
+        parent, child = self.decide_in_the_thread(
+            make_world, start_kagent_runtime, patch_forward=not kagent_line.is_v010
+        )
 
         assert [run.name for run in child.tool_runs()] == ["add_numbers"]
         _, child_after_decision = child.model_requests()
@@ -171,17 +177,18 @@ class TestSubAgentApproval:
             "call_check": rejected(DENIAL_REASON),
         }
         _, parent_after_child = parent.model_requests()
-        # kagent hands the parent the text of every artifact of the sub-agent's task.
-        assert parent_after_child.function_responses["call_ops"]["result"] == (
-            f"I need to run two tools.\n{self.CHILD_DONE}"
-        )
+        # kagent 1.0 hands the parent the text of every artifact of the sub-agent's task; kagent 0.10
+        # the text of its last one.
+        handed = self.CHILD_DONE if kagent_line.is_v010 else f"I need to run two tools.\n{self.CHILD_DONE}"
+        assert parent_after_child.function_responses["call_ops"]["result"] == handed
 
-    def test_the_pinned_runtime_takes_the_decision_but_cannot_forward_it_to_the_sub_agent(
-        self, make_world, start_kagent_runtime
+    @pytest.mark.parametrize("kagent_line", [KAGENT_1_0], ids=[KAGENT_1_0.name])
+    def test_kagent_1_0_takes_the_decision_but_cannot_forward_it_to_the_sub_agent(
+        self, make_world, start_kagent_runtime, kagent_line
     ):
-        """kagent 1.0.0a5 as it is: its forward has no parts and the sub-agent's a2a-sdk refuses it
-        (script.py, ``patch_nested_decision_forward``). This fails once a runtime delivers it: then the
-        patch and this test go."""
+        """kagent 1.0 as it is (1.0.0a5 through 1.0.0a17): its forward has no parts and the sub-agent's
+        a2a-sdk refuses it (script.py, ``patch_nested_decision_forward``). This fails once a runtime
+        delivers it: then the patch and this test go."""
         parent, child = self.decide_in_the_thread(make_world, start_kagent_runtime, patch_forward=False)
 
         assert child.tool_runs() == []

@@ -154,6 +154,27 @@ def test_kagent_0_10_style_streams_partial_status_messages(make_a2a_agent) -> No
     assert results[9]["metadata"]["kagent_usage_metadata"] == USAGE
 
 
+def test_kagent_go_style_writes_adk_keys_and_no_usage_on_the_closing_status(make_a2a_agent) -> None:
+    """kagent 0.10's Go runtime (go/adk/pkg/a2a/executor.go): the 0.10 order, adk_* keys, usage on
+    each whole model turn (adk_usage_metadata), none on the closing status."""
+    agent = make_a2a_agent(protocol="0.3", text_style="kagent-go")
+    agent.script(SCRIPT)
+
+    with RawA2A(agent.url, "0.3") as client:
+        stream = client.send_streaming("go")
+
+    results = stream.results
+    assert results[1]["metadata"].keys() == {"adk_app_name", "adk_user_id", "adk_session_id"}
+    partial, full = results[2]["status"]["message"], results[4]["status"]["message"]
+    assert partial["metadata"]["adk_partial"] is True
+    assert "adk_partial" not in full["metadata"]
+    assert full["metadata"]["adk_usage_metadata"] == USAGE
+    assert full["parts"] == [{"kind": "text", "text": "Hello"}, {**call_part("adk_type"), "kind": "data"}]
+    assert results[-1]["status"]["state"] == "completed"
+    assert "adk_usage_metadata" not in results[-1]["metadata"]
+    assert not any(key.startswith("kagent_") for result in results for key in result.get("metadata", {}))
+
+
 def test_status_style_sends_every_chunk_as_a_working_message(make_a2a_agent) -> None:
     agent = make_a2a_agent(text_style="status")
     agent.script(SCRIPT)

@@ -135,3 +135,13 @@ def test_a_scrape_adds_up_the_processes_of_the_host_and_forgets_the_live_gauges_
         (("host", HOST), ("pid", str(second))): 5
     }
     assert values(found["kourier_turns_started"], "kourier_turns_started_total") == {(("binding", "ops"),): 2}
+
+
+def test_agent_tokens_are_counted_by_binding_and_direction():
+    before_in = sample("kourier_agent_tokens_total", binding="ops", direction="input")
+    before_out = sample("kourier_agent_tokens_total", binding="ops", direction="output")
+
+    metrics.agent_tokens("ops", input_tokens=150, output_tokens=10)
+
+    assert sample("kourier_agent_tokens_total", binding="ops", direction="input") == before_in + 150
+    assert sample("kourier_agent_tokens_total", binding="ops", direction="output") == before_out + 10

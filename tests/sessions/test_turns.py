@@ -92,3 +92,66 @@ class TestNotesHeldWhileAPauseIsOpen:
         work = turns.start_turn(mentioned.id)
         assert work is not None
         assert work.notes == (("U0ADA", "the build is red"), ("U0ADA", "again"))
+
+
+def test_a_turn_keeps_the_tokens_the_agent_reported_for_it():
+    turn = TurnFactory(task_id="task-1")
+
+    charged = turns.record_usage(turn.pk, input_tokens=100, output_tokens=20, task_total=False)
+
+    turn.refresh_from_db()
+    assert charged == (100, 20)
+    assert (turn.input_tokens, turn.output_tokens) == (100, 20)
+
+
+def test_a_task_total_is_charged_less_what_the_tasks_earlier_turns_were():
+    asked = TurnFactory(task_id="task-1", input_tokens=100, output_tokens=20)
+    answer = TurnFactory(session=asked.session, task_id="task-1", message_ts="1700000099.000200")
+
+    charged = turns.record_usage(answer.pk, input_tokens=250, output_tokens=30, task_total=True)
+
+    answer.refresh_from_db()
+    assert charged == (150, 10)
+    assert (answer.input_tokens, answer.output_tokens) == (150, 10)
+
+
+class TestDailyTokenBudget:
+    NOW = timezone.now().replace(hour=15, minute=0)
+
+    def turn_with_budget(self, budget):
+        binding = BindingFactory(daily_token_budget=budget)
+        return TurnFactory(
+            session__binding=binding, session__connection=binding.connection, started_at=self.NOW
+        )
+
+    def test_a_channel_under_its_budget_goes_on(self):
+        turn = self.turn_with_budget(100)
+        TurnFactory(session=turn.session, input_tokens=60, output_tokens=39, started_at=self.NOW)
+
+        assert turns.budget_spent(turn.pk, now=self.NOW) is None
+
+    def test_a_channel_at_its_budget_is_spent_and_the_thread_not_yet_told(self):
+        turn = self.turn_with_budget(100)
+        TurnFactory(session=turn.session, input_tokens=60, output_tokens=40, started_at=self.NOW)
+
+        assert turns.budget_spent(turn.pk, now=self.NOW) == turns.BudgetSpent(told=False)
+
+    def test_a_thread_told_today_is_not_told_again(self):
+        turn = self.turn_with_budget(100)
+        TurnFactory(session=turn.session, input_tokens=100, output_tokens=0, started_at=self.NOW)
+        TurnFactory(session=turn.session, outcome="budget-spent", started_at=self.NOW)
+
+        assert turns.budget_spent(turn.pk, now=self.NOW) == turns.BudgetSpent(told=True)
+
+    def test_yesterdays_tokens_do_not_count(self):
+        turn = self.turn_with_budget(100)
+        yesterday = self.NOW - timedelta(days=1)
+        TurnFactory(session=turn.session, input_tokens=500, output_tokens=0, started_at=yesterday)
+
+        assert turns.budget_spent(turn.pk, now=self.NOW) is None
+
+    def test_without_a_budget_nothing_is_spent(self):
+        turn = self.turn_with_budget(None)
+        TurnFactory(session=turn.session, input_tokens=10**9, output_tokens=0, started_at=self.NOW)
+
+        assert turns.budget_spent(turn.pk, now=self.NOW) is None

@@ -23,6 +23,7 @@ from typing import Any
 
 from kourier.a2a.events import AgentEvent, TaskEnded, TaskStarted, ToolCall, ToolResult
 from kourier.a2a.text import ReplyText
+from kourier.a2a.usage import TokenCount, per_call_usage, task_total_usage
 from kourier.a2a.wire import (
     ArtifactUpdate,
     DataPart,
@@ -132,11 +133,26 @@ class TurnReader:
         self._calls_seen: set[str] = set()
         self._results_seen: set[str] = set()
         self._ended = False
+        self._call_usage: dict[str, TokenCount] = {}  # by message id: a message is one model call
+        self._task_total: TokenCount | None = None
 
     @property
     def ended(self) -> bool:
         """The turn has ended (``TaskEnded`` was emitted); later events are ignored."""
         return self._ended
+
+    @property
+    def usage(self) -> TokenCount | None:
+        """The model tokens the agent reported in this turn, None when it reported none. With
+        ``usage_is_task_total`` the count is the task's total so far (earlier turns of it included)."""
+        if self._task_total is not None:
+            return self._task_total
+        counts = list(self._call_usage.values())
+        return sum(counts[1:], counts[0]) if counts else None
+
+    @property
+    def usage_is_task_total(self) -> bool:
+        return self._task_total is not None
 
     @property
     def text(self) -> str:
@@ -148,8 +164,10 @@ class TurnReader:
             return []
         out: list[AgentEvent] = []
         if isinstance(event, Task):
+            self._note_total(event.metadata)
             self._read_task(event, out)
         elif isinstance(event, StatusUpdate):
+            self._note_total(event.metadata)
             self._note_task(event.task_id, event.context_id, out)
             self._read_status(event.state, event.message, event.task_id, event.context_id, out)
         elif isinstance(event, ArtifactUpdate):
@@ -162,6 +180,11 @@ class TurnReader:
             self._read_message(event, out)
             self._end(TaskState.COMPLETED, None, out)
         return out
+
+    def _note_total(self, metadata: Mapping[str, Any]) -> None:
+        total = task_total_usage(metadata)
+        if total is not None:
+            self._task_total = total
 
     def _note_task(self, task_id: str, context_id: str | None, out: list[AgentEvent]) -> None:
         if self._task is None or self._task[0] != task_id or (context_id and self._task[1] != context_id):
@@ -212,6 +235,9 @@ class TurnReader:
         if with_text:
             self._text.set_message(message.message_id, text)
             self._flush_text(out)
+        usage = per_call_usage(message.metadata)
+        if usage is not None:
+            self._call_usage[message.message_id] = usage
         self._read_tool_parts(message.parts, out)
 
     def _read_artifact(

@@ -18,6 +18,10 @@ one kind of agent emits. Four styles (research/kagent.md has the captures they f
                 messages; a pause is a working status then the input-required one with the same
                 message; success ends with an artifact (`lastChunk`) holding the parts of the last
                 non-partial message. Tool parts marked `kagent_type`.
+- "kagent-go"   kagent 0.10's Go runtime (A2A 0.3; go/adk/pkg/a2a/executor.go, release/v0.10.x): as
+                "kagent-0.10" with `adk_*` metadata keys (`adk_partial`, `adk_usage_metadata` on each
+                non-partial event), tool parts marked `adk_type`; a pause is the input-required status
+                alone (no working repeat), and the closing status carries no usage.
 - "status"      plain A2A: every chunk, call and result is a working status message.
 """
 
@@ -398,9 +402,51 @@ class KagentV010Style(Renderer):
         await self._status(FINAL_STATES[step.state], self._text_message(step.text), self.run_metadata())
 
 
+class KagentGoStyle(KagentV010Style):
+    """kagent 0.10's Go runtime (tests/a2a/data/kagent_go/README.md cites the source)."""
+
+    default_marker = ADK_TYPE
+
+    def session_metadata(self) -> dict[str, Any]:
+        return {
+            "adk_app_name": self.agent_name,
+            "adk_user_id": f"A2A_USER_{self.context_id}",
+            "adk_session_id": self.context_id,
+        }
+
+    def model_event_metadata(self, partial: bool | None) -> dict[str, Any]:
+        metadata = {
+            **self.session_metadata(),
+            "adk_invocation_id": self._invocation_id,
+            "adk_author": self.agent_name,
+        }
+        if partial:
+            metadata["adk_partial"] = True
+        return metadata
+
+    def run_metadata(self) -> dict[str, Any]:
+        return {**self.session_metadata(), "adk_invocation_id": self._invocation_id}
+
+    async def end_turn(self) -> None:
+        turn, self._turn = self._turn, None
+        if turn is None or not turn.parts:
+            return
+        metadata = {**self.model_event_metadata(partial=False), "adk_usage_metadata": dict(TOKEN_USAGE)}
+        await self._status(
+            TaskState.TASK_STATE_WORKING, self._message(turn.parts, metadata=metadata), metadata
+        )
+        self._last_full_parts = turn.parts
+
+    async def input_required(self, step: InputRequired, requested_extensions: frozenset[str]) -> None:
+        await self.end_turn()
+        message = self.pause_message(step, requested_extensions)
+        await self._status(TaskState.TASK_STATE_INPUT_REQUIRED, message, self.run_metadata())
+
+
 RENDERERS: dict[TextStyle, type[Renderer]] = {
     "artifact": ArtifactStyle,
     "kagent-1.0": KagentV1Style,
     "kagent-0.10": KagentV010Style,
+    "kagent-go": KagentGoStyle,
     "status": StatusStyle,
 }

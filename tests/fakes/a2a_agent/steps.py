@@ -23,8 +23,8 @@ from tests.fakes.a2a_agent.gates import Gate
 if TYPE_CHECKING:
     from tests.fakes.a2a_agent.records import ReceivedMessage
 
-TextStyle: TypeAlias = Literal["artifact", "kagent-1.0", "kagent-0.10", "status"]
-TEXT_STYLES: tuple[TextStyle, ...] = ("artifact", "kagent-1.0", "kagent-0.10", "status")
+TextStyle: TypeAlias = Literal["artifact", "kagent-1.0", "kagent-0.10", "kagent-go", "status"]
+TEXT_STYLES: tuple[TextStyle, ...] = ("artifact", "kagent-1.0", "kagent-0.10", "kagent-go", "status")
 
 ToolMarker: TypeAlias = Literal["kagent.dev/a2a/part-type", "kagent_type", "adk_type"]
 TOOL_MARKERS: tuple[ToolMarker, ...] = ("kagent.dev/a2a/part-type", "kagent_type", "adk_type")

@@ -15,6 +15,7 @@ SIGNING_SECRET = "kourier-test-signing-secret"
 CHANNEL_ID = "C0001"
 CHANNEL_NAME = "agents"
 ADA = "U0ADA"
+ADA_EMAIL = "ada@example.com"
 GRACE = "U0GRACE"
 
 
@@ -30,7 +31,7 @@ def populate(fake: SlackFake) -> SlackFake:
         bot_token=BOT_TOKEN,
         app_token=APP_TOKEN,
     )
-    fake.add_user(ADA, "Ada Lovelace", display_name="ada")
+    fake.add_user(ADA, "Ada Lovelace", display_name="ada", email=ADA_EMAIL)
     fake.add_user(GRACE, "Grace Hopper", display_name="grace")
     fake.add_channel(CHANNEL_ID, CHANNEL_NAME, members=[ADA, GRACE])
     return fake

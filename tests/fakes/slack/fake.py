@@ -176,6 +176,7 @@ class SlackFake:
         display_name: str | None = None,
         name: str | None = None,
         deleted: bool = False,
+        email: str = "",
     ) -> User:
         user = User(
             id=user_id,
@@ -184,6 +185,7 @@ class SlackFake:
             real_name=real_name,
             display_name=display_name if display_name is not None else real_name.split()[0].lower(),
             deleted=deleted,
+            email=email,
         )
         with self._state.lock:
             self._state.users[user_id] = user

@@ -107,6 +107,8 @@ def user_json(user: User) -> dict[str, Any]:
         "display_name_normalized": user.display_name,
         "team": user.team_id,
     }
+    if user.email:
+        profile["email"] = user.email
     if user.bot_id:
         profile["bot_id"] = user.bot_id
         profile["api_app_id"] = user.app_id or ""

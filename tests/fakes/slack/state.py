@@ -74,6 +74,7 @@ class User:
     app_id: str | None = None
     deleted: bool = False
     tz: str = "Europe/London"
+    email: str = ""  # in users.info's profile, as Slack shows it to an app with users:read.email
 
 
 @dataclass

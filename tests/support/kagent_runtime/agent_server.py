@@ -3,24 +3,24 @@
     agent_server.py --script script.json --record record.jsonl --port-file port
     agent_server.py --check     # imports everything, then exits: the build's proof that it works
 
-This file runs inside the runtime's virtualenv (build.py), never in the product's: it imports kagent,
-google-adk and a2a-sdk 1.x as kagent 1.0.0a5 ships them. The agent is wired the way kagent's own
-``AgentConfig.to_agent`` wires a declarative agent: the script's tools, the built-in ``ask_user``
-tool, and kagent's approval callback when a tool requires approval (as an MCP binding with
-``require_approval: true`` marks its tools). ``KAgentApp(...).build(local=True)`` serves it: in-memory
-sessions and tasks, no controller. A script's remote agents become sub-agent tools as ``to_agent``
-makes them from ``remote_agents``: a ``KAgentRemoteA2AToolset`` on the sub-agent's card, which talks
-A2A to that agent (another runtime) and turns its pause into a pause of its own. Only the model is
-not kagent's: it plays the script's turns in order, one per model call, streaming each turn's text
-as kagent's OpenAI adapter does (deltas, then the whole turn with its function calls).
+This file runs inside the 1.0 line's virtualenv (build.py), never in the product's: it imports kagent,
+google-adk and a2a-sdk 1.x as kagent-adk 1.0 ships them (lines.py names the pre-release). The agent is
+wired the way kagent's own ``AgentConfig.to_agent`` wires a declarative agent: the script's tools, the
+built-in ``ask_user`` tool, and kagent's approval callback when a tool requires approval (as an MCP
+binding with ``require_approval: true`` marks its tools). ``KAgentApp(...).build(local=True)`` serves
+it: in-memory sessions and tasks, no controller. A script's remote agents become sub-agent tools as
+``to_agent`` makes them from ``remote_agents``: a ``KAgentRemoteA2AToolset`` on the sub-agent's card,
+which talks A2A to that agent (another runtime) and turns its pause into a pause of its own. Only the
+model is not kagent's (scripted_agent.py).
 
 The script (JSON): ``{"tools": [{"name", "requires_approval", "result"}], "remote_agents": [{"name",
 "url", "description", "timeout"}], "patch_nested_decision_forward": bool, "turns": [{"text", "calls":
-[{"id", "name", "args"}]}]}``. A model call past the last turn fails the task.
+[{"id", "name", "args"}], "usage": {"input", "output"}}]}``. A model call past the last turn fails the
+task.
 
 The record (JSON lines, appended as things happen): ``{"model_request": [...]}`` with what the model
-received since its previous turn (function responses, user text), and ``{"tool_ran": {"id", "name",
-"args"}}`` for each tool that executed.
+received since its previous turn (function responses, user text), ``{"tool_ran": {"id", "name",
+"args"}}`` for each tool that executed, and ``{"request_headers": {...}}`` for each A2A request.
 
 Two things of the stock runtime are changed so that it stays on loopback and off fixed ports: the
 readiness listener (0.0.0.0:8081) is not started, and the gRPC A2A listener binds 127.0.0.1 on a free
@@ -32,12 +32,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
+import importlib.abc
+import importlib.machinery
+import importlib.util
 import os
 import socket
 import sys
 import types as module_types
-from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
 
@@ -46,44 +47,49 @@ APP_NAME = "kourier_conformance_agent"
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 os.environ.setdefault("LOG_LEVEL", "WARNING")
 
-# kagent-proto (not on PyPI) provides these; only the controller and memory gRPC clients use them.
-UNPUBLISHED_MODULES = [
-    "kagent.api",
-    "kagent.api.v1alpha1",
-    *(
-        f"kagent.api.v1alpha1.{name}"
-        for name in ("common_pb2", "memory_pb2", "memory_pb2_grpc", "task_store_pb2", "task_store_pb2_grpc")
-    ),
-]
+
+class UnpublishedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """kagent-proto's modules: kagent-adk 1.0 imports them, but kagent-proto is not on the package index.
+
+    Only the controller's and memory's gRPC clients and the controller-rendered configuration use them,
+    none of which a local runtime touches. Each name imported from them is a placeholder class, and the
+    server hands ``KAgentApp`` a ``LocalConfig`` of its own instead of kagent's protobuf ``Config``.
+    """
+
+    PACKAGES = ("kagent.api", "kagent.runtime", "kagent.config")
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        if name in self.PACKAGES or name.startswith(tuple(f"{package}." for package in self.PACKAGES)):
+            return importlib.util.spec_from_loader(name, self, is_package=True)
+        return None
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
+        return None
+
+    def exec_module(self, module: module_types.ModuleType) -> None:
+        placeholders: dict[str, type] = {}
+
+        def placeholder(attribute: str) -> type:
+            if attribute.startswith("__"):
+                raise AttributeError(attribute)
+            return placeholders.setdefault(attribute, type(attribute, (), {}))
+
+        module.__dict__["__getattr__"] = placeholder
 
 
-def stub_unpublished_modules() -> None:
-    for name in UNPUBLISHED_MODULES:
-        module = module_types.ModuleType(name)
-        module.__path__ = []
-        sys.modules.setdefault(name, module)
-        parent, _, leaf = name.rpartition(".")
-        if parent in sys.modules:
-            setattr(sys.modules[parent], leaf, sys.modules[name])
-
-
-stub_unpublished_modules()
+sys.meta_path.insert(0, UnpublishedModules())
 
 import httpx  # noqa: E402
 import kagent.adk._a2a as kagent_a2a  # noqa: E402
 import kagent.adk._remote_a2a_tool as remote_a2a_tool  # noqa: E402
+import scripted_agent  # noqa: E402
 import uvicorn  # noqa: E402
 from a2a.server.context import ServerCallContext  # noqa: E402
 from a2a.server.tasks import InMemoryTaskStore  # noqa: E402
 from a2a.types import AgentCard, Part  # noqa: E402
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH  # noqa: E402
 from google.adk.agents import Agent  # noqa: E402
-from google.adk.models.base_llm import BaseLlm  # noqa: E402
-from google.adk.models.llm_request import LlmRequest  # noqa: E402
-from google.adk.models.llm_response import LlmResponse  # noqa: E402
 from google.adk.tools.base_tool import BaseTool  # noqa: E402
-from google.adk.tools.tool_context import ToolContext  # noqa: E402
-from google.genai import types  # noqa: E402
 from google.protobuf.json_format import ParseDict  # noqa: E402
 from kagent.adk import KAgentApp  # noqa: E402
 from kagent.adk._approval import make_approval_callback  # noqa: E402
@@ -91,103 +97,21 @@ from kagent.adk._remote_a2a_tool import KAgentRemoteA2AToolset  # noqa: E402
 from kagent.adk.tools.ask_user_tool import AskUserTool  # noqa: E402
 
 
-class Record:
-    """The record file the test reads: one JSON object per line, written as it happens."""
+class LocalConfig:
+    """What ``KAgentApp`` reads of kagent's controller-rendered ``Config`` (a kagent-proto message)
+    when it builds a local runtime: no field set, as a declarative agent without memory, context
+    compaction, a session database or a content-length override."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    class _Unset:
+        session_db_url = ""
+        host = ""
+        port = 0
 
-    def write(self, kind: str, value: Any) -> None:
-        with self.path.open("a") as record:
-            record.write(json.dumps({kind: value}) + "\n")
+        def HasField(self, name: str) -> bool:
+            return False
 
-
-class Script:
-    """The model's turns, shared by every agent the runtime builds (it builds one per request)."""
-
-    def __init__(self, turns: list[dict[str, Any]]) -> None:
-        self.turns = turns
-        self.played = 0
-
-    def next_turn(self) -> dict[str, Any]:
-        if self.played >= len(self.turns):
-            raise RuntimeError(f"the model script has {len(self.turns)} turns; a call asked for another")
-        self.played += 1
-        return self.turns[self.played - 1]
-
-
-class ScriptedModel(BaseLlm):
-    model: str = "kourier-scripted-model"
-
-    async def generate_content_async(
-        self, llm_request: LlmRequest, stream: bool = False
-    ) -> AsyncGenerator[LlmResponse, None]:
-        RECORD.write("model_request", new_contents(llm_request.contents or []))
-        turn = SCRIPT.next_turn()
-        text = turn.get("text") or ""
-        calls = [
-            types.FunctionCall(id=call["id"], name=call["name"], args=call.get("args") or {})
-            for call in turn.get("calls") or []
-        ]
-        if stream and text:
-            step = max(1, len(text) // 3)
-            for start in range(0, len(text), step):
-                yield LlmResponse(
-                    content=types.Content(
-                        role="model", parts=[types.Part.from_text(text=text[start : start + step])]
-                    ),
-                    partial=True,
-                )
-        parts = ([types.Part.from_text(text=text)] if text else []) + [
-            types.Part(function_call=c) for c in calls
-        ]
-        yield LlmResponse(
-            content=types.Content(role="model", parts=parts),
-            partial=False,
-            turn_complete=True,
-            finish_reason=types.FinishReason.STOP,
-        )
-
-
-def new_contents(contents: list[types.Content]) -> list[dict[str, Any]]:
-    """What the model received since its own last turn, part by part."""
-    last_model_turn = max((i for i, content in enumerate(contents) if content.role == "model"), default=-1)
-    received = []
-    for content in contents[last_model_turn + 1 :]:
-        for part in content.parts or []:
-            if part.function_response is not None:
-                response = part.function_response
-                received.append(
-                    {
-                        "function_response": {
-                            "id": response.id,
-                            "name": response.name,
-                            "response": response.response,
-                        }
-                    }
-                )
-            elif part.text is not None:
-                received.append({"text": part.text})
-    return received
-
-
-class ScriptedTool(BaseTool):
-    """A tool that answers the script's fixed result and records that it ran."""
-
-    def __init__(self, name: str, result: Any, requires_approval: bool) -> None:
-        super().__init__(name=name, description=f"The scripted tool {name}.")
-        self.result = result
-        # What kagent's MCP toolset sets on the tools of a binding with require_approval: true.
-        object.__setattr__(self, "kagent_requires_approval", requires_approval)
-
-    def _get_declaration(self) -> types.FunctionDeclaration:
-        return types.FunctionDeclaration(
-            name=self.name, description=self.description, parameters=types.Schema(type=types.Type.OBJECT)
-        )
-
-    async def run_async(self, *, args: dict[str, Any], tool_context: ToolContext) -> Any:
-        RECORD.write("tool_ran", {"id": tool_context.function_call_id, "name": self.name, "args": args})
-        return self.result
+    agent = _Unset()
+    runtime = _Unset()
 
 
 def remote_agent_tool(spec: dict[str, Any]) -> KAgentRemoteA2AToolset:
@@ -203,11 +127,12 @@ def remote_agent_tool(spec: dict[str, Any]) -> KAgentRemoteA2AToolset:
 def patch_nested_decision_forward() -> None:
     """Gives the decision kagent forwards to a paused sub-agent the text part it lacks.
 
-    ``KAgentRemoteA2ATool._handle_resume`` (kagent 1.0.0a5) sends the person's decision to the
-    sub-agent's task as a message with the hitl/v1 metadata and no parts; the sub-agent's a2a-sdk
-    server validates A2A 1.0's REQUIRED fields and answers -32602 "Validation failed", so the parent's
-    tool returns "resume failed" and the sub-agent's tools never run. One text part, as kagent's own
-    UI sends with each decision, makes it valid; the sub-agent's executor reads only the metadata.
+    ``KAgentRemoteA2ATool._handle_resume`` (kagent-adk 1.0.0a5 through 1.0.0a17) sends the person's
+    decision to the sub-agent's task as a message with the hitl/v1 metadata and no parts; the
+    sub-agent's a2a-sdk server validates A2A 1.0's REQUIRED fields and answers -32602 "Validation
+    failed", so the parent's tool returns "resume failed" and the sub-agent's tools never run. One text
+    part, as kagent's own UI sends with each decision, makes it valid; the sub-agent's executor reads
+    only the metadata.
     """
     attach_hitl_extension = remote_a2a_tool.attach_hitl_extension
 
@@ -221,15 +146,12 @@ def patch_nested_decision_forward() -> None:
 
 
 def make_agent(tools_spec: list[dict[str, Any]], remote_agents_spec: list[dict[str, Any]]) -> Agent:
-    tools: list[BaseTool] = [
-        ScriptedTool(spec["name"], spec.get("result", {}), bool(spec.get("requires_approval")))
-        for spec in tools_spec
-    ]
+    tools: list[BaseTool] = scripted_agent.scripted_tools(tools_spec)
     remote_agents = [remote_agent_tool(spec) for spec in remote_agents_spec]
     needs_approval = any(spec.get("requires_approval") for spec in tools_spec)
     return Agent(
         name=APP_NAME,
-        model=ScriptedModel(),
+        model=scripted_agent.ScriptedModel(),
         description="An agent whose model plays a script",
         static_instruction="You follow the script.",
         tools=[*tools, *remote_agents, AskUserTool()],
@@ -283,9 +205,8 @@ def no_readiness_listener():
     return lifespan
 
 
-def serve(script_path: Path, port_file: Path) -> None:
-    spec = json.loads(script_path.read_text())
-    SCRIPT.turns = spec.get("turns") or []
+def serve(script_path: Path, record_path: Path, port_file: Path) -> None:
+    spec = scripted_agent.load(script_path, record_path)
     tools_spec = spec.get("tools") or []
     remote_agents_spec = spec.get("remote_agents") or []
     if spec.get("patch_nested_decision_forward"):
@@ -300,19 +221,17 @@ def serve(script_path: Path, port_file: Path) -> None:
         kagent_api_url="http://127.0.0.1:9",  # never called with build(local=True)
         app_name=APP_NAME,
         stream=True,
+        config=LocalConfig(),
         a2a_grpc_address="127.0.0.1:0",
     )
     runtime._readiness_lifespan = no_readiness_listener
     kagent_a2a.InMemoryTaskStore = one_owner_task_store  # type: ignore[assignment]
-    app = runtime.build(local=True)
+    app = scripted_agent.HeaderLog(runtime.build(local=True))
     written = port_file.with_name(port_file.name + ".partial")
     written.write_text(str(port))
     written.replace(port_file)  # the test never reads half a number
     uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[listener])
 
-
-SCRIPT = Script([])
-RECORD = Record(Path(os.devnull))
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
@@ -322,5 +241,4 @@ if __name__ == "__main__":
     parser.add_argument("--port-file", type=Path)
     options = parser.parse_args()
     if not options.check:
-        RECORD = Record(options.record)
-        serve(options.script, options.port_file)
+        serve(options.script, options.record, options.port_file)

@@ -1,14 +1,16 @@
-"""pytest fixtures for the real kagent 1.0 runtime (registered as a plugin by tests/conftest.py).
+"""pytest fixtures for the real kagent runtimes (registered as a plugin by tests/conftest.py).
 
-- ``kagent_runtime_python`` (session): the runtime's python, its virtualenv built on first use (minutes
-  cold, then cached between runs; build.py).
-- ``start_kagent_runtime(script)``: starts a runtime whose model plays ``script``; every runtime a test
-  started is stopped after it.
+- ``kagent_line``: the kagent line a test runs against. Every test that starts a runtime runs once per
+  line of lines.py (test ids ``[0.10.4]``, ``[1.0.0a17]``); ``-k 0.10.4`` runs one line.
+- ``kagent_runtime_python`` (per line, once a session): the line's python, its virtualenv built on
+  first use (minutes cold, then cached between runs; build.py).
+- ``start_kagent_runtime(script)``: starts a runtime of the test's line whose model plays ``script``;
+  every runtime a test started is stopped after it.
 
 The timeout of a test that uses ``start_kagent_runtime`` covers the test body only (``func_only``): the
 first build, in its set-up, is bounded by build.py's own timeouts instead. (Two xdist workers that
-both need the runtime while it is being built wait for the one build.) The terminal summary
-says whether the runtime was built by this run, and how long that took.
+both need a runtime while it is being built wait for the one build.) The terminal summary says, per
+line, whether the runtime was built by this run, and how long that took.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.kagent_runtime.build import DONE_MARKER, runtime_dir, runtime_python
+from tests.support.kagent_runtime.lines import LINES, RuntimeLine
 from tests.support.kagent_runtime.runtime import KagentRuntime
 from tests.support.kagent_runtime.script import Script
 
@@ -29,26 +32,39 @@ RUNTIME_FIXTURE = "start_kagent_runtime"
 TEST_TIMEOUT_SECONDS = 120
 _SUMMARY_KEY = "kagent_runtime"
 _build_notes: list[str] = []
+_pythons: dict[str, Path] = {}
 
 
-@pytest.fixture(scope="session")
-def kagent_runtime_python() -> Path:
-    cached = (runtime_dir() / DONE_MARKER).exists()
-    started = time.monotonic()
-    python = runtime_python()
-    if cached:
-        _build_notes.append(f"kagent runtime: cached at {runtime_dir()}")
-    else:
-        _build_notes.append(f"kagent runtime: ready in {time.monotonic() - started:.0f} s at {runtime_dir()}")
-    return python
+@pytest.fixture(params=LINES, ids=[line.name for line in LINES])
+def kagent_line(request: pytest.FixtureRequest) -> RuntimeLine:
+    return request.param
 
 
 @pytest.fixture
-def start_kagent_runtime(kagent_runtime_python: Path, tmp_path: Path) -> Iterator[StartRuntime]:
+def kagent_runtime_python(kagent_line: RuntimeLine) -> Path:
+    if kagent_line.name not in _pythons:
+        target = runtime_dir(kagent_line)
+        cached = (target / DONE_MARKER).exists()
+        started = time.monotonic()
+        _pythons[kagent_line.name] = runtime_python(kagent_line)
+        if cached:
+            _build_notes.append(f"{kagent_line} runtime: cached at {target}")
+        else:
+            took = time.monotonic() - started
+            _build_notes.append(f"{kagent_line} runtime: ready in {took:.0f} s at {target}")
+    return _pythons[kagent_line.name]
+
+
+@pytest.fixture
+def start_kagent_runtime(
+    kagent_line: RuntimeLine, kagent_runtime_python: Path, tmp_path: Path
+) -> Iterator[StartRuntime]:
     runtimes: list[KagentRuntime] = []
 
     def start(script: Script) -> KagentRuntime:
-        runtime = KagentRuntime(kagent_runtime_python, tmp_path / f"kagent-runtime-{len(runtimes)}")
+        runtime = KagentRuntime(
+            kagent_line, kagent_runtime_python, tmp_path / f"kagent-runtime-{len(runtimes)}"
+        )
         runtimes.append(runtime)
         return runtime.start(script)
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import httpx
 
-from tests.support.kagent_runtime.build import AGENT_SERVER
-from tests.support.kagent_runtime.script import ModelRequest, Script, ToolRun, read_record
+from tests.support.kagent_runtime.lines import RuntimeLine
+from tests.support.kagent_runtime.script import ModelRequest, RecordRead, Script, ToolRun, read_record
 
 # Importing kagent, google-adk and a2a-sdk takes several seconds of CPU; more on a busy CI machine.
 START_TIMEOUT_SECONDS = 120
@@ -22,9 +22,10 @@ _ENV_NOT_PASSED = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "DJANGO_SETTINGS_M
 
 
 class KagentRuntime:
-    """kagent 1.0's agent server (agent_server.py) in a process of its own, on 127.0.0.1."""
+    """A kagent line's agent server (lines.py) in a process of its own, on 127.0.0.1."""
 
-    def __init__(self, python: Path, workdir: Path) -> None:
+    def __init__(self, line: RuntimeLine, python: Path, workdir: Path) -> None:
+        self.line = line
         self.python = python
         self.workdir = workdir
         self.url = ""
@@ -47,7 +48,7 @@ class KagentRuntime:
         env["OTEL_SDK_DISABLED"] = "true"
         with open(self.log_path, "ab") as log:
             self._process = subprocess.Popen(
-                [str(self.python), str(AGENT_SERVER), "--script", str(script_path),
+                [str(self.python), str(self.line.agent_server), "--script", str(script_path),
                  "--record", str(self._record_path), "--port-file", str(port_file)],
                 cwd=self.workdir, env=env, stdout=log, stderr=subprocess.STDOUT,
             )  # fmt: skip
@@ -74,15 +75,19 @@ class KagentRuntime:
 
     def model_requests(self) -> list[ModelRequest]:
         """Every request the model received so far, in order."""
-        return self._record()[0]
+        return self._record().model_requests
 
     def tool_runs(self) -> list[ToolRun]:
         """Every scripted tool that executed so far, in order."""
-        return self._record()[1]
+        return self._record().tool_runs
 
-    def _record(self) -> tuple[list[ModelRequest], list[ToolRun]]:
+    def request_headers(self) -> list[dict[str, str]]:
+        """The identity headers of every A2A request the runtime received, in order (lower-case names)."""
+        return self._record().request_headers
+
+    def _record(self) -> RecordRead:
         if not self._record_path.exists():
-            return [], []
+            return RecordRead([], [], [])
         # A line is written whole; one still being written has no newline yet.
         lines = [
             line for line in self._record_path.read_text().splitlines(keepends=True) if line.endswith("\n")

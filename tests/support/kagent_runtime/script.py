@@ -46,9 +46,18 @@ class Call:
 
 
 @dataclass(frozen=True)
+class Usage:
+    """The tokens a model turn reports, as a provider reports them on the whole turn."""
+
+    input: int
+    output: int
+
+
+@dataclass(frozen=True)
 class Turn:
     text: str = ""
     calls: Sequence[Call] = ()
+    usage: Usage | None = None
 
 
 @dataclass(frozen=True)
@@ -56,7 +65,7 @@ class Script:
     turns: Sequence[Turn]
     tools: Sequence[Tool] = ()
     remote_agents: Sequence[RemoteAgent] = ()
-    # kagent 1.0.0a5 forwards a decision on a sub-agent's tools as a message without parts, which the
+    # kagent 1.0 (1.0.0a5 through 1.0.0a17) forwards a decision on a sub-agent's tools as a message without parts, which the
     # sub-agent's a2a-sdk refuses ("Validation failed": parts is REQUIRED in A2A 1.0), so the sub-agent
     # never gets it. True patches that one forward to carry a text part (agent_server.py): for tests
     # that follow a decision into the sub-agent, since the pinned runtime cannot deliver it.
@@ -85,6 +94,9 @@ class Script:
                         "calls": [
                             {"id": c.call_id, "name": c.name, "args": dict(c.args)} for c in turn.calls
                         ],
+                        "usage": {"input": turn.usage.input, "output": turn.usage.output}
+                        if turn.usage
+                        else None,
                     }
                     for turn in self.turns
                 ],
@@ -144,14 +156,23 @@ class ToolRun:
     args: Mapping[str, Any]
 
 
-def read_record(lines: Sequence[str]) -> tuple[list[ModelRequest], list[ToolRun]]:
-    """The record's model requests and tool runs, each in the order they happened."""
-    requests, runs = [], []
+@dataclass(frozen=True)
+class RecordRead:
+    model_requests: list[ModelRequest]
+    tool_runs: list[ToolRun]
+    request_headers: list[dict[str, str]]
+
+
+def read_record(lines: Sequence[str]) -> RecordRead:
+    """The record's model requests, tool runs and request headers, each in the order they happened."""
+    read = RecordRead([], [], [])
     for line in lines:
         entry = json.loads(line)
         if "model_request" in entry:
-            requests.append(ModelRequest(entry["model_request"]))
+            read.model_requests.append(ModelRequest(entry["model_request"]))
         elif "tool_ran" in entry:
             ran = entry["tool_ran"]
-            runs.append(ToolRun(ran["id"], ran["name"], ran["args"]))
-    return requests, runs
+            read.tool_runs.append(ToolRun(ran["id"], ran["name"], ran["args"]))
+        elif "request_headers" in entry:
+            read.request_headers.append(entry["request_headers"])
+    return read

@@ -16,9 +16,15 @@ from tests.fakes.a2a_agent.steps import InputRequired, Step, input_required, too
 
 
 def confirmation_part(
-    original_call: Mapping[str, Any], hint: str, confirmation_call_id: str | None = None
+    original_call: Mapping[str, Any],
+    hint: str,
+    confirmation_call_id: str | None = None,
+    *,
+    prefix: str = "kagent_",
 ) -> dict[str, Any]:
-    """One long-running `adk_request_confirmation` function call wrapping the original call."""
+    """One long-running `adk_request_confirmation` function call wrapping the original call.
+
+    ``prefix``: the metadata keys' (``kagent_`` for the Python runtime, ``adk_`` for the Go one)."""
     return {
         "data": {
             "name": "adk_request_confirmation",
@@ -28,15 +34,18 @@ def confirmation_part(
                 "toolConfirmation": {"hint": hint, "confirmed": False},
             },
         },
-        "metadata": {KAGENT_TYPE: "function_call", "kagent_is_long_running": True},
+        "metadata": {f"{prefix}type": "function_call", f"{prefix}is_long_running": True},
     }
 
 
-def approval_request(tools: Sequence[PendingTool]) -> InputRequired:
+def approval_request(tools: Sequence[PendingTool], *, prefix: str = "kagent_") -> InputRequired:
     """One confirmation part per tool, in one input-required message."""
     parts = [
         confirmation_part(
-            {"id": tool.call_id, "name": tool.name, "args": dict(tool.args)}, tool.hint, tool.approval_id
+            {"id": tool.call_id, "name": tool.name, "args": dict(tool.args)},
+            tool.hint,
+            tool.approval_id,
+            prefix=prefix,
         )
         for tool in tools
     ]
@@ -44,12 +53,15 @@ def approval_request(tools: Sequence[PendingTool]) -> InputRequired:
 
 
 def ask_user_request(
-    questions: Sequence[Question], *, call_id: str = "call_ask_1", confirmation_call_id: str | None = None
+    questions: Sequence[Question],
+    *,
+    call_id: str = "call_ask_1",
+    confirmation_call_id: str | None = None,
+    prefix: str = "kagent_",
 ) -> InputRequired:
     original = {"id": call_id, "name": "ask_user", "args": {"questions": [q.as_json() for q in questions]}}
-    return input_required(
-        None, data_parts=[confirmation_part(original, questions_hint(questions), confirmation_call_id)]
-    )
+    part = confirmation_part(original, questions_hint(questions), confirmation_call_id, prefix=prefix)
+    return input_required(None, data_parts=[part])
 
 
 def approval_pause(tools: Sequence[PendingTool]) -> list[Step]:
