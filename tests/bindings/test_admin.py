@@ -508,3 +508,8 @@ def test_the_live_page_is_for_those_who_may_view_the_binding(client):
     client.force_login(StaffUserFactory(permissions=["threads.view_turn"]))
 
     assert client.get(live_url(existing)).status_code == 403
+
+
+def test_the_triggers_help_text_shows_the_path_a_trigger_is_served_at(admin_client):
+    response = admin_client.get(reverse("admin:bindings_binding_add"))
+    assert "POST /triggers/&lt;binding&gt;/&lt;name&gt; with the token" in response.content.decode()
