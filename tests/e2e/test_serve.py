@@ -136,3 +136,12 @@ def test_the_first_user_line_goes_once_a_user_exists(db, django_user_model):
     assert "createsuperuser" in before.getvalue()
     assert "createsuperuser" not in after.getvalue()
     assert "Admin: http://127.0.0.1:8000/admin/" in after.getvalue()
+
+
+def test_make_serve_takes_its_port_and_readable_logs_from_the_command_line():
+    planned = subprocess.run(
+        ["make", "-n", "serve", "PORT=8123"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60
+    )
+    [serve] = [line for line in planned.stdout.splitlines() if "manage.py serve" in line]
+    assert serve.startswith("LOG_FORMAT=${LOG_FORMAT:-text} ")  # JSON stays the default elsewhere
+    assert serve.endswith("manage.py serve --port 8123")
