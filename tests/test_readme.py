@@ -5,6 +5,7 @@ spec fragments (they apply), its commands (they exist and run) and its trigger c
 import json
 import os
 import re
+import secrets
 import subprocess
 from io import StringIO
 from pathlib import Path
@@ -212,3 +213,22 @@ def test_the_trigger_curl_example_opens_an_alert_as_written(start_stack, readme_
 
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"ok": True, "opened": 1, "repeated": 0, "resolved": 0, "unchanged": 0}
+
+
+def test_the_production_settings_example_passes_check_deploy_as_written():
+    """Run by a shell in an environment of its own (only the secret key is this test's, long and random)."""
+    [example] = [block for block in blocks("sh") if "check --deploy" in block]
+    said = example.rsplit("# ", 1)[1].strip()  # what the README says the check prints
+    script = example.replace("SECRET_KEY=…", f"SECRET_KEY={secrets.token_urlsafe(50)}")
+
+    done = subprocess.run(
+        ["bash", "-c", script],
+        cwd=README.parent,
+        env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == said
