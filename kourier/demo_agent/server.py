@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import re
 import uuid
 from collections.abc import Sequence
@@ -59,8 +58,6 @@ from kourier.demo_agent.script import (
     Step,
     ToolResult,
 )
-
-logger = logging.getLogger(__name__)
 
 PART_TYPE = "kagent.dev/a2a/part-type"  # kagent 1.0's marker of tool parts
 NAME = "demo-agent"

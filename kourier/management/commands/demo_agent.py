@@ -17,14 +17,18 @@ class Command(BaseCommand):
         parser.add_argument("--host", default="127.0.0.1", help="Address to listen on (default 127.0.0.1).")
         parser.add_argument("--port", type=int, default=8083, help="Port to listen on (default 8083).")
         parser.add_argument(
+            "--url",
+            help="Where clients reach it, as its agent card says (default http://HOST:PORT/).",
+        )
+        parser.add_argument(
             "--pace",
             type=float,
             default=DEFAULT_PACE_SECONDS,
             help=f"Seconds between streamed chunks (default {DEFAULT_PACE_SECONDS}; 0 in tests).",
         )
 
-    def handle(self, *args, host, port, pace, **options):
-        url = f"http://{host}:{port}/"
+    def handle(self, *args, host, port, url, pace, **options):
+        url = url or f"http://{host}:{port}/"
         self.stdout.write(f"Demo agent at {url} (dialect kagent-v1)")
         self.stdout.flush()
         uvicorn.run(
