@@ -19,10 +19,13 @@ install: $(STAMP)
 
 # Runs the whole service on the embedded default (SQLite under var/, a private Redis), or on
 # DATABASE_URL / REDIS_URL when they are set. A SECRET_KEY is made once and kept in var/.
+# `make serve PORT=8001` serves on another port; logs are readable lines here (LOG_FORMAT=text),
+# JSON lines stay the default everywhere else.
+PORT ?= 8000
 serve: $(STAMP)
 	mkdir -p var
 	test -s var/secret_key || $(BIN)/python -c "import secrets; print(secrets.token_urlsafe(50))" > var/secret_key
-	$(BIN)/python manage.py serve
+	LOG_FORMAT=$${LOG_FORMAT:-text} $(BIN)/python manage.py serve --port $(PORT)
 
 # After a change to pyproject.toml's dependencies: pins them and everything they need, for every
 # platform, with each file's hash. Versions already locked are kept where they still fit.

@@ -11,6 +11,7 @@ from enum import StrEnum
 from typing import Any
 
 from django import forms
+from django.utils.html import escape
 
 from bindings import manifest, services
 from bindings.manifest import BindingSpec, ConnectionSpec, ManifestWarning, Problem
@@ -323,9 +324,12 @@ class BindingForm(ManifestForm):
     )
     triggers = TriggersField(
         required=False,
-        help_text="spec.triggers: one per line, as NAME KIND TOKEN_ENV_VAR [CHANNEL], such as "
-        "prometheus alertmanager OPS_TRIGGER_TOKEN. KIND is alertmanager or generic; each is served at "
-        "POST /triggers/<binding>/<name> with the token as a bearer token.",
+        # Escaped: the admin shows help texts as HTML, where <binding> and <name> would be tags.
+        help_text=escape(
+            "spec.triggers: one per line, as NAME KIND TOKEN_ENV_VAR [CHANNEL], such as "
+            "prometheus alertmanager OPS_TRIGGER_TOKEN. KIND is alertmanager or generic; each is served at "
+            "POST /triggers/<binding>/<name> with the token as a bearer token."
+        ),
     )
 
     class Meta:

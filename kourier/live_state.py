@@ -13,6 +13,7 @@ from datetime import datetime
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
+from bindings.models import Binding
 from interactions.models import Interaction
 from kourier.metrics import LiveState
 from sessions.models import Session, Turn, held_by_a_runner
@@ -20,14 +21,18 @@ from sessions.outbox import count_owed_notices
 
 
 def read_live_state() -> LiveState:
-    """A few COUNTs on indexed columns (turn state, interaction state, intended notices)."""
+    """A few COUNTs on indexed columns (turn state, interaction state, intended notices).
+
+    Every Binding has its series, 0 when idle: a gauge that is missing reads as "no data" to an alert
+    or a dashboard, not as nothing going on."""
+    names = list(Binding.objects.values_list("name", flat=True))
     turns = (
         Turn.objects.filter(state__in=[Turn.State.QUEUED, Turn.State.RUNNING])
         .values("state", binding=F("session__binding__name"))
         .annotate(count=Count("pk"))
     )
-    queued: dict[str, int] = {}
-    running: dict[str, int] = {}
+    queued = dict.fromkeys(names, 0)
+    running = dict.fromkeys(names, 0)
     for row in turns:
         into = queued if row["state"] == Turn.State.QUEUED else running
         into[row["binding"] or ""] = row["count"]
@@ -36,10 +41,13 @@ def read_live_state() -> LiveState:
         .values("kind", binding=F("session__binding__name"))
         .annotate(count=Count("pk"))
     )
+    interactions_pending = {(name, kind): 0 for name in names for kind in Interaction.Kind.values}
+    for row in pending:
+        interactions_pending[(row["binding"] or "", row["kind"])] = row["count"]
     return LiveState(
         turns_queued=queued,
         turns_running=running,
-        interactions_pending={(row["binding"] or "", row["kind"]): row["count"] for row in pending},
+        interactions_pending=interactions_pending,
         notices_owed=count_owed_notices(),
     )
 

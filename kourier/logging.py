@@ -5,6 +5,8 @@ never message text, answers, tool arguments or secrets.
 """
 
 import logging
+import re
+from collections.abc import Iterable, Mapping
 
 _STANDARD_ATTRIBUTES = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
     "message",
@@ -20,3 +22,27 @@ class ExtraFieldsFilter(logging.Filter):
         extras = {k: v for k, v in vars(record).items() if k not in _STANDARD_ATTRIBUTES}
         record.extra_fields = " ".join(f"{k}={v}" for k, v in extras.items())
         return True
+
+
+class QuietSweepsFilter(logging.Filter):
+    """Drops Celery's lines about a sweep that did nothing: beat sending it, the worker receiving it,
+    and its success when every count it returned is zero. A sweep that did something, or failed, is
+    still logged. For readable logs while developing (``make serve``), where a sweep runs every few
+    seconds."""
+
+    def __init__(self, tasks: Iterable[str] = ()) -> None:
+        super().__init__()
+        self.tasks = frozenset(tasks)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, Mapping) and args.get("name") in self.tasks:
+            if "return_value" in args:  # celery.app.trace: "Task ... succeeded in ...s: {counts}"
+                return _NONZERO_COUNT.search(str(args["return_value"])) is not None
+            return "received" not in str(record.msg)  # celery.worker.strategy: "Task ... received"
+        if record.name == "celery.beat" and isinstance(args, tuple) and len(args) == 2:
+            return args[1] not in self.tasks  # "Scheduler: Sending due task <name> (<task>)"
+        return True
+
+
+_NONZERO_COUNT = re.compile(r":\s*[1-9]")

@@ -253,12 +253,19 @@ LOGGING = {
         },
         "text": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s %(extra_fields)s"},
     },
-    "filters": {"extra_fields": {"()": "kourier.logging.ExtraFieldsFilter"}},
+    "filters": {
+        "extra_fields": {"()": "kourier.logging.ExtraFieldsFilter"},
+        "quiet_sweeps": {
+            "()": "kourier.logging.QuietSweepsFilter",
+            "tasks": [entry["task"] for entry in CELERY_BEAT_SCHEDULE.values()],
+        },
+    },
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
             "formatter": LOG_FORMAT,
-            "filters": ["extra_fields"] if LOG_FORMAT == "text" else [],
+            # Readable lines (make serve) also leave out the sweeps that did nothing.
+            "filters": ["extra_fields", "quiet_sweeps"] if LOG_FORMAT == "text" else [],
         },
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},

@@ -7,6 +7,7 @@ tasks, and ``manage.py sweep NAME`` runs one by hand and prints what it did.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -36,6 +37,16 @@ def sweep(name: str) -> Callable[[Sweep], Sweep]:
         return fn
 
     return register
+
+
+def description(fn: Sweep) -> str:
+    """What a sweep does, in one line: the first paragraph of its docstring, else of its module's
+    (an app with a single sweep may say it there)."""
+    module = sys.modules.get(fn.__module__)
+    for doc in (fn.__doc__, module.__doc__ if module else None):
+        if doc and doc.strip():
+            return " ".join(doc.strip().split("\n\n")[0].split())
+    return ""
 
 
 def all_sweeps() -> dict[str, Sweep]:

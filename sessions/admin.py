@@ -19,6 +19,7 @@ from .identity import filed_under
 from .models import Session, Turn, held_by_a_runner
 
 TEXT_FIELDS = ["text", "answers", "stream_cards"]
+SNIPPET_LENGTH = 60
 TURN_SUMMARY = ("kind", "state", "outcome", "task_id", "created_at", "started_at", "ended_at")
 
 
@@ -92,8 +93,8 @@ class TurnAdmin(ReadOnlyAdmin):
     list_display = [
         "__str__",
         "binding",
-        "kind",
         "filed_under",
+        "kind",
         "state",
         "outcome",
         "task_id",
@@ -133,7 +134,7 @@ class TurnAdmin(ReadOnlyAdmin):
                 },
             ),
             ("Agent", {"fields": ["task_id", "message_id", "input_tokens", "output_tokens"]}),
-            ("Reply", {"fields": ["reply_ts", "acknowledged"]}),
+            ("Reply", {"fields": ["reply_ts", "acknowledgment"]}),
             ("Times", {"fields": ["created_at", "started_at", "ended_at"]}),
         ]
         if request.user.is_superuser:
@@ -145,6 +146,27 @@ class TurnAdmin(ReadOnlyAdmin):
         """A person's Slack ID, or the system identity for what a trigger started (sessions/identity.py)."""
         return filed_under(obj.user_id)
 
+    def get_list_display(self, request: HttpRequest) -> Any:
+        shown = list(super().get_list_display(request))
+        if request.user.is_superuser:  # the message text, as on the turn's page: superusers only
+            shown.insert(shown.index("filed_under") + 1, "snippet")
+        return shown
+
     @admin.display(description="Binding", ordering="session__binding__name")
     def binding(self, obj: Turn) -> str:
         return str(obj.session.binding or "—")
+
+    @admin.display(description="Message")
+    def snippet(self, obj: Turn) -> str:
+        text = " ".join(obj.text.split())
+        return text if len(text) <= SNIPPET_LENGTH else text[: SNIPPET_LENGTH - 1].rstrip() + "…"
+
+    @admin.display(description="Acknowledgment")
+    def acknowledgment(self, obj: Turn) -> str:
+        # The reaction is taken off when the turn ends: its absence then is the acknowledgment done,
+        # not a failure (a boolean field would show a red cross).
+        if obj.acknowledged:
+            return "Reaction on the message"
+        if obj.state in (Turn.State.QUEUED, Turn.State.RUNNING):
+            return "No reaction yet"
+        return "Reaction taken off: the turn ended"

@@ -582,3 +582,8 @@ def test_the_admin_form_refuses_a_header_variable_the_operator_did_not_list(admi
         "SECRET_KEY is one of the service's own secrets" in error for error in form_errors(response)
     )
     assert not Binding.objects.exists()
+
+
+def test_the_triggers_help_text_shows_the_path_a_trigger_is_served_at(admin_client):
+    response = admin_client.get(reverse("admin:bindings_binding_add"))
+    assert "POST /triggers/&lt;binding&gt;/&lt;name&gt; with the token" in response.content.decode()

@@ -75,7 +75,9 @@ def test_a_scrape_after_real_turns_counts_each_outcome_and_slacks_429(make_world
     # What the database says now: nothing waits, nothing is owed, and the worker runs no session.
     assert value(after, "kourier_live_state_readable", "kourier_live_state_readable") == 1
     assert value(after, "kourier_notices_owed", "kourier_notices_owed") == 0
-    assert after["kourier_turns_queued"] == []
+    # An idle Binding's gauges say 0 rather than nothing.
+    assert [(s.labels, s.value) for s in after["kourier_turns_queued"]] == [({"binding": binding}, 0)]
+    assert [(s.labels, s.value) for s in after["kourier_turns_running"]] == [({"binding": binding}, 0)]
     worker_pid = str(world.stack.processes["worker"].pid)
     sessions = "kourier_worker_sessions_running"
     assert [(s.labels, s.value) for s in after[sessions]] == [

@@ -6,11 +6,13 @@ import socket
 import subprocess
 import sys
 import time
+from io import StringIO
 from pathlib import Path
 
 import httpx
 import pytest
 
+from kourier.management.commands.serve import Command
 from tests.fakes.slack import defaults
 from tests.support.private_redis import free_port
 from tests.support.stack import REPO_ROOT
@@ -140,3 +142,53 @@ def test_serve_starts_the_socket_process_when_a_connection_has_an_app_token(tmp_
         log.close()
     slack_fake.wait_until(lambda: slack_fake.socket_connections() == [], timeout=30)
     assert "starting manage.py socket" in (tmp_path / "serve.log").read_text()
+
+
+def serve_with_a_port_taken(tmp_path, *, taken: str) -> subprocess.CompletedProcess:
+    web_port, redis_port = free_port(), free_port()
+    env = {key: value for key, value in os.environ.items() if key not in {"REDIS_URL", "DATABASE_URL"}}
+    env |= {"KOURIER_VAR_DIR": str(tmp_path), "EMBEDDED_REDIS_PORT": str(redis_port), "SECRET_KEY": "x" * 50}
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", web_port if taken == "web" else redis_port))
+        holder.listen()
+        return subprocess.run(
+            [sys.executable, "manage.py", "serve", "--port", str(web_port)],
+            cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+
+
+def test_a_taken_web_port_is_said_in_one_line_naming_the_setting_that_moves_it(tmp_path):
+    done = serve_with_a_port_taken(tmp_path, taken="web")
+    assert done.returncode != 0
+    [line] = (done.stdout + done.stderr).strip().splitlines()
+    assert line.startswith("CommandError: Port ")
+    assert "make serve PORT=" in line
+    assert not (tmp_path / "kourier.sqlite3").exists()  # nothing started
+
+
+def test_a_taken_redis_port_is_said_in_one_line_naming_the_setting_that_moves_it(tmp_path):
+    done = serve_with_a_port_taken(tmp_path, taken="redis")
+    assert done.returncode != 0
+    [line] = (done.stdout + done.stderr).strip().splitlines()
+    assert "the private Redis's, is taken" in line
+    assert "make serve EMBEDDED_REDIS_PORT=" in line
+
+
+def test_the_first_user_line_goes_once_a_user_exists(db, django_user_model):
+    before = StringIO()
+    Command(stdout=before)._announce("127.0.0.1", 8000)
+    django_user_model.objects.create_user("ada")
+    after = StringIO()
+    Command(stdout=after)._announce("127.0.0.1", 8000)
+    assert "createsuperuser" in before.getvalue()
+    assert "createsuperuser" not in after.getvalue()
+    assert "Admin: http://127.0.0.1:8000/admin/" in after.getvalue()
+
+
+def test_make_serve_takes_its_port_and_readable_logs_from_the_command_line():
+    planned = subprocess.run(
+        ["make", "-n", "serve", "PORT=8123"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60
+    )
+    [serve] = [line for line in planned.stdout.splitlines() if "manage.py serve" in line]
+    assert serve.startswith("LOG_FORMAT=${LOG_FORMAT:-text} ")  # JSON stays the default elsewhere
+    assert serve.endswith("manage.py serve --port 8123")

@@ -3,7 +3,7 @@
 import pytest
 from django.urls import reverse
 
-from tests.factories import StaffUserFactory
+from tests.factories import StaffUserFactory, TurnFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -50,3 +50,32 @@ def test_the_activity_section_spans_apps_so_its_title_is_not_a_link(admin_client
 
     assert '<span class="section">Activity</span>' in content
     assert 'href="/admin/bindings/" class="section"' in content
+
+
+def breadcrumbs(client, url: str) -> str:
+    content = client.get(url).content.decode()
+    crumbs = content[content.index('<div class="breadcrumbs">') :]
+    return " ".join(crumbs[: crumbs.index("</div>")].split())
+
+
+@pytest.mark.parametrize(
+    ("page", "section"),
+    [
+        ("admin:threads_turn_changelist", '<a href="/admin/">Activity</a> &rsaquo; Turns'),
+        ("admin:interactions_interaction_changelist", '<a href="/admin/">Activity</a> &rsaquo; Interactions'),
+        ("admin:bindings_binding_changelist", '<a href="/admin/bindings/">Bindings</a> &rsaquo; Bindings'),
+        ("admin:audit_auditevent_changelist", '<a href="/admin/audit/">Audit</a> &rsaquo; Audit events'),
+        ("admin:auth_user_changelist", '<a href="/admin/auth/">Authentication and Authorization</a>'),
+    ],
+)
+def test_breadcrumbs_name_the_section_the_index_shows_a_model_in(admin_client, page, section):
+    assert section in breadcrumbs(admin_client, reverse(page))
+
+
+def test_a_record_page_leads_back_through_its_section(admin_client):
+    turn = TurnFactory()
+    crumbs = breadcrumbs(admin_client, reverse("admin:threads_turn_change", args=[turn.pk]))
+    assert crumbs.startswith(
+        '<div class="breadcrumbs"> <a href="/admin/">Home</a> &rsaquo; <a href="/admin/">Activity</a> &rsaquo; '
+        '<a href="/admin/threads/turn/">Turns</a>'
+    )

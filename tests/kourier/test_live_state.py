@@ -25,7 +25,16 @@ def test_turns_waiting_and_running_are_counted_by_binding():
     state = read_live_state()
 
     assert state.turns_queued == {"ops": 2, "support": 1}
-    assert state.turns_running == {"ops": 1}
+    assert state.turns_running == {"ops": 1, "support": 0}
+
+
+def test_an_idle_binding_counts_zero_rather_than_nothing():
+    BindingFactory(name="idle")
+
+    state = read_live_state()
+
+    assert (state.turns_queued, state.turns_running) == ({"idle": 0}, {"idle": 0})
+    assert state.interactions_pending == {("idle", "question"): 0, ("idle", "approval"): 0}
 
 
 def test_only_open_interactions_are_pending_by_binding_and_kind():

@@ -194,3 +194,32 @@ def test_no_search_or_ordering_reaches_a_hidden_text(rf):
         searched = {f.lstrip("^=@").split("__")[0] for f in model_admin.get_search_fields(request)}
         assert not hidden & searched, model
         assert not hidden & set(model_admin.get_sortable_by(request)), model
+
+
+def test_a_turn_row_shows_the_person_and_to_superusers_a_short_snippet(admin_client):
+    long_text = "please look at the payments service, it is slow since this morning and customers notice"
+    TurnFactory(text=long_text, user_id="U0ADA")
+    TurnFactory(text="Disk full", user_id="")
+
+    response = admin_client.get(reverse("admin:threads_turn_changelist"))
+
+    content = response.content.decode()
+    assert "U0ADA" in content
+    assert ">kourier-system<" in content  # a trigger's turn is filed under the system identity
+    assert "please look at the payments service, it is slow since this…" in content
+    assert long_text not in content
+
+
+def test_staff_see_the_person_but_no_snippet(staff_client, turn):
+    response = staff_client.get(reverse("admin:threads_turn_changelist"))
+
+    assert "Filed under" in response.content.decode()
+    assert "snippet" not in response.context["cl"].list_display
+    assert SECRET_TEXT not in response.content.decode()
+
+
+def test_an_ended_turns_acknowledgment_taken_off_reads_as_done_not_as_a_red_cross(admin_client, turn):
+    content = turn_page(admin_client, turn).content.decode()
+
+    assert "Reaction taken off: the turn ended" in content
+    assert "icon-no.svg" not in content

@@ -98,6 +98,12 @@ class TestTheSweepCommand:
             "time-out-interactions",
         ]
 
+    def test_every_sweep_listed_says_what_it_does(self):
+        out = StringIO()
+        call_command("sweep", stdout=out)
+        undescribed = [line for line in out.getvalue().splitlines() if not line.split(":", 1)[1].strip()]
+        assert undescribed == []
+
     def test_an_unknown_name_is_refused_with_the_names_there_are(self):
         with pytest.raises(
             CommandError, match="No sweep is named 'nope'; there are: delete-expired-sessions"

@@ -9,14 +9,16 @@ that /metrics, whichever web process answers it, adds up every process of the ho
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from bindings.models import Connection
 from kourier.embedded_redis import start_private_redis
@@ -41,6 +43,32 @@ def uses_socket_mode() -> bool:
     return Connection.objects.exclude(app_token_env="").exists()
 
 
+def port_is_taken(host: str, port: int) -> bool:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as listen() binds: TIME_WAIT is free
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def taken_port_problem(host: str, port: int, redis_port: int | None) -> str | None:
+    """One line naming the port that is taken and the setting that moves it, or None."""
+    if port_is_taken(host, port):
+        return (
+            f"Port {port} is taken (another Kourier, or another server): "
+            f"start on another with `make serve PORT={port + 1}` (manage.py serve --port)."
+        )
+    if redis_port is not None and port_is_taken("127.0.0.1", redis_port):
+        return (
+            f"Port {redis_port}, the private Redis's, is taken (another Kourier?): start on another with "
+            f"`make serve EMBEDDED_REDIS_PORT={redis_port + 1}`, or set REDIS_URL to a Redis of yours."
+        )
+    return None
+
+
 class Command(BaseCommand):
     help = (
         "Start the web server, a Celery worker and Celery beat (and a private Redis when REDIS_URL is unset)."
@@ -58,6 +86,11 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, host: str, port: int, concurrency: int, web_processes: int, **options):
+        problem = taken_port_problem(
+            host, port, settings.EMBEDDED_REDIS_PORT if settings.REDIS_IS_EMBEDDED else None
+        )
+        if problem:
+            raise CommandError(problem)
         redis_server = None
         if settings.REDIS_IS_EMBEDDED:
             redis_server = start_private_redis(settings.EMBEDDED_REDIS_PORT, settings.VAR_DIR / "redis")
@@ -103,9 +136,14 @@ class Command(BaseCommand):
 
     def _announce(self, host: str, port: int) -> None:
         base = f"http://{host}:{port}"
+        first_user = (
+            ""
+            if get_user_model().objects.exists()
+            else "  (first user: .venv/bin/python manage.py createsuperuser)"
+        )
         self.stdout.write(
             self.style.SUCCESS(f"Agent Kourier is running at {base}/ (Slack events: {base}/slack/events)\n")
-            + f"Admin: {base}/admin/  (first user: .venv/bin/python manage.py createsuperuser)\n"
+            + f"Admin: {base}/admin/{first_user}\n"
             + "Stop with Ctrl-C."
         )
 

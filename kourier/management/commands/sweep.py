@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from kourier.sweeps import all_sweeps
+from kourier.sweeps import all_sweeps, description
 
 
 class Command(BaseCommand):
@@ -15,8 +15,7 @@ class Command(BaseCommand):
         sweeps = all_sweeps()
         if name is None:
             for known, listed in sweeps.items():
-                summary = (listed.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
-                self.stdout.write(f"{known}: {' '.join(summary.split())}")
+                self.stdout.write(f"{known}: {description(listed)}")
             return
         sweep = sweeps.get(name)
         if sweep is None:

@@ -1,0 +1,239 @@
+"""What the demo agent does for one message: a list of steps, decided from the text alone. Pure.
+
+- "plan a release": asks two questions with choices and a free-text one (kagent's ``ask_user``);
+  the answers come back on the same task and the plan is written from them.
+- "restart the api": asks approval for two tools at once; only the approved ones run.
+- a message with the word "fail": the task fails.
+- "Slack: alert: ..." (an alert thread's first turn): investigates the alert with two tools.
+- anything else: a streamed answer with two tool calls, which says what else can be tried.
+
+The ids of a pause are derived from the task's id, so a continuation is checked without any state
+kept between requests: every pending id exactly once, as kagent requires, or the task fails.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+HITL_EXTENSION = "https://kagent.dev/extensions/hitl/v1"
+ALERT_PREFIX = "Slack: alert:"
+# kagent's denial result starts so (research/kagent.md §2); a client shows it as a failed call.
+DENIAL_PREFIX = "Tool call was rejected by user."
+ASK_USER_TOOL = "ask_user"
+ASK_USER_CALL_ID = "call_ask_user"
+
+TRY_NEXT = (
+    "Try mentioning me with *plan a release* (a question), *restart the api* (a tool approval), "
+    "*fail* (a failure), or fire the README's trigger example (an alert thread)."
+)
+
+
+@dataclass(frozen=True)
+class Say:
+    text: str
+
+
+@dataclass(frozen=True)
+class CallTool:
+    call_id: str
+    name: str
+    args: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    call_id: str
+    name: str
+    response: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class AskedQuestion:
+    question: str
+    choices: Sequence[str] = ()
+    multiple: bool = False
+
+    def as_json(self) -> dict[str, Any]:
+        return {"question": self.question, "choices": list(self.choices), "multiple": self.multiple}
+
+
+@dataclass(frozen=True)
+class AskUser:
+    """kagent's ``ask_user`` pause: its call, its pending result, then ``ask_user_request``."""
+
+    request_id: str
+    questions: Sequence[AskedQuestion]
+
+
+@dataclass(frozen=True)
+class PendingTool:
+    approval_id: str
+    call_id: str
+    name: str
+    args: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AskApproval:
+    """kagent's tool approval pause: the calls, their placeholder results, ``tool_approval_request``."""
+
+    tools: Sequence[PendingTool]
+
+
+@dataclass(frozen=True)
+class Fail:
+    text: str
+
+
+Step: TypeAlias = Say | CallTool | ToolResult | AskUser | AskApproval | Fail
+
+RELEASE_QUESTIONS = (
+    AskedQuestion("Which version should the release be?", ("2.4.0", "3.0.0")),
+    AskedQuestion("What goes into it?", ("Bug fixes", "The new dashboard", "Docs"), multiple=True),
+    AskedQuestion("Anything the release notes must say?"),
+)
+
+
+def restart_tools(task_id: str) -> tuple[PendingTool, ...]:
+    return (
+        PendingTool(
+            f"approve-restart-{task_id}",
+            "call_restart",
+            "restart_deployment",
+            {"deployment": "api", "namespace": "production"},
+        ),
+        PendingTool(f"approve-flush-{task_id}", "call_flush", "flush_cache", {"service": "api"}),
+    )
+
+
+def ask_request_id(task_id: str) -> str:
+    return f"ask-{task_id}"
+
+
+def first_turn(text: str, task_id: str) -> list[Step]:
+    """The steps for a message that starts a task."""
+    if text.startswith(ALERT_PREFIX):
+        return investigate(text)
+    said = person_text(text).lower()
+    if "plan a release" in said:
+        return [
+            Say("Happy to plan it. A few questions first."),
+            AskUser(ask_request_id(task_id), RELEASE_QUESTIONS),
+        ]
+    if "restart the api" in said:
+        return [
+            Say("I will restart the api's deployment and flush its cache. "),
+            AskApproval(restart_tools(task_id)),
+        ]
+    if re.search(r"\bfail\b", said):
+        return [Say("Trying, as you asked… "), Fail("The demo agent failed on purpose.")]
+    return answer(said)
+
+
+def person_text(text: str) -> str:
+    """What the person wrote, without the ``Slack: Name (ID): `` prefix (docs/prompt-format.md)."""
+    match = re.match(r"Slack: [^\n]*?\((?:U|W)[A-Z0-9]+\): ", text) or re.match(
+        r"Slack: [UW][A-Z0-9]+: ", text
+    )
+    return text[match.end() :] if match else text
+
+
+def answer(said: str) -> list[Step]:
+    topic = said.strip()[:80] or "your question"
+    return [
+        Say("Let me look that up. "),
+        CallTool("call_search", "search_docs", {"query": topic}),
+        ToolResult("call_search", "search_docs", {"hits": 3}),
+        CallTool("call_status", "check_status", {"service": "api"}),
+        ToolResult("call_status", "check_status", {"status": "healthy"}),
+        Say(
+            "I searched the docs (3 hits) and checked the api: it is healthy. "
+            "I am the demo agent, scripted, with no model behind me. " + TRY_NEXT
+        ),
+    ]
+
+
+def investigate(text: str) -> list[Step]:
+    name = _alert_field(text, "name") or "the alert"
+    return [
+        Say(f"Investigating *{name}*. "),
+        CallTool("call_metrics", "query_metrics", {"alert": name, "window": "1h"}),
+        ToolResult("call_metrics", "query_metrics", {"series": 2, "trend": "rising"}),
+        CallTool("call_logs", "search_logs", {"alert": name, "level": "error"}),
+        ToolResult("call_logs", "search_logs", {"lines": 14}),
+        Say(
+            f"*{name}*: the metric has been rising for the last hour and the logs hold 14 errors "
+            "around its start. Likely cause: the last deployment. Reply here to ask me more."
+        ),
+    ]
+
+
+def _alert_field(text: str, name: str) -> str | None:
+    """A field of the alert's details (alerts/messages.py ``first_turn_text``: ``name: value`` lines)."""
+    match = re.search(rf"^{re.escape(name)}: (.+)$", text, flags=re.MULTILINE)
+    return match.group(1).strip() if match else None
+
+
+class BadContinuation(ValueError):
+    """A continuation the paused task cannot take; its text is the task's failure message."""
+
+
+def continuation(response: Mapping[str, Any] | None, task_id: str) -> list[Step]:
+    """The steps for a message to a paused task: the hitl/v1 response in its metadata."""
+    kind = (response or {}).get("type")
+    if kind == "ask_user_response":
+        return _release_plan(response or {}, task_id)
+    if kind == "tool_approval_response":
+        return _restart(response or {}, task_id)
+    raise BadContinuation("The demo agent waits for an answer through the prompt's controls.")
+
+
+def _release_plan(response: Mapping[str, Any], task_id: str) -> list[Step]:
+    if response.get("id") != ask_request_id(task_id):
+        raise BadContinuation("The answer names a question this task did not ask.")
+    answers = response.get("answers")
+    if not isinstance(answers, list) or len(answers) != len(RELEASE_QUESTIONS):
+        raise BadContinuation(f"The answer needs {len(RELEASE_QUESTIONS)} answers.")
+    picked = [
+        [str(value) for value in item.get("answer", [])] if isinstance(item, dict) else [] for item in answers
+    ]
+    version = ", ".join(picked[0]) or "the next version"
+    contents = ", ".join(picked[1]) or "nothing chosen yet"
+    notes = " ".join(picked[2]).strip()
+    plan = f"Release plan for {version}: {contents}. Freeze tomorrow, release on Thursday."
+    if notes:
+        plan += f" The notes will say: {notes}"
+    return [ToolResult(ASK_USER_CALL_ID, ASK_USER_TOOL, {"answers": answers}), Say(plan)]
+
+
+def _restart(response: Mapping[str, Any], task_id: str) -> list[Step]:
+    tools = restart_tools(task_id)
+    approvals = response.get("approvals")
+    decided: dict[str, Mapping[str, Any]] = {}
+    for approval in approvals if isinstance(approvals, list) else []:
+        if not isinstance(approval, dict) or approval.get("id") in decided:
+            raise BadContinuation("Each pending tool needs exactly one decision.")
+        decided[str(approval.get("id"))] = approval
+    if set(decided) != {tool.approval_id for tool in tools}:
+        raise BadContinuation("Each pending tool needs exactly one decision.")
+
+    steps: list[Step] = []
+    ran, skipped = [], []
+    for tool in tools:
+        approval = decided[tool.approval_id]
+        if approval.get("approved") is True:
+            ran.append(tool.name)
+            steps.append(ToolResult(tool.call_id, tool.name, {"status": "done"}))
+        else:
+            skipped.append(tool.name)
+            reason = str(approval.get("rejection_reason") or "")
+            denial = DENIAL_PREFIX + (f" Reason: {reason}" if reason else "")
+            steps.append(ToolResult(tool.call_id, tool.name, {"result": denial}))
+    summary = f"Ran {', '.join(ran) or 'nothing'}"
+    if skipped:
+        summary += f"; did not run {', '.join(skipped)}, since it was denied"
+    steps.append(Say(summary + "."))
+    return steps

@@ -1,0 +1,81 @@
+"""What the demo agent decides to do for a message, and how it refuses a continuation it cannot take."""
+
+import pytest
+
+from kourier.demo_agent.script import (
+    DENIAL_PREFIX,
+    AskApproval,
+    AskUser,
+    BadContinuation,
+    CallTool,
+    Fail,
+    Say,
+    ToolResult,
+    continuation,
+    first_turn,
+    person_text,
+    restart_tools,
+)
+
+TASK = "task-1"
+
+
+def test_the_prefix_is_not_part_of_what_the_person_wrote():
+    assert person_text("Slack: Ada Lovelace (U012AB3CD): plan a release") == "plan a release"
+    assert person_text("Slack: U012AB3CD: fail now") == "fail now"
+
+
+@pytest.mark.parametrize(
+    ("text", "pause"),
+    [("Slack: Ada (U1): please plan a release", AskUser), ("Slack: Ada (U1): restart the api", AskApproval)],
+)
+def test_a_feature_is_asked_for_in_words(text, pause):
+    assert isinstance(first_turn(text, TASK)[-1], pause)
+
+
+def test_the_word_fail_fails_but_a_name_that_merely_contains_it_does_not():
+    assert isinstance(first_turn("Slack: Ada (U1): fail", TASK)[-1], Fail)
+    assert isinstance(first_turn("Slack: Ada (U1): why do builds failover?", TASK)[-1], Say)
+
+
+def test_an_alert_is_investigated_by_name_even_when_its_text_says_fail():
+    text = "Slack: alert: A new alert fired.\n<untrusted-data>\nstatus: firing\nname: Backup failed\n</untrusted-data>"
+    steps = first_turn(text, TASK)
+    calls = [step for step in steps if isinstance(step, CallTool)]
+    assert [call.args["alert"] for call in calls] == ["Backup failed", "Backup failed"]
+    assert not any(isinstance(step, Fail) for step in steps)
+
+
+def test_only_the_approved_tool_runs_and_the_denied_one_reports_kagents_denial():
+    restart, flush = restart_tools(TASK)
+    steps = continuation(
+        {
+            "type": "tool_approval_response",
+            "approvals": [
+                {"id": restart.approval_id, "approved": True},
+                {"id": flush.approval_id, "approved": False},
+            ],
+        },
+        TASK,
+    )
+    results = {step.name: step.response for step in steps if isinstance(step, ToolResult)}
+    assert results["restart_deployment"] == {"status": "done"}
+    assert results["flush_cache"]["result"].startswith(DENIAL_PREFIX)
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        None,
+        {"type": "tool_approval_response", "approvals": []},
+        {
+            "type": "tool_approval_response",
+            "approvals": [{"id": "approve-restart-task-1", "approved": True}] * 2,
+        },
+        {"type": "ask_user_response", "id": "ask-another-task", "answers": [{"answer": []}] * 3},
+        {"type": "ask_user_response", "id": "ask-task-1", "answers": [{"answer": ["2.4.0"]}]},
+    ],
+)
+def test_a_continuation_the_pause_did_not_ask_for_is_refused_with_a_reason(response):
+    with pytest.raises(BadContinuation):
+        continuation(response, TASK)
