@@ -207,7 +207,9 @@ def test_a_resolve_closes_the_thread_with_a_note_and_a_reply_after_it_still_reac
     # The reply's turn carries the closing note: the agent sees what happened in the thread.
     said, carried = a2a_agent.received[-1].text.split("\n\n", 1)
     assert said == "Slack: Ada Lovelace (U0ADA): is it really fixed?"
-    assert f"Slack: alert: {closing.text}\n</untrusted-data>" in carried
+    assert re.search(
+        re.escape(f"Slack: alert: {closing.text}\n</untrusted-data-") + r"[0-9a-f]{16}>$", carried
+    )
     assert deliver(world, group(am_alert(status="resolved"))).json()["unchanged"] == 1
 
 
