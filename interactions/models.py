@@ -49,6 +49,14 @@ class Interaction(models.Model):
         blank=True,
         help_text="When the paused task was cancelled after an approval was refused or its denial not taken.",
     )
+    # Each set by a conditional update in the transaction that writes its audit row, so that sweeps
+    # racing each other (and a person's decision racing them) write each row once (approvals.py).
+    timeout_audited_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the approval's timed_out audit row was written."
+    )
+    timeout_superseded_at = models.DateTimeField(
+        null=True, blank=True, help_text="When a person's decision superseded that timeout in the audit."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
