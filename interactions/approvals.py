@@ -30,10 +30,10 @@ from sessions.models import Turn
 from sessions.queue import DRIVE_SESSION
 from sessions.turns import message_id_for
 
+from . import closings
 from .audit import decision_shape
 from .decisions import NotADecision, Undecided, read_decision
 from .models import Interaction, KeptPress
-from .queue import CLOSE_PROMPT
 
 logger = logging.getLogger(__name__)
 
@@ -210,7 +210,7 @@ def take_decision(
         _supersede_if_audited(interaction.pk, now=now)  # a timeout audited before this decision won
         if kept_press_id is not None:
             KeptPress.objects.filter(pk=kept_press_id).delete()
-        enqueue_after_commit(CLOSE_PROMPT, interaction.pk)
+        closings.intend(interaction.pk, now=now)
     logger.info("interaction.decided", extra={"interaction_id": interaction.pk, "turn_id": turn.pk})
     metrics.interactions_decided(Interaction.Kind.APPROVAL.value)
     return Taken(interaction.pk, turn.pk)

@@ -96,3 +96,29 @@ class KeptPress(models.Model):
 
     def __str__(self) -> str:
         return f"kept press {self.pk} of interaction {self.interaction_id} (try {self.attempt})"
+
+
+class PromptClosing(models.Model):
+    """A prompt owed a rewrite that says how its Interaction stands (decided, answered, waiting to be
+    delivered), kept until one is made (interactions/closings.py).
+
+    Written in the transaction that changed the Interaction, so the rewrite cannot be lost with a
+    Celery message: the message carries the Interaction's id and the try it is for, and beat's sweep
+    sends a try again once the row says it is overdue (a SIGKILL leaves the broker's copy invisible for
+    an hour; a Redis that lost its data has none). A message for a try already taken does nothing.
+    """
+
+    interaction = models.OneToOneField(
+        Interaction, on_delete=models.CASCADE, primary_key=True, related_name="closing"
+    )
+    attempt = models.PositiveIntegerField(
+        default=0, help_text="The try the next message is for; a message for another is stale."
+    )
+    due_at = models.DateTimeField(
+        db_index=True,
+        help_text="When the next try should have started or ended; past it, the sweep sends it again.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"closing of interaction {self.interaction_id} (try {self.attempt})"

@@ -20,16 +20,15 @@ from audit.services import record
 from kourier import metrics
 from kourier.a2a.events import AnswerFormat, ApprovalRequest, Question
 from kourier.queue import enqueue_after_commit
-from kourier.slack.clients import connection_workspace, web_client
+from kourier.slack.clients import SlackError, connection_workspace, error_name, web_client
 from sessions.models import Session, Turn
 from sessions.queue import DRIVE_SESSION
 from sessions.turns import message_id_for
 
-from . import approval_prompts, prompts
+from . import approval_prompts, closings, prompts
 from .answers import Answers, Incomplete, Mismatch, read_answers
 from .audit import answer_shape
 from .models import Interaction
-from .queue import CLOSE_PROMPT
 
 logger = logging.getLogger(__name__)
 
@@ -204,7 +203,7 @@ def _take(
             details=answer_shape(question, answers),
         )
         enqueue_after_commit(DRIVE_SESSION, session.pk)
-        enqueue_after_commit(CLOSE_PROMPT, interaction.pk)
+        closings.intend(interaction.pk, now=now)
     logger.info("interaction.answered", extra={"interaction_id": interaction.pk, "turn_id": turn.pk})
     metrics.interactions_decided(Interaction.Kind.QUESTION.value)
     return Taken(interaction.pk, turn.pk)
@@ -242,6 +241,26 @@ def close_prompt(interaction_id: int) -> bool:
     rewrite_prompt(interaction)
     Interaction.objects.filter(pk=interaction_id).update(closed_at=timezone.now())
     return True
+
+
+def close_owed_prompt(interaction_id: int, attempt: int) -> closings.Outcome:
+    """Try ``attempt`` at a prompt's owed rewrite (closings.py): taken once, then the prompt rewritten
+    as its Interaction stands now. A Slack failure puts the rewrite off; anything else is a bug and
+    raises (the row stays owed: the sweep tries it again once overdue)."""
+    if not closings.claim(interaction_id, attempt):
+        return closings.Outcome.STALE
+    try:
+        close_prompt(interaction_id)
+    except SlackError as exc:
+        outcome = closings.put_off(interaction_id, attempt)
+        log = logger.error if outcome is closings.Outcome.GAVE_UP else logger.warning
+        log(
+            "interaction.prompt_not_closed",
+            extra={"interaction_id": interaction_id, "attempt": attempt, "error": error_name(exc)},
+        )
+        return outcome
+    closings.finished(interaction_id, attempt)
+    return closings.Outcome.CLOSED
 
 
 def rewrite_prompt(interaction: Interaction) -> None:

@@ -19,7 +19,7 @@ from sessions import notices
 from sessions.outbox import TurnOutbox
 from sessions.queue import DRIVE_SESSION
 
-from . import approvals, asking, kept_presses, services
+from . import approvals, asking, closings, kept_presses, services
 from .models import Interaction
 
 logger = logging.getLogger(__name__)
@@ -56,6 +56,13 @@ def time_out_interactions() -> Swept:
 def retry_kept_presses() -> Swept:
     """Sends again the tries of kept presses whose worker died holding them (kept_presses.py)."""
     return Swept({"kept presses tried again": kept_presses.send_overdue()})
+
+
+@sweep("close-owed-prompts")
+def close_owed_prompts() -> Swept:
+    """Sends again the rewrites of decided or answered prompts whose message was lost (a Redis that
+    lost its data) or whose worker died holding it (closings.py)."""
+    return Swept({"prompt rewrites sent again": closings.send_overdue()})
 
 
 def _approvals() -> dict[str, int]:
