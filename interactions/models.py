@@ -122,3 +122,25 @@ class PromptClosing(models.Model):
 
     def __str__(self) -> str:
         return f"closing of interaction {self.interaction_id} (try {self.attempt})"
+
+
+class KeptAnswer(models.Model):
+    """A person's answer or decision the agent could not be reached to take, kept until it takes it or
+    the Interaction's deadline passes (interactions/kept_answers.py).
+
+    Its answer turn waits, queued, until ``due_at`` (or a reply in the thread), and holds the replies
+    behind it: the agent's task is still paused on it. Past the deadline the turn is ended, the
+    Interaction timed out and its task cancelled, the thread told once, as for a timeout.
+    """
+
+    interaction = models.OneToOneField(
+        Interaction, on_delete=models.CASCADE, primary_key=True, related_name="kept_answer"
+    )
+    session = models.ForeignKey("threads.Session", on_delete=models.CASCADE, related_name="+")
+    tries = models.PositiveIntegerField(default=1, help_text="How many times it failed to reach the agent.")
+    tried_at = models.DateTimeField(help_text="When the last try failed; a reply after it sends it again.")
+    due_at = models.DateTimeField(db_index=True, help_text="When it is sent again.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"kept answer of interaction {self.interaction_id} ({self.tries} tries)"

@@ -25,7 +25,7 @@ from sessions.models import Session, Turn
 from sessions.queue import DRIVE_SESSION
 from sessions.turns import message_id_for
 
-from . import approval_prompts, closings, prompts
+from . import approval_prompts, closings, kept_answers, prompts
 from .answers import Answers, Incomplete, Mismatch, read_answers
 from .audit import answer_shape
 from .models import Interaction
@@ -272,7 +272,7 @@ def rewrite_prompt(interaction: Interaction) -> None:
         return
     question = Question.from_dict(interaction.pause)
     if interaction.state == Interaction.State.ANSWERED and interaction.answered_at is not None:
-        line = prompts.answered_line(interaction.answered_by, interaction.answered_at)
+        line = prompts.answered_line(interaction.answered_by, interaction.answered_at) + _waiting(interaction)
     else:
         line = prompts.TIMED_OUT_LINE
     connection = interaction.session.connection
@@ -296,7 +296,8 @@ def _rewrite_approval_prompt(interaction: Interaction) -> None:
             verdicts,
             approval_prompts.decided_line(
                 interaction.answered_by, int(at.timestamp()), f"{at:%Y-%m-%d %H:%M}"
-            ),
+            )
+            + _waiting(interaction),
         )
     else:
         blocks = approval_prompts.timed_out_prompt(request)
@@ -307,6 +308,13 @@ def _rewrite_approval_prompt(interaction: Interaction) -> None:
         blocks=blocks,
         text=approval_prompts.fallback_text(request),
     )
+
+
+def _waiting(interaction: Interaction) -> str:
+    """The line an answer or decision the agent has not taken yet adds to the prompt (kept_answers.py)."""
+    if not kept_answers.is_waiting(interaction.pk):
+        return ""
+    return " " + kept_answers.waiting_line(interaction.deadline)
 
 
 def claim_timeouts(*, now: datetime | None = None) -> int:

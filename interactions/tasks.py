@@ -40,3 +40,8 @@ def retry_kept_presses() -> dict[str, int]:
 @shared_task
 def close_owed_prompts() -> dict[str, int]:
     return sweeps.close_owed_prompts().counts
+
+
+@shared_task
+def deliver_kept_answers() -> dict[str, int]:
+    return sweeps.deliver_kept_answers().counts

@@ -14,6 +14,7 @@ from django.db.models import Case, Q, When
 from django.utils import timezone
 
 from bindings.manifest import Output, ThreadReplies
+from interactions import kept_answers
 from interactions.models import Interaction
 from kourier.progress import ProgressMode, ThreadKind
 
@@ -59,9 +60,11 @@ def release_lease(session_id: int, owner: str) -> None:
 def next_queued_turn(session_id: int) -> Turn | None:
     """The turn the session's runner runs next: one a runner left half-way, then an answer to the
     agent's question, then people's messages in order. While a question is open they wait: the agent's
-    task is paused on it, and only the turn that asked may still be running."""
+    task is paused on it, and only the turn that asked may still be running. So they do behind an
+    answer kept until the agent can be reached again, until it is due (interactions/kept_answers.py)."""
     waiting = Turn.objects.filter(session_id=session_id, state__in=OPEN_TURN_STATES)
-    if Interaction.objects.filter(session_id=session_id, state=Interaction.State.OPEN).exists():
+    paused = Interaction.objects.filter(session_id=session_id, state=Interaction.State.OPEN).exists()
+    if paused or kept_answers.held_back(session_id):
         waiting = waiting.filter(state=Turn.State.RUNNING)
     return waiting.order_by(
         Case(When(state=Turn.State.RUNNING, then=0), When(kind=Turn.Kind.MESSAGE, then=2), default=1),

@@ -92,6 +92,7 @@ class TestTheSweepCommand:
             "close-owed-prompts",
             "delete-expired-sessions",
             "deliver-alerts",
+            "deliver-kept-answers",
             "post-owed-notices",
             "recover-sessions",
             "remove-stale-acknowledgments",
@@ -100,9 +101,7 @@ class TestTheSweepCommand:
         ]
 
     def test_an_unknown_name_is_refused_with_the_names_there_are(self):
-        with pytest.raises(
-            CommandError, match="No sweep is named 'nope'; there are: close-owed-prompts"
-        ):
+        with pytest.raises(CommandError, match="No sweep is named 'nope'; there are: close-owed-prompts"):
             call_command("sweep", "nope")
 
 
