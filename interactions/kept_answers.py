@@ -135,8 +135,7 @@ def send_due(*, now: datetime | None = None) -> tuple[int, int]:
         with transaction.atomic():
             if deadline <= now:
                 interaction = Interaction.objects.select_for_update().get(pk=interaction_id)
-                # Not while a try runs: the runner keeps or settles it when the try ends.
-                if interaction.answer_turn_id is not None and _expire(interaction, now, only_queued=True):
+                if _expire(interaction, now, only_queued=True):
                     expired += 1
                 continue
             # Conditional: a try taken or kept again since the read is not due any more.
@@ -149,12 +148,14 @@ def send_due(*, now: datetime | None = None) -> tuple[int, int]:
 
 
 def _expire(interaction: Interaction, now: datetime, *, only_queued: bool = False) -> bool:
-    """Gives the answer up at the deadline, as a timeout (in the caller's transaction)."""
-    states = [Turn.State.QUEUED] if only_queued else [Turn.State.QUEUED, Turn.State.RUNNING]
-    if only_queued and not Turn.objects.filter(pk=interaction.answer_turn_id, state__in=states).exists():
+    """Gives the answer up at the deadline, as a timeout (in the caller's transaction). With
+    ``only_queued``, not while a try runs: its runner gives it up when the try fails."""
+    turn_id = interaction.answer_turn_id
+    assert turn_id is not None, "an answered Interaction has its answer turn"
+    if only_queued and Turn.objects.filter(pk=turn_id, state=Turn.State.RUNNING).exists():
         return False
     KeptAnswer.objects.filter(interaction=interaction).delete()
-    Turn.objects.filter(pk=interaction.answer_turn_id, state=Turn.State.QUEUED).update(
+    Turn.objects.filter(pk=turn_id, state=Turn.State.QUEUED).update(
         state=Turn.State.DONE, outcome=Turn.Outcome.UNREACHABLE, ended_at=now
     )
     # The timeout sweep takes it from here (closed_at cleared: its prompt gets the timed-out ending).

@@ -60,7 +60,12 @@ def decide(interaction: Interaction):
 def rewrites(monkeypatch):
     """The prompts rewritten, by Interaction id, instead of Slack's chat.update."""
     made: list[int] = []
-    monkeypatch.setattr(services, "close_prompt", lambda interaction_id: made.append(interaction_id) or True)
+
+    def rewrite(interaction_id: int) -> bool:
+        made.append(interaction_id)
+        return True
+
+    monkeypatch.setattr(services, "close_prompt", rewrite)
     return made
 
 

@@ -2,13 +2,14 @@
 and held (with the replies behind it) until due or until a reply comes, then sent; past the deadline
 given up as a timeout is, with its own audit row."""
 
-from datetime import timedelta
+import json
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.utils import timezone
 
 from audit.models import AuditEvent
-from interactions import approval_prompts, approvals, kept_answers, sweeps
+from interactions import approval_prompts, approvals, kept_answers, services, sweeps
 from interactions.models import Interaction, KeptAnswer, PromptClosing
 from kourier.a2a.events import AnswerFormat, ApprovalRequest, ToolToApprove
 from sessions import turns
@@ -16,6 +17,8 @@ from sessions.models import Turn
 from tests.factories import BindingFactory, TurnFactory
 from tests.fakes.slack import defaults
 from tests.support.queue import enqueued
+
+from .questions import text_question
 
 PROMPT_TS = "1700000000.000900"
 NOW = timezone.now()
@@ -170,3 +173,48 @@ def test_the_sweep_drives_a_session_whose_kept_answer_is_due_once(
         assert kept_answers.send_due(now=later) == (1, 0)
         assert kept_answers.send_due(now=later) == (0, 0)  # sent once, not at every run
     assert enqueued(callbacks) == [("drive_session", (decision_turn.session_id,))]
+
+
+def test_the_waiting_line_says_until_when_in_each_readers_time_zone():
+    deadline = datetime(2026, 12, 2, 7, 30, tzinfo=UTC)
+    assert kept_answers.waiting_line(deadline) == (
+        "Waiting to be delivered: the agent cannot be reached right now, so I keep sending it until "
+        f"<!date^{int(deadline.timestamp())}^{{date_short_pretty}} at {{time}}|2026-12-02 07:30 UTC>."
+    )
+
+
+def test_while_kept_the_prompt_says_it_waits_to_be_delivered_then_shows_the_decision_alone(
+    decision_turn, interaction, slack_fake, slack_client, settings, monkeypatch
+):
+    settings.SLACK_API_URL = slack_fake.url
+    monkeypatch.setenv("SLACK_BOT_TOKEN", slack_fake.bot_token)
+    root = slack_fake.user_says(defaults.ADA, defaults.CHANNEL_ID, "hi", deliver="none")
+    prompt_ts = slack_client.chat_postMessage(channel=defaults.CHANNEL_ID, thread_ts=root, text="prompt")[
+        "ts"
+    ]
+    Interaction.objects.update(prompt_ts=prompt_ts, channel_id=defaults.CHANNEL_ID)
+
+    kept_answers.keep(decision_turn.pk, now=NOW)
+    services.close_prompt(interaction.pk)
+    shown = json.dumps(slack_fake.message(defaults.CHANNEL_ID, prompt_ts).blocks)
+    assert "Approved: add_numbers" in shown
+    assert json.dumps(kept_answers.waiting_line(interaction.deadline))[1:-1] in shown
+
+    kept_answers.settle(decision_turn.pk)
+    services.close_prompt(interaction.pk)
+    shown = json.dumps(slack_fake.message(defaults.CHANNEL_ID, prompt_ts).blocks)
+    assert "Approved: add_numbers" in shown
+    assert "Waiting to be delivered" not in shown
+
+
+def test_an_answer_to_a_question_is_kept_the_same_way(db):
+    asking = TurnFactory(state=Turn.State.DONE, outcome=Turn.Outcome.ASKED, session__binding=BindingFactory())
+    services.open_question(asking.pk, text_question(), now=NOW)
+    taken = services.take_typed_answer(
+        asking.session, message_ts="1700000300.000100", user_id=defaults.GRACE, text="Orion"
+    )
+    assert taken is not None
+    Turn.objects.filter(pk=taken.turn_id).update(state=Turn.State.RUNNING)
+    assert kept_answers.keep(taken.turn_id, now=NOW) is kept_answers.Kept.KEPT
+    assert Turn.objects.get(pk=taken.turn_id).state == Turn.State.QUEUED
+    assert KeptAnswer.objects.get().interaction_id == taken.interaction_id
