@@ -246,7 +246,7 @@ def close_prompt(interaction_id: int) -> bool:
 def close_owed_prompt(interaction_id: int, attempt: int) -> closings.Outcome:
     """Try ``attempt`` at a prompt's owed rewrite (closings.py): taken once, then the prompt rewritten
     as its Interaction stands now. A Slack failure puts the rewrite off; anything else is a bug and
-    raises (the row stays owed: the sweep tries it again once overdue)."""
+    raises (the row stays owed: the sweep tries it again once overdue, up to the last try)."""
     if not closings.claim(interaction_id, attempt):
         return closings.Outcome.STALE
     try:
@@ -259,6 +259,10 @@ def close_owed_prompt(interaction_id: int, attempt: int) -> closings.Outcome:
             extra={"interaction_id": interaction_id, "attempt": attempt, "error": error_name(exc)},
         )
         return outcome
+    except Exception:
+        if attempt + 1 >= closings.RETRIES:  # a bug is not retried for ever either
+            closings.finished(interaction_id, attempt)
+        raise
     closings.finished(interaction_id, attempt)
     return closings.Outcome.CLOSED
 

@@ -119,6 +119,10 @@ def test_a_bug_is_not_taken_for_a_slack_failure_and_the_rewrite_stays_owed(inter
     with pytest.raises(ZeroDivisionError):
         services.close_owed_prompt(interaction.pk, 0)
     assert PromptClosing.objects.get().attempt == 1
+    PromptClosing.objects.update(attempt=closings.RETRIES - 1)
+    with pytest.raises(ZeroDivisionError):
+        services.close_owed_prompt(interaction.pk, closings.RETRIES - 1)
+    assert not PromptClosing.objects.exists()  # not sent again for ever
 
 
 class TestTheSweep:
