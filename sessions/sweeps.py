@@ -13,7 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.services import record
-from interactions.models import Interaction
+from interactions.models import Interaction, KeptAnswer
 from kourier import metrics
 from kourier.queue import enqueue_after_commit
 from kourier.slack.clients import async_web_client, connection_workspace
@@ -45,6 +45,8 @@ def recover_sessions() -> Swept:
         Session.objects.filter(turns__state__in=OPEN_TURN_STATES)
         .exclude(lease_expires_at__gt=now)
         .exclude(interactions__state=Interaction.State.OPEN)  # its task waits for people, not a runner
+        # Its turns wait for a kept answer's next try: deliver-kept-answers drives it when due.
+        .exclude(pk__in=KeptAnswer.objects.filter(due_at__gt=now).values("session_id"))
         .values_list("pk", flat=True)
         .distinct()
     )
