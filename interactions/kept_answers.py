@@ -20,7 +20,7 @@ import logging
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from audit.services import record
@@ -34,8 +34,6 @@ from .models import Interaction, KeptAnswer
 logger = logging.getLogger(__name__)
 
 UNDELIVERED = "interaction.undelivered"
-# A drive of a due answer that no runner took (its message lost) is sent again after this.
-LOST_AFTER = timedelta(seconds=10)
 
 
 def backoff(tries: int) -> timedelta:
@@ -126,24 +124,22 @@ def held_back(session_id: int, *, now: datetime | None = None) -> bool:
 
 def send_due(*, now: datetime | None = None) -> tuple[int, int]:
     """Drives the sessions whose kept answer is due (how many), and gives up those past their
-    Interaction's deadline (how many)."""
+    Interaction's deadline (how many). A due answer's session is driven at every run until a try
+    keeps it again (a lost drive costs one run): the session's lease lets one runner take it."""
     now = now or timezone.now()
     driven = expired = 0
-    for interaction_id, session_id, due_at, deadline in KeptAnswer.objects.filter(
-        due_at__lte=now
-    ).values_list("interaction_id", "session_id", "due_at", "interaction__deadline"):
+    due_or_past_deadline = KeptAnswer.objects.filter(Q(due_at__lte=now) | Q(interaction__deadline__lte=now))
+    for interaction_id, session_id, deadline in due_or_past_deadline.values_list(
+        "interaction_id", "session_id", "interaction__deadline"
+    ):
         with transaction.atomic():
-            if deadline <= now:
-                interaction = Interaction.objects.select_for_update().get(pk=interaction_id)
-                if _expire(interaction, now, only_queued=True):
-                    expired += 1
-                continue
-            # Conditional: a try taken or kept again since the read is not due any more.
-            if KeptAnswer.objects.filter(interaction_id=interaction_id, due_at=due_at).update(
-                due_at=now + LOST_AFTER
-            ):
+            if deadline > now:
                 enqueue_after_commit(DRIVE_SESSION, session_id)
                 driven += 1
+                continue
+            interaction = Interaction.objects.select_for_update().get(pk=interaction_id)
+            if _expire(interaction, now, only_queued=True):
+                expired += 1
     return driven, expired
 
 

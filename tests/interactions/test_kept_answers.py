@@ -163,7 +163,7 @@ class TestPastTheDeadline:
         assert KeptAnswer.objects.exists()
 
 
-def test_the_sweep_drives_a_session_whose_kept_answer_is_due_once(
+def test_the_sweep_drives_a_session_whose_kept_answer_is_due_and_leaves_it_due(
     decision_turn, django_capture_on_commit_callbacks
 ):
     kept_answers.keep(decision_turn.pk, now=NOW)
@@ -171,8 +171,12 @@ def test_the_sweep_drives_a_session_whose_kept_answer_is_due_once(
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         assert kept_answers.send_due(now=NOW) == (0, 0)
         assert kept_answers.send_due(now=later) == (1, 0)
-        assert kept_answers.send_due(now=later) == (0, 0)  # sent once, not at every run
     assert enqueued(callbacks) == [("drive_session", (decision_turn.session_id,))]
+    # Still due for the runner the drive wakes (a drive that was lost is sent again by the next run).
+    Turn.objects.filter(pk=decision_turn.pk).update(state=Turn.State.QUEUED)
+    KeptAnswer.objects.update(due_at=timezone.now() - timedelta(seconds=1))
+    kept_answers.send_due()
+    assert turns.next_queued_turn(decision_turn.session_id) == decision_turn
 
 
 def test_the_waiting_line_says_until_when_in_each_readers_time_zone():
