@@ -12,6 +12,7 @@ from audit.models import AuditEvent
 from interactions import approval_prompts, approvals, kept_answers, services, sweeps
 from interactions.models import Interaction, KeptAnswer, PromptClosing
 from kourier.a2a.events import AnswerFormat, ApprovalRequest, ToolToApprove
+from sessions import sweeps as session_sweeps
 from sessions import turns
 from sessions.models import Turn
 from tests.factories import BindingFactory, TurnFactory
@@ -222,3 +223,10 @@ def test_an_answer_to_a_question_is_kept_the_same_way(db):
     assert kept_answers.keep(taken.turn_id, now=NOW) is kept_answers.Kept.KEPT
     assert Turn.objects.get(pk=taken.turn_id).state == Turn.State.QUEUED
     assert KeptAnswer.objects.get().interaction_id == taken.interaction_id
+
+
+def test_recovery_leaves_a_session_whose_kept_answer_is_not_due_to_the_kept_answers_sweep(decision_turn):
+    kept_answers.keep(decision_turn.pk, now=timezone.now())
+    assert session_sweeps.recover_sessions().counts == {"sessions driven again": 0}
+    KeptAnswer.objects.update(due_at=timezone.now() - timedelta(seconds=1))
+    assert session_sweeps.recover_sessions().counts == {"sessions driven again": 1}
