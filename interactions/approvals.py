@@ -22,14 +22,13 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from audit.models import AuditEvent
 from audit.services import record
 from kourier import metrics
 from kourier.a2a.events import ApprovalRequest
 from kourier.redaction import redact, redact_text
 from sessions.models import Turn
 
-from . import approval_prompts, services
+from . import approval_prompts, kept_answers, services
 from .audit import decision_shape
 from .decisions import NotADecision, Undecided, read_decision
 from .kinds import PauseKind, Reading, Refusal, Unfit
@@ -117,11 +116,18 @@ def _ended_prompt(interaction: Interaction) -> tuple[list[dict[str, Any]], str]:
             verdicts,
             approval_prompts.decided_line(
                 interaction.answered_by, int(at.timestamp()), f"{at:%Y-%m-%d %H:%M}"
-            ),
+            )
+            + kept_answers.waiting(interaction),
         )
     else:
         blocks = approval_prompts.timed_out_prompt(request)
     return blocks, approval_prompts.fallback_text(request)
+
+
+def _taken(interaction_id: int, now: datetime) -> None:
+    # A timeout audited before this decision won, by a sweep that died before its claim: no sweep is
+    # left to append the superseded row, so the decision's own transaction does (once, by its mark).
+    _supersede_if_audited(interaction_id, now=now)
 
 
 APPROVAL = PauseKind(
@@ -155,6 +161,7 @@ APPROVAL = PauseKind(
     read=_read,
     ended_prompt=_ended_prompt,
     approvers=True,
+    taken_in_transaction=_taken,
 )
 
 
@@ -228,20 +235,25 @@ def open_approvals_past_deadline(*, now: datetime | None = None) -> list[int]:
     )
 
 
-def audit_timeout(interaction_id: int) -> bool:
+def audit_timeout(interaction_id: int, *, now: datetime | None = None) -> bool:
     """Writes the timeout's audit row unless it is written already (recovery reuses it). True when
-    this call wrote it."""
-    if AuditEvent.objects.filter(action=TIMED_OUT, subject=subject(interaction_id)).exists():
-        return False
-    interaction = Interaction.objects.select_related("session__binding").get(pk=interaction_id)
-    binding = interaction.session.binding
-    tools = [tool["name"] for tool in interaction.pause.get("tools", [])]
-    record(
-        TIMED_OUT,
-        binding_name=binding.name if binding else "",
-        subject=subject(interaction_id),
-        details=decision_shape(tools, [False] * len(tools)),
-    )
+    this call wrote it. The Interaction's mark is taken by a conditional update in the same
+    transaction, so two sweeps at once write one row (the second waits for the first's commit)."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        if not Interaction.objects.filter(pk=interaction_id, timeout_audited_at=None).update(
+            timeout_audited_at=now
+        ):
+            return False
+        interaction = Interaction.objects.select_related("session__binding").get(pk=interaction_id)
+        binding = interaction.session.binding
+        tools = [tool["name"] for tool in interaction.pause.get("tools", [])]
+        record(
+            TIMED_OUT,
+            binding_name=binding.name if binding else "",
+            subject=subject(interaction_id),
+            details=decision_shape(tools, [False] * len(tools)),
+        )
     return True
 
 
@@ -258,16 +270,33 @@ def claim_timeout(interaction_id: int) -> bool:
     return claimed
 
 
-def supersede_timeout(interaction_id: int) -> None:
-    """A person's decision won the race after the timeout's audit: the audit says so, appended."""
-    interaction = Interaction.objects.select_related("session__binding").get(pk=interaction_id)
-    binding = interaction.session.binding
-    record(
-        SUPERSEDED,
-        binding_name=binding.name if binding else "",
-        subject=subject(interaction_id),
-        details={"decided_by": interaction.answered_by},
-    )
+def supersede_timeout(interaction_id: int) -> bool:
+    """A person's decision won the race after the timeout's audit: the audit says so, appended. True
+    when this call wrote it; nothing when no timeout was audited, no person decided, or it is written."""
+    return _supersede_if_audited(interaction_id)
+
+
+def _supersede_if_audited(interaction_id: int, *, now: datetime | None = None) -> bool:
+    # The decision's own transaction calls it too (take_decision): a sweep that died between its audit
+    # and its claim leaves no sweep to append it. The mark makes it once, whoever comes first.
+    now = now or timezone.now()
+    with transaction.atomic():
+        if not Interaction.objects.filter(
+            pk=interaction_id,
+            state=Interaction.State.ANSWERED,
+            timeout_audited_at__isnull=False,
+            timeout_superseded_at=None,
+        ).update(timeout_superseded_at=now):
+            return False
+        interaction = Interaction.objects.select_related("session__binding").get(pk=interaction_id)
+        binding = interaction.session.binding
+        record(
+            SUPERSEDED,
+            binding_name=binding.name if binding else "",
+            subject=subject(interaction_id),
+            details={"decided_by": interaction.answered_by},
+        )
+    return True
 
 
 def timed_out_to_close() -> list[Interaction]:

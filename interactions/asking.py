@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
+from django.utils import timezone
 
 from kourier.a2a.dialects import Dialect
 from kourier.a2a.events import AnswerFormat, ApprovalRequest, Decision, Question
@@ -29,9 +30,9 @@ from sessions import notices
 from sessions.agent_text import Author, build_turn_text
 from sessions.models import Session, Turn
 from sessions.outbox import TurnOutbox
-from sessions.pauses import AnswerTurn, Pause, PausedTurn, PauseEnd
+from sessions.pauses import AnswerTurn, Kept, Pause, PausedTurn, PauseEnd
 
-from . import approval_prompts, approvals, prompts, questions, services
+from . import approval_prompts, approvals, kept_answers, prompts, questions, services
 from .models import Interaction
 
 logger = logging.getLogger(__name__)
@@ -165,10 +166,21 @@ class Asking:
         return taken.turn_id if taken is not None else None
 
     def holds(self, session_id: int) -> bool:
-        return Interaction.objects.filter(session_id=session_id, state=Interaction.State.OPEN).exists()
+        open_pause = Interaction.objects.filter(session_id=session_id, state=Interaction.State.OPEN)
+        return open_pause.exists() or kept_answers.held_back(session_id)
 
     def held_sessions(self) -> QuerySet[Any]:
-        return Interaction.objects.filter(state=Interaction.State.OPEN).values("session_id")
+        now = timezone.now()
+        return Session.objects.filter(
+            Exists(Interaction.objects.filter(session=OuterRef("pk"), state=Interaction.State.OPEN))
+            | Exists(kept_answers.not_due(now).filter(session_id=OuterRef("pk")))
+        ).values("pk")
+
+    def keep_undelivered(self, turn_id: int) -> Kept:
+        return kept_answers.keep(turn_id)
+
+    def settle_answer(self, turn_id: int) -> None:
+        kept_answers.settle(turn_id)
 
 
 async def _put_question(turn: PausedTurn, question: Question) -> PauseEnd:

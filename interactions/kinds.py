@@ -13,6 +13,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from .models import Interaction
@@ -76,6 +77,8 @@ class PauseKind:
     # The prompt once its Interaction ended: its blocks and fallback text (who answered, or timed out).
     ended_prompt: Callable[[Interaction], tuple[list[dict[str, Any]], str]]
     approvers: bool = False  # the Binding's approver groups are checked on every press
+    # What the kind adds to a take's own transaction, once the Interaction is won: (its id, now).
+    taken_in_transaction: Callable[[int, datetime], None] | None = None
 
     def refused(self, refusal: Refusal, message: str | None = None) -> Refused:
         return Refused(refusal, message if message is not None else self.refusals[refusal])

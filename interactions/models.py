@@ -49,6 +49,14 @@ class Interaction(models.Model):
         blank=True,
         help_text="When the paused task was cancelled after an approval was refused or its denial not taken.",
     )
+    # Each set by a conditional update in the transaction that writes its audit row, so that sweeps
+    # racing each other (and a person's decision racing them) write each row once (approvals.py).
+    timeout_audited_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the approval's timed_out audit row was written."
+    )
+    timeout_superseded_at = models.DateTimeField(
+        null=True, blank=True, help_text="When a person's decision superseded that timeout in the audit."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -88,3 +96,51 @@ class KeptPress(models.Model):
 
     def __str__(self) -> str:
         return f"kept press {self.pk} of interaction {self.interaction_id} (try {self.attempt})"
+
+
+class PromptClosing(models.Model):
+    """A prompt owed a rewrite that says how its Interaction stands (decided, answered, waiting to be
+    delivered), kept until one is made (interactions/closings.py).
+
+    Written in the transaction that changed the Interaction, so the rewrite cannot be lost with a
+    Celery message: the message carries the Interaction's id and the try it is for, and beat's sweep
+    sends a try again once the row says it is overdue (a SIGKILL leaves the broker's copy invisible for
+    an hour; a Redis that lost its data has none). A message for a try already taken does nothing.
+    """
+
+    interaction = models.OneToOneField(
+        Interaction, on_delete=models.CASCADE, primary_key=True, related_name="closing"
+    )
+    attempt = models.PositiveIntegerField(
+        default=0, help_text="The try the next message is for; a message for another is stale."
+    )
+    due_at = models.DateTimeField(
+        db_index=True,
+        help_text="When the next try should have started or ended; past it, the sweep sends it again.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"closing of interaction {self.interaction_id} (try {self.attempt})"
+
+
+class KeptAnswer(models.Model):
+    """A person's answer or decision the agent could not be reached to take, kept until it takes it or
+    the Interaction's deadline passes (interactions/kept_answers.py).
+
+    Its answer turn waits, queued, until ``due_at`` (or a reply in the thread), and holds the replies
+    behind it: the agent's task is still paused on it. Past the deadline the turn is ended, the
+    Interaction timed out and its task cancelled, the thread told once, as for a timeout.
+    """
+
+    interaction = models.OneToOneField(
+        Interaction, on_delete=models.CASCADE, primary_key=True, related_name="kept_answer"
+    )
+    session = models.ForeignKey("threads.Session", on_delete=models.CASCADE, related_name="+")
+    tries = models.PositiveIntegerField(default=1, help_text="How many times it failed to reach the agent.")
+    tried_at = models.DateTimeField(help_text="When the last try failed; a reply after it sends it again.")
+    due_at = models.DateTimeField(db_index=True, help_text="When it is sent again.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"kept answer of interaction {self.interaction_id} ({self.tries} tries)"

@@ -17,7 +17,7 @@ from kourier import metrics
 from kourier.a2a.events import AnswerFormat, Question
 from sessions.models import Session, Turn
 
-from . import prompts, services
+from . import kept_answers, prompts, services
 from .answers import Answers, Incomplete, Mismatch, read_answers, read_typed_reply
 from .audit import answer_shape
 from .kinds import PauseKind, Reading, Refusal, Taken, Unfit
@@ -41,7 +41,9 @@ def _read(pause: dict[str, Any], action_id: str, values: Mapping[str, Any]) -> R
 def _ended_prompt(interaction: Interaction) -> tuple[list[dict[str, Any]], str]:
     question = Question.from_dict(interaction.pause)
     if interaction.state == Interaction.State.ANSWERED and interaction.answered_at is not None:
-        line = prompts.answered_line(interaction.answered_by, interaction.answered_at)
+        line = prompts.answered_line(interaction.answered_by, interaction.answered_at) + kept_answers.waiting(
+            interaction
+        )
     else:
         line = prompts.TIMED_OUT_LINE
     return prompts.closed_prompt(question, line), prompts.fallback_text(question)

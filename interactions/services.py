@@ -26,9 +26,9 @@ from sessions.models import Turn
 from sessions.queue import DRIVE_SESSION
 from sessions.turns import message_id_for
 
+from . import closings
 from .kinds import PauseKind, Reading, Refusal, Refused, Taken, Unfit
 from .models import Interaction, KeptPress
-from .queue import CLOSE_PROMPT
 
 logger = logging.getLogger(__name__)
 
@@ -116,9 +116,11 @@ def take(
             details=reading.audit,
         )
         turn = queue_answer_turn(interaction, reading.answers, user_id, turn_key, kind=turn_kind, text=text)
+        if kind.taken_in_transaction is not None:
+            kind.taken_in_transaction(interaction.pk, now)
         if kept_press_id is not None:
             KeptPress.objects.filter(pk=kept_press_id).delete()
-        enqueue_after_commit(CLOSE_PROMPT, interaction.pk)
+        closings.intend(interaction.pk, now=now)  # the prompt's rewrite, kept as a row until made
     logger.info(kind.taken, extra={"interaction_id": interaction.pk, "turn_id": turn.pk})
     metrics.interactions_decided(kind.kind.value)
     return Taken(interaction.pk, turn.pk)

@@ -19,7 +19,7 @@ from sessions import notices
 from sessions.outbox import TurnOutbox
 from sessions.queue import DRIVE_SESSION
 
-from . import approvals, asking, kept_presses, questions, services
+from . import approvals, asking, closings, kept_answers, kept_presses, questions, services
 from .models import Interaction
 
 logger = logging.getLogger(__name__)
@@ -56,6 +56,22 @@ def time_out_interactions() -> Swept:
 def retry_kept_presses() -> Swept:
     """Sends again the tries of kept presses whose worker died holding them (kept_presses.py)."""
     return Swept({"kept presses tried again": kept_presses.send_overdue()})
+
+
+@sweep("close-owed-prompts")
+def close_owed_prompts() -> Swept:
+    """Sends again the rewrites of decided or answered prompts whose message was lost (a Redis that
+    lost its data) or whose worker died holding it (closings.py)."""
+    return Swept({"prompt rewrites sent again": closings.send_overdue()})
+
+
+@sweep("deliver-kept-answers")
+def deliver_kept_answers() -> Swept:
+    """Sends again the answers and decisions the agent could not be reached to take, once due; past
+    their Interaction's deadline, gives them up as a timeout (kept_answers.py), which
+    time-out-interactions then cancels and tells the thread."""
+    driven, expired = kept_answers.send_due()
+    return Swept({"kept answers sent again": driven, "kept answers given up": expired})
 
 
 def _approvals() -> dict[str, int]:

@@ -3,13 +3,19 @@
 from asgiref.sync import async_to_sync
 from celery import shared_task
 
-from . import kept_presses, presses, registry, sweeps
+from . import closings, kept_presses, presses, registry, sweeps
 from .queue import CLOSE_PROMPT, RETRY_PRESS
 
 
-@shared_task(name=CLOSE_PROMPT, acks_late=True, autoretry_for=(Exception,), retry_backoff=True, max_retries=5)
-def close_prompt(interaction_id: int) -> bool:
-    return registry.close_prompt(interaction_id)
+@shared_task(name=CLOSE_PROMPT, bind=True, acks_late=True, max_retries=None)
+def close_prompt(self, interaction_id: int, attempt: int | None = None) -> str:
+    """Try ``attempt`` at a prompt's owed rewrite (closings.py): the tries are counted in its row."""
+    if attempt is None:  # a message queued before rewrites were kept as rows
+        return str(registry.close_prompt(interaction_id))
+    outcome = registry.close_owed_prompt(interaction_id, attempt)
+    if outcome is closings.Outcome.RETRY:
+        raise self.retry(args=(interaction_id, attempt + 1), countdown=closings.backoff(attempt))
+    return outcome.value
 
 
 @shared_task(name=RETRY_PRESS, bind=True, acks_late=True, max_retries=None)
@@ -29,3 +35,13 @@ def time_out_interactions() -> dict[str, int]:
 @shared_task
 def retry_kept_presses() -> dict[str, int]:
     return sweeps.retry_kept_presses().counts
+
+
+@shared_task
+def close_owed_prompts() -> dict[str, int]:
+    return sweeps.close_owed_prompts().counts
+
+
+@shared_task
+def deliver_kept_answers() -> dict[str, int]:
+    return sweeps.deliver_kept_answers().counts

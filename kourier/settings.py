@@ -232,6 +232,14 @@ CELERY_BEAT_SCHEDULE = {
         "task": "interactions.tasks.retry_kept_presses",
         "schedule": env("RECOVERY_INTERVAL_SECONDS"),
     },
+    "close-owed-prompts": {
+        "task": "interactions.tasks.close_owed_prompts",
+        "schedule": env("RECOVERY_INTERVAL_SECONDS"),
+    },
+    "deliver-kept-answers": {
+        "task": "interactions.tasks.deliver_kept_answers",
+        "schedule": env("RECOVERY_INTERVAL_SECONDS"),
+    },
     "deliver-alerts": {
         "task": "alerts.tasks.deliver_alerts",
         "schedule": env("RECOVERY_INTERVAL_SECONDS"),

@@ -9,6 +9,7 @@ pause waits for people: ``NO_PAUSES``.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -60,6 +61,14 @@ class PauseEnd:
     notice: str | None = None
 
 
+class Kept(enum.Enum):
+    """What became of an answer turn whose message surely never reached the agent (no connection made)."""
+
+    KEPT = "kept"  # queued again for a later try: no notice, its prompt says it waits
+    EXPIRED = "expired"  # past its pause's deadline: ended as unreachable, the timeout sweep tells the thread
+    NOT_AN_ANSWER = "not-an-answer"  # the turn carries no person's answer: it fails as any turn
+
+
 class Pauses(Protocol):
     async def put(self, turn: PausedTurn, pause: Pause) -> PauseEnd:
         """Puts the pause to the thread (its prompt posted once); or, when it cannot be, cancels the
@@ -77,11 +86,22 @@ class Pauses(Protocol):
         ...
 
     def holds(self, session_id: int) -> bool:
-        """Whether the session's task waits for people (its queued turns then wait too)."""
+        """Whether the session's task waits for people, or for a person's answer kept until the agent
+        can be reached and not yet due (its queued turns then wait too)."""
         ...
 
     def held_sessions(self) -> QuerySet[Any]:
-        """The ids of every session whose task waits for people (no runner is owed to them)."""
+        """The ids of every session whose task waits for people, or whose kept answer's next try is not
+        due (no runner is owed to them: the pauses' own sweep drives it when due)."""
+        ...
+
+    def keep_undelivered(self, turn_id: int) -> Kept:
+        """The answer turn ``turn_id`` could not reach the agent (it surely never arrived): kept for
+        another try (the turn queued again), or given up past its pause's deadline."""
+        ...
+
+    def settle_answer(self, turn_id: int) -> None:
+        """The answer turn ``turn_id`` ended (the agent took it, or it failed otherwise): no longer kept."""
         ...
 
 
@@ -102,6 +122,12 @@ class _NoPauses:
 
     def held_sessions(self) -> QuerySet[Any]:
         return Session.objects.none().values("pk")
+
+    def keep_undelivered(self, turn_id: int) -> Kept:
+        return Kept.NOT_AN_ANSWER
+
+    def settle_answer(self, turn_id: int) -> None:
+        return None
 
 
 NO_PAUSES: Pauses = _NoPauses()

@@ -115,6 +115,7 @@ class TurnEnd:
     outcome: Turn.Outcome
     notice: str | None = None
     forget_context: bool = False
+    kept: bool = False  # a person's answer the agent could not be reached to take: queued again
 
     @property
     def failed(self) -> bool:
@@ -298,6 +299,11 @@ async def run_turn(turn_id: int) -> None:
             logger.warning(
                 "turn.notice_deferred", extra={"turn_id": turn_id, "error": exc.response.get("error")}
             )
+    if outcome.kept:  # not ended: the turn is queued again (sessions/pauses.py, ``keep_undelivered``)
+        logger.info("turn.kept", extra={"turn_id": turn_id})
+        return
+    if work.kind is not Turn.Kind.MESSAGE:
+        await _db(pauses.current().settle_answer)(turn_id)
     if outcome.forget_context:
         await _db(turns.forget_context)(work.session_id)
     await _db(turns.finish_turn)(turn_id, outcome=outcome.outcome, failed=outcome.failed)
@@ -350,12 +356,21 @@ class Conversation:
             # Lost before this runner tried anything: an earlier one sent it and died.
             notice = notices.REQUEST_LOST if lost.failed_attempts == 0 else notices.AGENT_UNREACHABLE
             outcome = TurnEnd(Turn.Outcome.LOST, notice)
-        except follow.AgentOutOfReach:
-            outcome = TurnEnd(Turn.Outcome.UNREACHABLE, notices.AGENT_UNREACHABLE)
+        except follow.AgentOutOfReach as out_of_reach:
+            outcome = await self._unreachable(out_of_reach)
         else:
             return await self._end(ended)
         await self.display.end(Ending.FAILED, notice_follows=True)
         return outcome
+
+    async def _unreachable(self, out_of_reach: follow.AgentOutOfReach) -> TurnEnd:
+        """A person's answer that never reached the agent is kept for another try, or given up as a
+        timeout past its deadline (the timeout sweep tells the thread); any other turn fails."""
+        if out_of_reach.unsent and self.work.kind is not Turn.Kind.MESSAGE:
+            kept = await _db(pauses.current().keep_undelivered)(self.work.turn_id)
+            if kept is not pauses.Kept.NOT_AN_ANSWER:
+                return TurnEnd(Turn.Outcome.UNREACHABLE, kept=kept is pauses.Kept.KEPT)
+        return TurnEnd(Turn.Outcome.UNREACHABLE, notices.AGENT_UNREACHABLE)
 
     async def _follow(self, message: Message) -> TaskEnded:
         ended: TaskEnded | None = None

@@ -43,7 +43,9 @@ def recover_sessions() -> Swept:
     stranded = list(
         Session.objects.filter(turns__state__in=OPEN_TURN_STATES)
         .exclude(lease_expires_at__gt=now)
-        .exclude(pk__in=pauses.current().held_sessions())  # its task waits for people, not a runner
+        # Its task waits for people, not a runner; or its turns wait for a kept answer's next try, which
+        # the pauses' own sweep (deliver-kept-answers) drives when due.
+        .exclude(pk__in=pauses.current().held_sessions())
         .values_list("pk", flat=True)
         .distinct()
     )

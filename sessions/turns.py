@@ -59,7 +59,9 @@ def release_lease(session_id: int, owner: str) -> None:
 def next_queued_turn(session_id: int) -> Turn | None:
     """The turn the session's runner runs next: one a runner left half-way, then an answer to the
     agent's question, then people's messages in order. While a pause waits for people they wait: the
-    agent's task is paused on it, and only the turn that asked may still be running."""
+    agent's task is paused on it, and only the turn that asked may still be running. So they do behind
+    a person's answer kept until the agent can be reached again, until it is due or a reply comes
+    (``Pauses.holds``; interactions/kept_answers.py)."""
     waiting = Turn.objects.filter(session_id=session_id, state__in=OPEN_TURN_STATES)
     if pauses.current().holds(session_id):
         waiting = waiting.filter(state=Turn.State.RUNNING)

@@ -49,7 +49,14 @@ class AgentGarbled(GaveUp):
 
 
 class AgentOutOfReach(GaveUp):
-    """The agent could not be reached or refused the request, and retrying did not help or cannot."""
+    """The agent could not be reached or refused the request, and retrying did not help or cannot.
+
+    ``unsent``: the failures were of the kind that may pass, and none could have delivered the message
+    (no connection was made), so sending it again later cannot run it twice."""
+
+    def __init__(self, detail: str, *, unsent: bool = False) -> None:
+        super().__init__(detail)
+        self.unsent = unsent
 
 
 class RequestLost(GaveUp):
@@ -116,10 +123,11 @@ async def follow_turn(
             raise AgentGarbled(str(exc)) from exc
         except errors.A2AError as exc:
             failures += 1
-            if not exc.retryable or failures >= max_attempts:
-                raise AgentOutOfReach(str(exc)) from exc
             # A request that may have reached the agent is looked up before it is sent again.
             must_look = must_look or (exc.outcome_unknown and not turn.task_id)
+            if not exc.retryable or failures >= max_attempts:
+                unsent = exc.retryable and not must_look and not turn.task_id and not exc.outcome_unknown
+                raise AgentOutOfReach(str(exc), unsent=unsent) from exc
             logger.info(
                 "a2a.turn_retry",
                 extra={

@@ -287,6 +287,25 @@ async def test_an_agent_that_stays_unreachable_is_given_up_after_the_bounded_att
     assert a2a_agent.received == []
 
 
+async def test_a_message_no_attempt_could_deliver_is_given_up_as_unsent():
+    async with A2AClient("http://127.0.0.1:9", request_timeout=5) as client:  # nothing listens there
+        with pytest.raises(AgentOutOfReach) as out_of_reach:
+            await follow(client, hello(), max_attempts=2)
+
+    assert out_of_reach.value.unsent  # a person's answer may be kept and sent again later
+
+
+async def test_a_message_that_may_have_arrived_is_not_given_up_as_unsent(a2a_agent):
+    a2a_agent.fail_next_call(http_status(502), method="SendStreamingMessage")  # after a gateway forwarded it
+    for _ in range(2):
+        a2a_agent.fail_next_call(http_status(503), method="ListTasks")
+    async with client_for(a2a_agent) as client:
+        with pytest.raises(AgentOutOfReach) as out_of_reach:
+            await follow(client, hello(), max_attempts=3)
+
+    assert not out_of_reach.value.unsent
+
+
 async def test_an_agent_unreachable_once_is_sent_the_message_again(a2a_agent):
     a2a_agent.script([text("Answered.")])
     a2a_agent.fail_next_call(http_status(503), method="SendStreamingMessage")

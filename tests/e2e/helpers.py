@@ -6,9 +6,12 @@ import time
 
 import pytest
 
+from kourier.a2a.dialects.kagent import DENIAL_REASON
 from kourier.slack.outbox import PostKind
 from sessions.models import PostIntent, Turn
-from tests.fakes.a2a_agent import HITL_EXTENSION, ReceivedMessage
+from tests.fakes.a2a_agent import HITL_EXTENSION, ReceivedMessage, kagent
+from tests.fakes.a2a_agent.kagent import PendingTool
+from tests.fakes.a2a_agent.steps import Step, text, tool_result
 from tests.fakes.slack import defaults
 
 ACK = "hourglass_flowing_sand"
@@ -113,3 +116,35 @@ def approvals_world(make_world, agent, **fields):
 def decisions_received(received: ReceivedMessage) -> dict:
     """The tool decisions a continuation carried to the agent (kagent's HITL extension)."""
     return received.metadata[HITL_EXTENSION]
+
+
+# The tools an approvals test pauses for (CHECK's token a secret the product must redact), and an
+# agent that pauses for them, then runs those approved.
+SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"  # a GitHub token's shape
+ADD = PendingTool("call_add", "add_numbers", {"a": 2, "b": 3}, approval_id="adk-add")
+CHECK = PendingTool("call_check", "check_status", {"service": "db", "token": SECRET}, approval_id="adk-check")
+
+
+def pause_then_finish(tools):
+    def script(received: ReceivedMessage) -> list[Step]:
+        if received.is_continuation:
+            approvals = decisions_received(received)["approvals"]
+            ran = [
+                tool
+                for tool in tools
+                if any(a["id"] == tool.approval_id and a["approved"] for a in approvals)
+            ]
+            results = [
+                tool_result(tool.call_id, tool.name, {"result": "ok"})
+                if tool in ran
+                else tool_result(
+                    tool.call_id,
+                    tool.name,
+                    {"result": f"Tool call was rejected by user. Reason: {DENIAL_REASON}"},
+                )
+                for tool in tools
+            ]
+            return [*results, text(f"Ran {len(ran)} of {len(tools)} tools.")]
+        return [text("I need to run some tools."), *kagent.v1.approval_pause(tools)]
+
+    return script

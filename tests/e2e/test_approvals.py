@@ -22,17 +22,20 @@ from sessions import notices
 from sessions.models import Turn
 from tests.e2e.conftest import another_app, through_another_app
 from tests.e2e.helpers import (
+    ADD,
+    CHECK,
+    SECRET,
     approvals_world,
     bot_messages,
     decisions_received,
     has_controls,
+    pause_then_finish,
     press,
     wait_for,
     wait_for_prompt,
 )
-from tests.fakes.a2a_agent import HITL_EXTENSION, ReceivedMessage, kagent
+from tests.fakes.a2a_agent import HITL_EXTENSION, kagent
 from tests.fakes.a2a_agent.kagent import PendingTool
-from tests.fakes.a2a_agent.steps import Step, text, tool_result
 from tests.fakes.slack import defaults
 
 pytestmark = pytest.mark.slow
@@ -41,35 +44,7 @@ WAIT = 20.0
 # A killed worker's try is sent again by the sweep once overdue: its backoff, LOST_AFTER, a sweep's
 # interval; or, had it been killed mid-try, TRY_TAKES_AT_MOST (60 s).
 RESTART_WAIT = 90.0
-SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"  # a GitHub token's shape
-ADD = PendingTool("call_add", "add_numbers", {"a": 2, "b": 3}, approval_id="adk-add")
-CHECK = PendingTool("call_check", "check_status", {"service": "db", "token": SECRET}, approval_id="adk-check")
 APPROVERS, OPERATORS = "S0APPROVE", "S0OPERATE"
-
-
-def pause_then_finish(tools):
-    def script(received: ReceivedMessage) -> list[Step]:
-        if received.is_continuation:
-            approvals = decisions_received(received)["approvals"]
-            ran = [
-                tool
-                for tool in tools
-                if any(a["id"] == tool.approval_id and a["approved"] for a in approvals)
-            ]
-            results = [
-                tool_result(tool.call_id, tool.name, {"result": "ok"})
-                if tool in ran
-                else tool_result(
-                    tool.call_id,
-                    tool.name,
-                    {"result": f"Tool call was rejected by user. Reason: {DENIAL_REASON}"},
-                )
-                for tool in tools
-            ]
-            return [*results, text(f"Ran {len(ran)} of {len(tools)} tools.")]
-        return [text("I need to run some tools."), *kagent.v1.approval_pause(tools)]
-
-    return script
 
 
 @pytest.fixture

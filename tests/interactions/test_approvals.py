@@ -134,6 +134,10 @@ class TestReadingADecision:
 
 @pytest.fixture
 def asking_turn():
+    return a_turn_that_asked()
+
+
+def a_turn_that_asked():
     binding = BindingFactory(
         channels=[defaults.CHANNEL_ID],
         dialect="kagent-v1",
@@ -259,6 +263,56 @@ def test_of_twenty_presses_at_once_exactly_one_decision_is_taken(asking_turn):
     assert Turn.objects.filter(kind=Turn.Kind.ANSWER).count() == 1
 
 
+@pytest.mark.postgres
+@pytest.mark.skipif(
+    db.connection.vendor != "postgresql",
+    reason="SQLite serializes every write; set DATABASE_URL to PostgreSQL",
+)
+@pytest.mark.django_db(transaction=True)
+def test_two_sweeps_at_once_over_expired_approvals_audit_each_timeout_once_and_supersede_none(
+    monkeypatch,
+):
+    monkeypatch.setattr(sweeps, "_tell_thread", lambda interaction, text: None)
+    monkeypatch.setattr(sweeps.services, "rewrite_prompt", lambda interaction: None)
+    expired = []
+    for _ in range(4):
+        interaction = opened(a_turn_that_asked())
+        Interaction.objects.filter(pk=interaction.pk).update(deadline=timezone.now() - timedelta(seconds=1))
+        expired.append(interaction.pk)
+    # Both sweeps read the same four approvals before either audits one: the race the check-then-insert lost.
+    both_have_read = threading.Barrier(2)
+    open_approvals_past_deadline = approvals.open_approvals_past_deadline
+
+    def read_then_wait(**kwargs):
+        found = open_approvals_past_deadline(**kwargs)
+        both_have_read.wait(timeout=30)
+        return found
+
+    monkeypatch.setattr(approvals, "open_approvals_past_deadline", read_then_wait)
+    failures = []
+
+    def sweep():
+        try:
+            sweeps.time_out_interactions()
+        except Exception as exc:  # reported by the assertion below
+            failures.append(exc)
+        finally:
+            db.connection.close()
+
+    threads = [threading.Thread(target=sweep) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    timed_out = list(
+        AuditEvent.objects.filter(action="interaction.timed_out").values_list("subject", flat=True)
+    )
+    assert sorted(timed_out) == sorted(approvals.subject(pk) for pk in expired)
+    assert not AuditEvent.objects.filter(action="interaction.timeout_superseded").exists()
+    assert set(Interaction.objects.values_list("state", flat=True)) == {Interaction.State.TIMED_OUT}
+
+
 @pytest.mark.django_db
 class TestTheTimeoutSweep:
     """The approval steps of the sweep, with Slack's part (prompt, notice) recorded instead of sent."""
@@ -323,6 +377,33 @@ class TestTheTimeoutSweep:
         actions = list(AuditEvent.objects.order_by("id").values_list("action", flat=True))
         assert actions == ["interaction.timed_out", "interaction.decided", "interaction.timeout_superseded"]
         assert Interaction.objects.get().state == Interaction.State.ANSWERED
+
+    def test_a_sweep_that_died_between_its_audit_and_its_claim_then_a_decision_is_superseded_once(
+        self, asking_turn, monkeypatch
+    ):
+        interaction = self.past_deadline(asking_turn)
+        monkeypatch.setattr(approvals, "claim_timeout", _raise)
+        with pytest.raises(RuntimeError):
+            sweeps.time_out_interactions()  # the sweep's process dies after its audit
+        monkeypatch.undo()
+        assert isinstance(decide(interaction, user=defaults.GRACE), Taken)
+        sweeps.time_out_interactions()
+        actions = list(AuditEvent.objects.order_by("id").values_list("action", flat=True))
+        assert actions == ["interaction.timed_out", "interaction.decided", "interaction.timeout_superseded"]
+        assert AuditEvent.objects.get(action="interaction.timeout_superseded").details == {
+            "decided_by": defaults.GRACE
+        }
+
+    def test_a_second_sweep_that_finds_the_approval_timed_out_by_the_first_supersedes_nothing(
+        self, asking_turn
+    ):
+        interaction = self.past_deadline(asking_turn)
+        assert approvals.audit_timeout(interaction.pk)
+        assert not approvals.audit_timeout(interaction.pk)  # the second sweep, after the first's audit
+        assert approvals.claim_timeout(interaction.pk)
+        assert not approvals.claim_timeout(interaction.pk)
+        assert not approvals.supersede_timeout(interaction.pk)  # nobody decided: the timeout stands
+        assert list(AuditEvent.objects.values_list("action", flat=True)) == ["interaction.timed_out"]
 
     def test_a_failure_to_write_the_compensation_is_logged(self, asking_turn, monkeypatch, caplog):
         interaction = self.past_deadline(asking_turn)

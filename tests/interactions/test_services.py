@@ -237,7 +237,7 @@ class TestTheFirstCompleteAnswer:
             press(interaction)
         assert enqueued(callbacks) == [
             ("drive_session", (interaction.session_id,)),
-            ("close_prompt", (interaction.pk,)),
+            ("close_prompt", (interaction.pk, 0)),
         ]
 
     def test_is_the_only_one_taken(self, interaction, django_capture_on_commit_callbacks):
@@ -279,7 +279,7 @@ class TestATypedReply:
         assert AuditEvent.objects.get().details == answer_shape(text_question(), [["Orion"]])
         assert enqueued(callbacks) == [
             ("drive_session", (asking_turn.session_id,)),
-            ("close_prompt", (interaction.pk,)),
+            ("close_prompt", (interaction.pk, 0)),
         ]
 
     def test_is_no_answer_to_a_question_that_takes_only_submit(self, interaction):

@@ -128,6 +128,12 @@ class RecordedPauses:
     def held_sessions(self):
         return Session.objects.none().values("pk")
 
+    def keep_undelivered(self, turn_id: int) -> pauses.Kept:
+        return pauses.Kept.NOT_AN_ANSWER
+
+    def settle_answer(self, turn_id: int) -> None:
+        return None
+
 
 @pytest.fixture
 def recorded(monkeypatch) -> RecordedPauses:

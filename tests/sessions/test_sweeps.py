@@ -89,8 +89,10 @@ class TestTheSweepCommand:
         call_command("sweep", stdout=out)
         names = [line.split(":")[0] for line in out.getvalue().splitlines()]
         assert names == [
+            "close-owed-prompts",
             "delete-expired-sessions",
             "deliver-alerts",
+            "deliver-kept-answers",
             "post-owed-notices",
             "recover-sessions",
             "remove-stale-acknowledgments",
@@ -105,9 +107,7 @@ class TestTheSweepCommand:
         assert undescribed == []
 
     def test_an_unknown_name_is_refused_with_the_names_there_are(self):
-        with pytest.raises(
-            CommandError, match="No sweep is named 'nope'; there are: delete-expired-sessions"
-        ):
+        with pytest.raises(CommandError, match="No sweep is named 'nope'; there are: close-owed-prompts"):
             call_command("sweep", "nope")
 
 

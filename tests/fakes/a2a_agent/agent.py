@@ -76,10 +76,12 @@ class ScriptedAgent:
     # --- lifecycle ---
 
     def start(self) -> Self:
+        """Starts serving; started again after ``stop``, it comes back on the same URL with the tasks it
+        had (an agent restarted in place, that keeps its tasks)."""
         if self._server is not None:
             raise RuntimeError("already started")
         install_log_filter()
-        sock = listening_socket()
+        sock = listening_socket(int(self.url.rsplit(":", 1)[1]) if self.url else 0)
         host, port = sock.getsockname()
         self.url = f"http://{host}:{port}"
         card = build_agent_card(

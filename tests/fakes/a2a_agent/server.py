@@ -16,12 +16,12 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-def listening_socket() -> socket.socket:
-    """A socket on a free port, already listening: the port is ours before uvicorn even starts,
-    and clients that connect early wait in the backlog instead of being refused."""
+def listening_socket(port: int = 0) -> socket.socket:
+    """A socket on a free port (or ``port``), already listening: the port is ours before uvicorn even
+    starts, and clients that connect early wait in the backlog instead of being refused."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
+    sock.bind(("127.0.0.1", port))
     sock.listen(128)
     return sock
 
