@@ -53,21 +53,7 @@ def cleaned(request: ApprovalRequest) -> ApprovalRequest:
 
 def open_approval(turn_id: int, request: ApprovalRequest, *, now: datetime | None = None) -> Interaction:
     """Opens the Interaction of a turn whose task paused for approval; the same one when called again."""
-    now = now or timezone.now()
-    turn = Turn.objects.select_related("session__binding").get(pk=turn_id)
-    binding = turn.session.binding
-    assert binding is not None, "a turn that runs has its Binding"
-    interaction, _ = Interaction.objects.get_or_create(
-        turn=turn,
-        defaults={
-            "session": turn.session,
-            "kind": Interaction.Kind.APPROVAL,
-            "pause": cleaned(request).to_dict(),
-            "deadline": now + binding.interaction_timeout,
-            "channel_id": turn.channel_id,
-        },
-    )
-    return interaction
+    return services.open_interaction(turn_id, Interaction.Kind.APPROVAL, cleaned(request).to_dict(), now=now)
 
 
 def request_of(interaction: Interaction) -> ApprovalRequest:

@@ -72,22 +72,13 @@ QUESTION = PauseKind(
 
 def open_question(turn_id: int, question: Question, *, now: datetime | None = None) -> Interaction:
     """Opens the Interaction of a turn whose task paused to ask; the same one when called again."""
-    now = now or timezone.now()
-    turn = Turn.objects.select_related("session__binding").get(pk=turn_id)
-    binding = turn.session.binding
-    assert binding is not None, "a turn that runs has its Binding"
-    interaction, _ = Interaction.objects.get_or_create(
-        turn=turn,
-        defaults={
-            "session": turn.session,
-            "kind": Interaction.Kind.QUESTION,
-            "pause": question.to_dict(),
-            "typed_replies": question.answer_format is AnswerFormat.TEXT,
-            "deadline": now + binding.interaction_timeout,
-            "channel_id": turn.channel_id,
-        },
+    return services.open_interaction(
+        turn_id,
+        Interaction.Kind.QUESTION,
+        question.to_dict(),
+        typed_replies=question.answer_format is AnswerFormat.TEXT,
+        now=now,
     )
-    return interaction
 
 
 def take_typed_answer(

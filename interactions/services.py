@@ -38,6 +38,34 @@ def subject(interaction_id: int) -> str:
     return f"interaction {interaction_id}"
 
 
+def open_interaction(
+    turn_id: int,
+    kind: Interaction.Kind,
+    pause: dict[str, Any],
+    *,
+    typed_replies: bool = False,
+    now: datetime | None = None,
+) -> Interaction:
+    """Opens the Interaction of a turn whose task paused for people; the same one when called again
+    (a turn pauses once: its Interaction is unique)."""
+    now = now or timezone.now()
+    turn = Turn.objects.select_related("session__binding").get(pk=turn_id)
+    binding = turn.session.binding
+    assert binding is not None, "a turn that runs has its Binding"
+    interaction, _ = Interaction.objects.get_or_create(
+        turn=turn,
+        defaults={
+            "session": turn.session,
+            "kind": kind,
+            "pause": pause,
+            "typed_replies": typed_replies,
+            "deadline": now + binding.interaction_timeout,
+            "channel_id": turn.channel_id,
+        },
+    )
+    return interaction
+
+
 def take_press(
     kind: PauseKind,
     interaction_id: int,
