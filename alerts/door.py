@@ -14,18 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 import hmac
-import json
 import logging
-from collections.abc import Sequence
-from typing import Any
-
-from channels.exceptions import StopConsumer
-from channels.generic.http import AsyncHttpConsumer
-from django.conf import settings
 
 from bindings import directory
 from bindings.manifest import ThreadPer, TriggerKind, TriggerSpec
 from bindings.models import Binding, MissingSecret
+from kourier.bounded_post import BoundedPost
 from kourier.db import in_database_thread
 
 from . import payloads
@@ -58,33 +52,9 @@ def token_matches(given: str, expected: str) -> bool:
     return hmac.compare_digest(given.encode(), expected.encode())
 
 
-class AlertDoor(AsyncHttpConsumer):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.body_size = 0
-
-    async def dispatch(self, message: dict[str, Any]) -> None:
-        # As Slack's door: no close of old database connections on the one thread per message.
-        if message["type"] == "http.request":
-            await self.http_request(message)
-        elif message["type"] == "http.disconnect":
-            raise StopConsumer()
-
-    async def http_request(self, message: dict[str, Any]) -> None:
-        if self.scope["method"] != "POST":
-            await self._respond(405, b"", [(b"allow", b"POST")])
-            raise StopConsumer()
-        chunk = message.get("body", b"")
-        self.body_size += len(chunk)
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        if limit is not None and self.body_size > limit:
-            self.body.clear()
-            await self._refuse(413, "request too large")
-            raise StopConsumer()
-        self.body.append(chunk)
-        if not message.get("more_body", False):
-            await self.handle(b"".join(self.body))
-            raise StopConsumer()
+class AlertDoor(BoundedPost):
+    async def too_large(self) -> None:
+        await self._refuse(413, "request too large")
 
     async def handle(self, body: bytes) -> None:
         route = self.scope["url_route"]["kwargs"]
@@ -93,9 +63,7 @@ class AlertDoor(AsyncHttpConsumer):
         if binding is None or trigger is None:
             await self._refuse(404, "no such trigger")
             return
-        headers = {
-            key.decode("latin-1").lower(): value.decode("latin-1") for key, value in self.scope["headers"]
-        }
+        headers = self.request_headers()
         try:
             expected = binding.trigger_token(trigger)
         except MissingSecret as exc:
@@ -119,19 +87,11 @@ class AlertDoor(AsyncHttpConsumer):
         if taken is None:
             await self._refuse(503, "the trigger's channel is not bound", binding=binding.name)
             return
-        await self._respond_json(200, {"ok": True, **taken})
+        await self.respond_json(200, {"ok": True, **taken})
 
     async def _refuse(self, status: int, reason: str, *, binding: str | None = None) -> None:
         logger.warning("trigger.refused", extra={"status": status, "binding": binding})
-        await self._respond_json(status, {"ok": False, "error": reason})
-
-    async def _respond_json(self, status: int, content: dict[str, Any]) -> None:
-        await self._respond(status, json.dumps(content).encode(), [(b"content-type", b"application/json")])
-
-    async def _respond(self, status: int, body: bytes, headers: Sequence[tuple[bytes, bytes]]) -> None:
-        await self.send_response(
-            status, body, headers=[(b"content-length", str(len(body)).encode()), *headers]
-        )
+        await self.respond_json(status, {"ok": False, "error": reason})
 
 
 def _take(

@@ -12,19 +12,17 @@ form data, not a payload Slack sends). Everything else is the answer of the Conn
 (kourier/slack/listeners.py).
 """
 
-import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from channels.exceptions import StopConsumer
-from channels.generic.http import AsyncHttpConsumer
-from django.conf import settings
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.signature import SignatureVerifier
 
 from bindings import directory
 from bindings.models import Connection, MissingSecret
+from kourier.bounded_post import BoundedPost
 
 from .incoming import why_unreadable
 from .listeners import bolt_app_for
@@ -39,12 +37,8 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 _UNREADABLE = (ValueError, TypeError, AttributeError, LookupError, RecursionError)
 
 
-class SlackEvents(AsyncHttpConsumer):
+class SlackEvents(BoundedPost):
     """One Slack request: the Connection named in the path (``connection``), else the one that signed it."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.body_size = 0
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         # Channels' own __call__ races the client's messages against a channel layer's in a task per
@@ -59,33 +53,9 @@ class SlackEvents(AsyncHttpConsumer):
         except StopConsumer:
             pass
 
-    async def dispatch(self, message: dict[str, Any]) -> None:
-        # Channels' dispatch first closes the database connections past their age, on the one thread
-        # that also does the listeners' database work, for every message: each request would queue
-        # behind that thread. The listeners' database calls reset a broken connection themselves
-        # (kourier/db.in_database_thread).
-        if message["type"] == "http.request":
-            await self.http_request(message)
-        elif message["type"] == "http.disconnect":
-            raise StopConsumer()
-
-    async def http_request(self, message: dict[str, Any]) -> None:
-        """Reads the body as it arrives, up to the limit: a larger one is refused, not held in memory."""
-        if self.scope["method"] != "POST":
-            await self._respond(405, b"", [(b"allow", b"POST")])
-            raise StopConsumer()
-        chunk = message.get("body", b"")
-        self.body_size += len(chunk)
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        if limit is not None and self.body_size > limit:
-            self.body.clear()
-            logger.warning("slack.request_refused", extra={"reason": "body over the size limit"})
-            await self._respond_json(413, {"error": "request too large"})
-            raise StopConsumer()
-        self.body.append(chunk)
-        if not message.get("more_body", False):
-            await self.handle(b"".join(self.body))
-            raise StopConsumer()
+    async def too_large(self) -> None:
+        logger.warning("slack.request_refused", extra={"reason": "body over the size limit"})
+        await self.respond_json(413, {"error": "request too large"})
 
     async def handle(self, raw_body: bytes) -> None:
         try:
@@ -94,9 +64,7 @@ class SlackEvents(AsyncHttpConsumer):
             await self._unreadable("not UTF-8", connection_id=None)
             return
         name: str | None = self.scope["url_route"]["kwargs"].get("connection")
-        headers = {
-            key.decode("latin-1").lower(): value.decode("latin-1") for key, value in self.scope["headers"]
-        }
+        headers = self.request_headers()
         try:
             connection = signed_by(await directory.acurrent(), name, body, headers)
         except MissingSecret as exc:
@@ -105,7 +73,7 @@ class SlackEvents(AsyncHttpConsumer):
         if connection is None:
             # Unknown path, or a signature no Connection made: the same answer, so nothing is revealed.
             logger.warning("slack.request_refused", extra={"reason": "no connection verifies it"})
-            await self._respond_json(401, {"error": "invalid request"})
+            await self.respond_json(401, {"error": "invalid request"})
             return
         try:
             app = bolt_app_for(connection)
@@ -121,25 +89,17 @@ class SlackEvents(AsyncHttpConsumer):
             (key.encode("latin-1"), value.encode("latin-1"))
             for key, value in response.first_headers_without_set_cookie().items()
         ]
-        await self._respond(response.status, response.body.encode("utf-8"), response_headers)
+        await self.respond(response.status, response.body.encode("utf-8"), response_headers)
 
     async def _unreadable(self, reason: str, *, connection_id: int | None) -> None:
         logger.warning("slack.request_unreadable", extra={"reason": reason, "connection_id": connection_id})
-        await self._respond_json(400, {"error": "unreadable request"})
+        await self.respond_json(400, {"error": "unreadable request"})
 
     async def _misconfigured(self, connection_name: str | None, problem: MissingSecret) -> None:
         logger.error(
             "slack.connection_misconfigured", extra={"connection": connection_name, "detail": str(problem)}
         )
-        await self._respond_json(503, {"error": "connection is not configured"})
-
-    async def _respond_json(self, status: int, content: dict[str, str]) -> None:
-        await self._respond(status, json.dumps(content).encode(), [(b"content-type", b"application/json")])
-
-    async def _respond(self, status: int, body: bytes, headers: Sequence[tuple[bytes, bytes]]) -> None:
-        await self.send_response(
-            status, body, headers=[(b"content-length", str(len(body)).encode()), *headers]
-        )
+        await self.respond_json(503, {"error": "connection is not configured"})
 
 
 def signed_by(
