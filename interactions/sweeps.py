@@ -25,6 +25,16 @@ from .models import Interaction
 logger = logging.getLogger(__name__)
 
 
+def _timed_out_notice(interaction: Interaction, nobody_took_it: str) -> str:
+    """What the thread is told at the deadline: nobody answered or decided, or a person did and the
+    agent could not be reached to take it (kept_answers.py gave it up: ``answered_by`` is kept)."""
+    if not interaction.answered_by:
+        return nobody_took_it
+    if interaction.kind == Interaction.Kind.APPROVAL:
+        return notices.DECISION_UNDELIVERED
+    return notices.ANSWER_UNDELIVERED
+
+
 @sweep("time-out-interactions")
 def time_out_interactions() -> Swept:
     """At an open question's deadline: cancels the paused task, closes the prompt (controls removed, a
@@ -38,7 +48,7 @@ def time_out_interactions() -> Swept:
         try:
             _cancel_task(interaction)
             services.rewrite_prompt(interaction, questions.QUESTION)
-            _tell_thread(interaction, notices.QUESTION_TIMED_OUT)
+            _tell_thread(interaction, _timed_out_notice(interaction, notices.QUESTION_TIMED_OUT))
         except Exception as exc:  # Slack or the database failed: the next run takes it again
             logger.warning(
                 "interaction.timeout_unfinished",
@@ -105,7 +115,7 @@ def _approvals() -> dict[str, int]:
             approvals.audit_timeout(interaction.pk)  # recovery: written if a sweep stopped before it
             approvals.queue_timeout_denial(interaction.pk)
             services.rewrite_prompt(interaction, approvals.APPROVAL)
-            _tell_thread(interaction, notices.APPROVAL_TIMED_OUT)
+            _tell_thread(interaction, _timed_out_notice(interaction, notices.APPROVAL_TIMED_OUT))
         except Exception as exc:
             logger.warning(
                 "interaction.timeout_unfinished",

@@ -39,6 +39,16 @@ APPROVAL_TIMED_OUT = (
     "Nobody decided on the agent's tool request in time, so every tool was denied and the agent was told "
     "that no one decided. Reply here to ask again."
 )
+# A person answered or decided, but the agent could not be reached before the deadline (beyond the
+# spec: docs/manifests.md, "A decision outlives an agent outage").
+ANSWER_UNDELIVERED = (
+    "The agent could not be reached before the deadline, so the answer given here never reached it and "
+    "its task was cancelled. Reply here to start again."
+)
+DECISION_UNDELIVERED = (
+    "The agent could not be reached before the deadline, so the decision made here never reached it and "
+    "its task was cancelled. Reply here to ask again."
+)
 APPROVAL_UNUSABLE = (
     "The agent asked for approval to run a tool, but its request cannot be shown here in full, so its task "
     "was cancelled. Reply here to try again."

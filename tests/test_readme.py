@@ -266,3 +266,7 @@ def test_the_production_settings_example_passes_check_deploy_as_written():
 
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == said
+
+
+def test_the_undelivered_decision_notice_is_written_in_the_readme_word_for_word():
+    assert f"> {notices.DECISION_UNDELIVERED}\n" in README.read_text()

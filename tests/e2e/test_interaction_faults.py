@@ -216,7 +216,7 @@ class TestADecisionOutlivesAnAgentOutage:
         )
         thread_ts, prompt = self.decide_while_the_agent_is_down(world, kagent_agent)
         world.slack.wait_until(
-            lambda: told(world, thread_ts, notices.APPROVAL_TIMED_OUT) == 1, timeout=SWEPT_WAIT
+            lambda: told(world, thread_ts, notices.DECISION_UNDELIVERED) == 1, timeout=SWEPT_WAIT
         )
         assert TIMED_OUT_LINE in prompt_text(world, prompt.ts)
         interaction = Interaction.objects.get()
@@ -237,6 +237,6 @@ class TestADecisionOutlivesAnAgentOutage:
         )
         assert len(kagent_agent.calls("CancelTask")) == 1
         assert len(kagent_agent.received) == 1  # the decision never reached it
-        assert told(world, thread_ts, notices.APPROVAL_TIMED_OUT) == 1
+        assert told(world, thread_ts, notices.DECISION_UNDELIVERED) == 1
         assert told(world, thread_ts, notices.AGENT_UNREACHABLE) == 0
         assert not KeptAnswer.objects.exists()

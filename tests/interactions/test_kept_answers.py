@@ -155,7 +155,7 @@ class TestPastTheDeadline:
         monkeypatch.setattr(sweeps, "_cancel", cancel)
         sweeps.time_out_interactions()
         sweeps.time_out_interactions()
-        assert told == [sweeps.notices.APPROVAL_TIMED_OUT]
+        assert told == [sweeps.notices.DECISION_UNDELIVERED]
         assert cancelled == [interaction.pk]
         assert Turn.objects.filter(kind=Turn.Kind.ANSWER).count() == 1  # no denial sent after it
 

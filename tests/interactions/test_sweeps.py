@@ -13,7 +13,7 @@ from interactions.models import Interaction
 from kourier import queue
 from sessions import notices
 from sessions.models import Turn
-from tests.factories import BindingFactory, TurnFactory
+from tests.factories import BindingFactory, InteractionFactory, TurnFactory
 from tests.fakes.a2a_agent.raw_client import RawA2A, task_of
 from tests.fakes.a2a_agent.steps import input_required, jsonrpc_error
 from tests.fakes.slack import defaults
@@ -195,3 +195,21 @@ def test_a_question_answered_before_the_sweep_came_is_left_to_its_answer(ask, sl
     assert a2a_agent.calls("CancelTask") == []
     assert notices_in(slack_fake, asked) == []
     assert sent == []
+
+
+@pytest.mark.parametrize(
+    ("kind", "answered_by", "told"),
+    [
+        (Interaction.Kind.QUESTION, "", notices.QUESTION_TIMED_OUT),
+        (Interaction.Kind.APPROVAL, "", notices.APPROVAL_TIMED_OUT),
+        (Interaction.Kind.QUESTION, defaults.ADA, notices.ANSWER_UNDELIVERED),
+        (Interaction.Kind.APPROVAL, defaults.ADA, notices.DECISION_UNDELIVERED),
+    ],
+)
+def test_at_the_deadline_the_thread_is_told_whether_nobody_took_it_or_the_agent_never_got_it(
+    kind, answered_by, told
+):
+    interaction = InteractionFactory(kind=kind, answered_by=answered_by, state=Interaction.State.TIMED_OUT)
+    nobody = notices.QUESTION_TIMED_OUT if kind == Interaction.Kind.QUESTION else notices.APPROVAL_TIMED_OUT
+
+    assert sweeps._timed_out_notice(interaction, nobody) == told
