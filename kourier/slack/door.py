@@ -55,7 +55,7 @@ class SlackEvents(BoundedPost):
 
     async def too_large(self) -> None:
         logger.warning("slack.request_refused", extra={"reason": "body over the size limit"})
-        await self.respond_json(413, {"error": "request too large"})
+        await super().too_large()
 
     async def handle(self, raw_body: bytes) -> None:
         try:

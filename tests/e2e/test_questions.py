@@ -190,6 +190,7 @@ class TestTheA2ADialect:
         world.slack.wait_until(
             lambda: any(m.text == "Deploying to production." for m in bot_messages(world, ts)), timeout=WAIT
         )
+        assert Interaction.objects.get().state == Interaction.State.ANSWERED
 
     def test_a_pause_with_structured_parts_is_cancelled_and_the_thread_told(self, make_world, a2a_agent):
         a2a_agent.script([input_required(None, data_parts=[{"data": {"form": {"env": "string"}}}])])  # a form

@@ -98,6 +98,7 @@ def test_a_socket_process_killed_with_envelopes_in_flight_loses_and_doubles_noth
 
     sent = burst_with(world, BURST, kill_and_restart)
     each_answered_once(world, agent, sent)
+    assert Turn.objects.count() == BURST  # every mention of the burst is one turn: none lost, none doubled
 
 
 @pytest.mark.parametrize("replicas", [2, 3])
@@ -115,6 +116,7 @@ def test_one_of_three_replicas_killed_mid_burst_loses_nothing(make_socket_world,
     world = make_socket_world(agent_url=agent.url, replicas=3)
     sent = burst_with(world, BURST, lambda: world.stack.kill("socket2", signal.SIGKILL))
     each_answered_once(world, agent, sent)
+    assert Turn.objects.count() == BURST  # every mention of the burst is one turn: none lost, none doubled
 
 
 def test_presses_at_once_through_different_replicas_make_one_decision(make_socket_world, make_a2a_agent):
