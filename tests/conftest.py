@@ -6,7 +6,7 @@ pytest_plugins = [
     "tests.support.private_redis",
     "tests.support.stack",
     "tests.support.seeds_report",
-    "tests.fakes.slack.fixtures",
+    "tests.fakes.slack_fixtures",
     "tests.fakes.a2a_agent.fixtures",
     "tests.fakes.kagent_controller",
     "tests.support.kagent_runtime.fixtures",

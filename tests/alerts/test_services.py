@@ -13,10 +13,10 @@ from alerts import messages, services
 from alerts.models import Alert, AlertMember, AlertOccurrence, AlertPost
 from alerts.payloads import AlertNotice, AlertStatus, Notification
 from bindings.manifest import ThreadPer, TriggerKind, TriggerSpec
+from kourier.simulator import defaults
 from sessions.identity import SYSTEM_IDENTITY
 from sessions.models import Session, ThreadNote, Turn
 from tests.factories import BindingFactory
-from tests.fakes.slack import defaults
 from tests.support.queue import enqueued
 
 pytestmark = pytest.mark.django_db

@@ -10,9 +10,9 @@ from django.db import transaction
 
 from alerts import services as alert_services
 from bindings.models import Binding, Connection
+from kourier.simulator import defaults
+from kourier.simulator.fake import SlackFake
 from tests.factories import BindingFactory, ConnectionFactory
-from tests.fakes.slack import defaults
-from tests.fakes.slack.fake import SlackFake
 from tests.support.stack import Stack
 
 BOT_TOKEN_ENV = "KOURIER_E2E_BOT_TOKEN"

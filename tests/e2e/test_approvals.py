@@ -18,6 +18,7 @@ from interactions.models import Interaction, KeptPress
 from interactions.presses import KEPT_FOR_RETRY
 from kourier.a2a.dialects.kagent import DENIAL_REASON, TIMEOUT_DENIAL_REASON
 from kourier.progress import STOPPED, WAITING_FOR_YOUR_ANSWER
+from kourier.simulator import defaults
 from sessions import notices
 from sessions.models import Turn
 from tests.e2e.conftest import another_app, through_another_app
@@ -36,7 +37,6 @@ from tests.e2e.helpers import (
 )
 from tests.fakes.a2a_agent import HITL_EXTENSION, kagent
 from tests.fakes.a2a_agent.kagent import PendingTool
-from tests.fakes.slack import defaults
 
 pytestmark = pytest.mark.slow
 

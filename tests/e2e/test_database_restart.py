@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from kourier.simulator import defaults
+from kourier.simulator.fake import SlackFake
 from tests.fakes.a2a_agent import steps
-from tests.fakes.slack import defaults
-from tests.fakes.slack.fake import SlackFake
 from tests.support.postgres import PostgresCluster, postgres_bin_dir, postgres_cluster
 from tests.support.stack import REPO_ROOT, Stack
 

@@ -5,8 +5,8 @@ import json
 import httpx
 import pytest
 
+from kourier.simulator import defaults
 from sessions.models import Session, Turn
-from tests.fakes.slack import defaults
 
 pytestmark = pytest.mark.slow
 

@@ -12,10 +12,10 @@ import pytest
 from interactions.approval_prompts import DECIDE_ACTION, TIMED_OUT_LINE
 from interactions.models import Interaction
 from kourier.a2a.dialects.kagent import DENIAL_REASON, TIMEOUT_DENIAL_REASON
+from kourier.simulator import defaults
 from sessions import notices
 from sessions.models import Turn
 from tests.e2e.helpers import bot_messages, has_controls, wait_for_prompt
-from tests.fakes.slack import defaults
 from tests.support.kagent_runtime.lines import KAGENT_1_0
 from tests.support.kagent_runtime.script import Call, RemoteAgent, Script, Tool, ask_agent
 from tests.support.kagent_runtime.script import Turn as ModelTurn

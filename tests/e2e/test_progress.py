@@ -26,6 +26,7 @@ from kourier.progress import (
     ThreadKind,
 )
 from kourier.redaction import format_call
+from kourier.simulator import defaults
 from kourier.slack.status import ASSISTANT_STATUS_WORKING
 from sessions import notices
 from sessions.identity import SYSTEM_IDENTITY
@@ -34,7 +35,6 @@ from tests.e2e.conftest import assert_acked
 from tests.e2e.helpers import wait_for_turns_to_end
 from tests.factories import BindingFactory
 from tests.fakes.a2a_agent import steps
-from tests.fakes.slack import defaults
 from tests.support.alerts import alert_name, fire_alert
 
 pytestmark = pytest.mark.slow

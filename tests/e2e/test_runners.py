@@ -4,11 +4,11 @@ import signal
 
 import pytest
 
+from kourier.simulator import defaults
 from sessions.models import Session, Turn
 from tests.e2e.helpers import WAIT, replies, wait_for, wait_for_reply_count, wait_for_turns_to_end
 from tests.fakes.a2a_agent import steps
 from tests.fakes.a2a_agent.gates import Gate
-from tests.fakes.slack import defaults
 
 pytestmark = pytest.mark.slow
 

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from kourier.management.commands.serve import Command
-from tests.fakes.slack import defaults
+from kourier.simulator import defaults
 from tests.support.private_redis import free_port
 from tests.support.stack import REPO_ROOT
 

@@ -9,6 +9,7 @@ import pytest
 from interactions.approval_prompts import APPROVE_ACTION
 from interactions.models import Interaction
 from interactions.prompts import SUBMIT_ACTION
+from kourier.simulator import defaults
 from sessions.models import Turn
 from tests.e2e.test_approvals import decisions_received, pause_then_finish
 from tests.e2e.test_approvals import wait_for_prompt as wait_for_approval_prompt
@@ -18,7 +19,6 @@ from tests.e2e.test_threads import WAIT, replies, wait_for, wait_for_reply_count
 from tests.fakes.a2a_agent import HITL_EXTENSION, steps
 from tests.fakes.a2a_agent.gates import Gate
 from tests.fakes.a2a_agent.kagent import PendingTool
-from tests.fakes.slack import defaults
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(330, func_only=True)]
 

@@ -17,6 +17,7 @@ import pytest
 
 from interactions.approval_prompts import APPROVE_ACTION
 from interactions.models import Interaction
+from kourier.simulator import defaults
 from sessions.models import Turn
 from tests.e2e.helpers import pause_then_finish
 from tests.e2e.helpers import wait_for_prompt as wait_for_approval_prompt
@@ -24,7 +25,6 @@ from tests.e2e.test_socket_mode import mentions_at, wait_until_answered
 from tests.e2e.test_threads import WAIT, replies, wait_for, wait_for_turns_to_end
 from tests.fakes.a2a_agent import HITL_EXTENSION, steps
 from tests.fakes.a2a_agent.kagent import PendingTool
-from tests.fakes.slack import defaults
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(330, func_only=True)]
 

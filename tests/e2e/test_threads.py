@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from kourier.simulator import defaults
 from sessions import notices
 from sessions.models import Session, Turn
 from tests.e2e.helpers import (
@@ -18,7 +19,6 @@ from tests.e2e.helpers import (
 )
 from tests.fakes.a2a_agent import steps
 from tests.fakes.a2a_agent.gates import Gate
-from tests.fakes.slack import defaults
 
 pytestmark = pytest.mark.slow
 

@@ -5,7 +5,7 @@ import pytest
 
 from interactions import prompts
 from interactions.answers import Incomplete, Mismatch, read_answers, read_typed_reply
-from tests.fakes.slack.interactivity import state_values
+from kourier.simulator.interactivity import state_values
 
 from .questions import (
     FREE_TEXT,

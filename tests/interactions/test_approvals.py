@@ -18,10 +18,10 @@ from interactions.kinds import Refusal, Refused, Taken
 from interactions.models import Interaction
 from kourier.a2a.events import AnswerFormat, ApprovalRequest, ToolToApprove
 from kourier.a2a.follow import Cancelled
+from kourier.simulator import defaults
+from kourier.simulator.blocks import block_problems
 from sessions.models import Turn
 from tests.factories import BindingFactory, TurnFactory
-from tests.fakes.slack import defaults
-from tests.fakes.slack.blocks import block_problems
 
 PROMPT_TS = "1700000000.000900"
 SECRET = "xoxb-" + "1234567890-abcdefghijklmnop"

@@ -10,10 +10,10 @@ from django.utils import timezone
 from interactions import approval_prompts, approvals, closings, registry, services, sweeps
 from interactions.models import Interaction, PromptClosing
 from kourier.a2a.events import AnswerFormat, ApprovalRequest, ToolToApprove
+from kourier.simulator import defaults
 from kourier.slack.clients import SlackError
 from sessions.models import Turn
 from tests.factories import BindingFactory, TurnFactory
-from tests.fakes.slack import defaults
 from tests.support.queue import enqueued
 
 PROMPT_TS = "1700000000.000900"

@@ -15,11 +15,11 @@ from interactions.audit import answer_shape
 from interactions.kinds import Refusal, Refused, Taken
 from interactions.models import Interaction
 from kourier.a2a.events import Question
+from kourier.simulator import defaults
+from kourier.simulator.blocks import interactive_elements
 from sessions import turns
 from sessions.models import Turn
 from tests.factories import BindingFactory, TurnFactory
-from tests.fakes.slack import defaults
-from tests.fakes.slack.blocks import interactive_elements
 from tests.support.queue import enqueued
 
 from .questions import FREE_TEXT, ONE_OF_THREE, question, text_question

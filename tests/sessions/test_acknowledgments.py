@@ -8,12 +8,12 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from kourier.simulator import defaults
 from kourier.slack.clients import async_web_client
 from kourier.slack.incoming import ChatMessage
 from sessions import acknowledgments, services, sweeps, turns
 from sessions.models import Turn
 from tests.factories import BindingFactory
-from tests.fakes.slack import defaults
 
 # The reaction's row is written from the database threads async code uses: they must see the test's rows.
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -9,6 +9,7 @@ from django.test import override_settings
 from django.utils import timezone
 from slack_sdk.web.async_client import AsyncWebClient
 
+from kourier.simulator import defaults
 from kourier.slack.clients import RetryPolicy, async_web_client
 from kourier.slack.incoming import ChatMessage
 from kourier.slack.outbox import IntentState, PostKind, notice_key, notice_metadata, post_notice
@@ -16,7 +17,6 @@ from sessions import services, sweeps
 from sessions.models import PostIntent, Turn
 from sessions.outbox import TurnOutbox, confirm_post, intend_post
 from tests.factories import BindingFactory
-from tests.fakes.slack import defaults
 
 # The outbox's own threads write the rows: they must be committed for them to be seen.
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -10,6 +10,7 @@ from django.core.cache import caches
 from django.test import override_settings
 from slack_sdk.errors import SlackApiError
 
+from kourier.simulator import defaults
 from kourier.slack.clients import (
     PACE_WINDOW_SECONDS,
     RetryPolicy,
@@ -21,7 +22,6 @@ from kourier.slack.clients import (
     paced_calls_per_window,
     web_client,
 )
-from tests.fakes.slack import defaults
 from tests.support.metrics import sample
 
 # Backoffs short enough for tests; the fake answers at once.

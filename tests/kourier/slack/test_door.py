@@ -11,9 +11,9 @@ import pytest
 
 from bindings import directory
 from kourier.http_routes import http_routes
+from kourier.simulator.events import signed_headers
 from sessions.models import Turn
 from tests.factories import ConnectionFactory
-from tests.fakes.slack.events import signed_headers
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db]
 

@@ -6,8 +6,8 @@ import uuid
 import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
+from kourier.simulator import defaults
 from kourier.slack.people import person_email
-from tests.fakes.slack import defaults
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
+from kourier.simulator import defaults
 from kourier.slack.socket_mode import (
     Backoff,
     Control,
@@ -19,7 +20,6 @@ from kourier.slack.socket_mode import (
     read_frame,
     retry_headers,
 )
-from tests.fakes.slack import defaults
 
 EVENT = {"type": "event_callback", "team_id": "T1", "event": {"type": "app_mention", "text": "hi"}}
 

@@ -8,6 +8,8 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from kourier.progress import Card, CardStatus, View, Write, WriteKind
+from kourier.simulator import defaults
+from kourier.simulator.clock import ManualClock
 from kourier.slack.clients import RetryPolicy, async_web_client
 from kourier.slack.outbox import PostKind, part_key
 from kourier.slack.writer import (
@@ -22,8 +24,6 @@ from kourier.slack.writer import (
     check_move,
     split_for_messages,
 )
-from tests.fakes.slack import defaults
-from tests.fakes.slack.clock import ManualClock
 from tests.support.memory_outbox import MemoryOutbox
 
 REPLY_KEY = "turn-key-1"

@@ -1,6 +1,8 @@
-"""A faithful fake of Slack for integration tests: a real HTTP server that slack_sdk clients talk to.
+"""The workspace simulator: a faithful emulation of Slack, a real HTTP server that slack_sdk clients talk to.
 
-Start with ``SlackFake`` (fake.py) or the ``slack_fake`` fixture (fixtures.py). Behaviour follows
+One Slack for two uses: the tests' fake of Slack (the ``slack_fake`` fixture in
+tests/fakes/slack_fixtures.py) and the local workspace `make serve` offers when no Slack app is
+configured. Start with ``SlackFake`` (fake.py). Behaviour follows
 /work/shared/research/slack.md; see the module docstrings for what each part enforces.
 """
 

@@ -4,7 +4,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.fakes.slack import SlackFake
+from kourier.simulator import SlackFake
 
 from .receiver import SIGNING_SECRET, Receiver
 
