@@ -15,8 +15,8 @@ from urllib.parse import urlencode
 from . import events, interactivity, modals
 from .delivery import Delivery, Outgoing
 from .errors import FakeMisuse
-from .shapes import mentioned_users
 from .modal_state import OpenView
+from .shapes import mentioned_users
 from .state import Channel, EventTarget, Message, SlackState, User, Workspace
 
 DeliverWhich = Literal["both", "app_mention", "message", "none"]

@@ -65,12 +65,13 @@ def test_a_trigger_opens_a_modal_the_person_sees_and_submits(
 
     delivery = app_fake.submit_modal(GRACE, {"text": "too risky"})
 
-    assert delivery.ok and delivery.kind == "view_submission"
+    assert delivery.ok
+    assert delivery.kind == "view_submission"
     request = receiver.received[-1]
     assert request.signature_valid
     payload = request.json()
     assert payload["type"] == "view_submission"
-    assert payload["user"]["id"] == GRACE and payload["team"]["id"] == TEAM_ID
+    assert (payload["user"]["id"], payload["team"]["id"]) == (GRACE, TEAM_ID)
     assert payload["view"]["id"] == shown.id
     assert payload["view"]["private_metadata"] == '{"interaction": 7}'
     assert payload["view"]["state"]["values"] == {
@@ -157,9 +158,10 @@ def test_closing_tells_the_app_only_when_the_view_asked(
 ) -> None:
     slack_client.views_open(trigger_id=pressed(app_fake, receiver, slack_client), view=modal())
     delivery = app_fake.close_modal(GRACE)
-    assert delivery is not None and delivery.kind == "view_closed"
+    assert delivery is not None
+    assert delivery.kind == "view_closed"
     closed = receiver.received[-1].json()
-    assert closed["type"] == "view_closed" and closed["is_cleared"] is False
+    assert (closed["type"], closed["is_cleared"]) == ("view_closed", False)
     assert closed["view"]["callback_id"] == "deny-reason"
 
     slack_client.views_open(
@@ -199,9 +201,9 @@ def test_over_socket_mode_a_submission_accepts_a_response_payload(
 
         delivery = fake.submit_modal(GRACE, {"text": "?"})
 
-        assert delivery.ok and delivery.kind == "view_submission"
+        assert (delivery.ok, delivery.kind) == (True, "view_submission")
         [envelope] = [e for e in link.envelopes if e["payload"].get("type") == "view_submission"]
-        assert envelope["type"] == "interactive" and envelope["accepts_response_payload"] is True
+        assert (envelope["type"], envelope["accepts_response_payload"]) == ("interactive", True)
         assert fake.modals(GRACE)[0].errors == {"reason": "Say why in words."}
     finally:
         app.close()
