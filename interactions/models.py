@@ -38,6 +38,8 @@ class Interaction(models.Model):
     prompt_ts = models.CharField(max_length=32, blank=True, help_text="The prompt's message, once posted.")
     answered_by = models.CharField(max_length=32, blank=True)
     answered_at = models.DateTimeField(null=True, blank=True)
+    # A denial's reason (spec.interactions.denyReasons), redacted: the model reads it with the denial.
+    deny_reason = models.TextField(blank=True)
     answer_turn = models.OneToOneField(
         "threads.Turn", on_delete=models.SET_NULL, null=True, blank=True, related_name="answered_interaction"
     )

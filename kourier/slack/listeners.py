@@ -20,13 +20,21 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from bindings import directory
 from bindings.models import Connection
 from bindings.services import note_slack_identity
+from interactions import deny_reasons
 from interactions.presses import take_press
 from interactions.registry import ACTIONS as PROMPT_ACTIONS
 from kourier.db import in_database_thread
 from sessions.services import route_message
 
 from .clients import async_web_client, connection_workspace
-from .incoming import ChatMessage, IgnoredEvent, UnreadableEvent, read_message_event, read_submit
+from .incoming import (
+    ChatMessage,
+    IgnoredEvent,
+    UnreadableEvent,
+    read_message_event,
+    read_modal,
+    read_submit,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -133,6 +141,37 @@ def _build_app(connection: Connection) -> AsyncApp:
         await ack()
 
     app.action(re.compile(".*"))(ignore_other_actions)
+
+    async def take_deny_reason(ack, body: dict) -> None:
+        # A reason modal's submission: the press it kept, with the reason, down the one press path.
+        submission = read_modal(body)
+        if isinstance(submission, UnreadableEvent):
+            logger.warning(
+                "slack.modal_unreadable", extra={"reason": submission.reason, "connection_id": connection_id}
+            )
+            await ack()
+            return
+        typed = deny_reasons.typed_reason(submission)
+        problem = deny_reasons.reason_problem(typed)
+        if problem is not None:
+            await ack(response_action="errors", errors={deny_reasons.REASON_BLOCK: problem})
+            return
+        await ack()
+        press = deny_reasons.press_of(submission, typed)
+        if press is None:
+            logger.warning(
+                "slack.modal_unreadable",
+                extra={"reason": "private_metadata is not a press", "connection_id": connection_id},
+            )
+            return
+        await take_press(press, connection_id=connection_id, bot_token=bot_token)
+
+    async def reason_modal_closed(ack, body: dict) -> None:
+        await ack()  # closing the reason modal decides nothing
+        logger.info("interaction.reason_modal_closed", extra={"connection_id": connection_id})
+
+    app.view(deny_reasons.CALLBACK_ID)(take_deny_reason)
+    app.view_closed(deny_reasons.CALLBACK_ID)(reason_modal_closed)
     return app
 
 
