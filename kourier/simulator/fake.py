@@ -21,6 +21,7 @@ from .delivery import ACK_TIMEOUT, Deliverer, Delivery, Outgoing
 from .errors import FakeMisuse
 from .faults import ArgsPredicate, Fault, FaultPlan
 from .methods import current_assistant_status
+from .modals import ModalView
 from .pipeline import RecordedCall, WebApi
 from .rate_limits import RateLimiter
 from .server import FakeHttpServer
@@ -723,13 +724,13 @@ class SlackFake:
 
     # Modals (modals.py): what the app opened with views.open, and the person submitting or closing it.
 
-    def modals(self, user: str, *, open_only: bool = True) -> list[modals.ModalView]:
+    def modals(self, user: str, *, open_only: bool = True) -> list[ModalView]:
         """The modals the app opened for ``user``, oldest first."""
         with self._state.lock:
             found = [v for v in self._state.modals.views.values() if v.user_id == user]
             return [modals.modal_view(v) for v in found if not (open_only and v.closed)]
 
-    def wait_for_modal(self, user: str, timeout: float = 5.0) -> modals.ModalView:
+    def wait_for_modal(self, user: str, timeout: float = 5.0) -> ModalView:
         """The modal ``user`` has open, once the app has opened one."""
         self.wait_until(lambda: bool(self.modals(user)), timeout)
         return self.modals(user)[-1]

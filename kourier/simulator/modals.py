@@ -27,6 +27,7 @@ from typing import Any
 
 from .blocks import block_problems, interactive_elements
 from .errors import FakeMisuse, SlackError, invalid_arguments
+from .interactivity import state_values
 from .modal_state import OpenView, Trigger
 from .state import EventTarget, SlackState, User, Workspace
 from .web_api import Call, web_method
@@ -190,19 +191,17 @@ def submitted_values(opened: OpenView, choices: Mapping[str, Any]) -> dict[str, 
     The Slack client does not submit a modal whose required input is empty or whose text is longer
     than its ``max_length``: asking for that is a misuse of the fake.
     """
-    from .interactivity import state_values
-
     values = state_values(opened.blocks, choices)
     for block in opened.blocks:
         if block.get("type") != "input" or block.get("optional"):
             continue
         for block_id, element in interactive_elements([block]):
-            entry = values.get(block_id or "", {}).get(element.get("action_id"), {})
+            entry = values.get(block_id or "", {}).get(str(element.get("action_id")), {})
             if not any(entry.get(key) for key in ("value", "selected_option", "selected_options")):
                 raise FakeMisuse(f"the input {block_id!r} is required; Slack would not submit the modal")
     for block_id, element in interactive_elements(opened.blocks):
         limit = element.get("max_length")
-        typed = choices.get(element.get("action_id", ""))
+        typed = choices.get(str(element.get("action_id", "")))
         if isinstance(limit, int) and isinstance(typed, str) and len(typed) > limit:
             raise FakeMisuse(f"{block_id!r} takes at most {limit} characters; Slack would not submit it")
     return values

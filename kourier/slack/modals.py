@@ -6,7 +6,6 @@ past that the call fails with ``expired_trigger_id``, and nothing but another pr
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
@@ -14,5 +13,5 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 async def open_modal(slack: AsyncWebClient, trigger_id: str, view: dict[str, Any]) -> str:
     """Opens ``view`` for the person behind ``trigger_id``; its view id. Raises SlackError."""
-    answer = await slack.views_open(trigger_id=trigger_id, view=json.dumps(view))
+    answer = await slack.views_open(trigger_id=trigger_id, view=view)
     return str((answer.get("view") or {}).get("id", ""))

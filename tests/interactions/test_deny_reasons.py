@@ -29,7 +29,7 @@ APPROVE_FIRST = {
 }
 
 
-def a_turn(*, deny_reasons_on: bool) -> Turn:
+def a_turn(*, deny_reasons_on: bool):
     binding = BindingFactory(
         channels=[defaults.CHANNEL_ID], dialect="kagent-v1", tool_approvals=True, deny_reasons=deny_reasons_on
     )

@@ -26,7 +26,7 @@ REPLY_TS = "1700000300.000200"
 SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 
 
-def an_answer(*, feedback_on: bool = True, controller: str = "") -> Turn:
+def an_answer(*, feedback_on: bool = True, controller: str = ""):
     binding = BindingFactory(
         channels=[defaults.CHANNEL_ID], feedback=feedback_on, kagent_controller=controller
     )
