@@ -4,8 +4,10 @@ a thumbs down's comment checked, redacted and kept; each change sent once to kag
 
 import json
 import logging
+import threading
 
 import pytest
+from django import db
 
 from audit.models import AuditEvent
 from interactions import feedback
@@ -199,3 +201,35 @@ class TestSendingToKagent:
         kagent_controller.feedback_status = 400
         assert feedback.send(recorded.feedback_id, 1) == "refused"
         assert Feedback.objects.get().sent_version == 0
+
+
+ON_POSTGRES = db.connection.vendor == "postgresql"
+
+
+@pytest.mark.postgres
+@pytest.mark.skipif(not ON_POSTGRES, reason="SQLite serializes every write; set DATABASE_URL to PostgreSQL")
+@pytest.mark.django_db(transaction=True)
+def test_a_persons_presses_at_once_make_one_row_and_the_other_thumb_wins_or_not_but_never_twice():
+    turn = an_answer()
+    presses = 8
+    start = threading.Barrier(presses)
+    results: list[object] = []
+
+    def press(positive: bool) -> None:
+        try:
+            start.wait()
+            results.append(thumbs(turn, positive))
+        finally:
+            db.connection.close()
+
+    threads = [threading.Thread(target=press, args=(n % 2 == 0,)) for n in range(presses)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert len(results) == presses  # none failed
+    [row] = Feedback.objects.all()
+    changes = AuditEvent.objects.filter(action=feedback.RECORDED)
+    assert changes.count() == row.version  # every change audited once
+    assert changes.order_by("pk").last().details == {"verdict": "up" if row.is_positive else "down"}
