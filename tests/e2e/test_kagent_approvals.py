@@ -97,8 +97,12 @@ def test_approving_add_numbers_and_denying_check_status_runs_only_add_numbers_an
 
 
 def test_with_deny_reasons_the_model_reads_the_persons_reason_for_the_denied_tool(
-    make_world, start_kagent_runtime
+    make_world, start_kagent_runtime, kagent_line
 ):
+    if not kagent_line.is_v010:
+        # The suite's time: kagent 1.0's wire (HITL approvals, rejection_reason) is the one the a2a-sdk
+        # fake speaks in tests/e2e/test_approvals.py; 0.10's batch (rejection_reasons) only a runtime does.
+        pytest.skip("the reason on kagent 1.0's wire is covered by test_approvals.py against the fake")
     runtime = start_kagent_runtime(both_tools("Added the numbers; the db check waits for maintenance."))
     world = approvals_world(make_world, runtime, deny_reasons=True)
     ts = world.mention("add 2 and 3, then check the db")
