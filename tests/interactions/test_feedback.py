@@ -149,6 +149,12 @@ class TestTheComment:
         assert row.details == {"issue_type": "factual", "comment": True}
         assert SECRET not in json.dumps(list(AuditEvent.objects.values()), default=str)
 
+    def test_the_fixed_wordings(self):
+        assert (feedback.TITLE, feedback.SUBMIT, feedback.CLOSE) == ("Feedback", "Send", "Skip")
+        assert feedback.ASKING == "Thanks. What was wrong with this answer? Both are optional."
+        assert feedback.COMMENT_TOO_LONG == "A comment can be at most 500 characters."
+        assert feedback.NO_COMMENT == {True: "Thumbs up in Slack.", False: "Thumbs down in Slack."}
+
     def test_too_long_is_to_be_fixed_and_an_unknown_modal_is_none(self):
         assert feedback.read_comment(submitted(1, "x" * 501)) == feedback.COMMENT_TOO_LONG
         assert feedback.read_comment(submitted(1, metadata="{}")) is None
