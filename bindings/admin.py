@@ -150,8 +150,17 @@ class BindingAdmin(ManifestAdmin):
         ),
         (
             "Interactions",
-            {"fields": ["ask_user", "tool_approvals", "approver_groups", "interaction_timeout"]},
+            {
+                "fields": [
+                    "ask_user",
+                    "tool_approvals",
+                    "approver_groups",
+                    "interaction_timeout",
+                    "deny_reasons",
+                ]
+            },
         ),
+        ("Feedback", {"fields": ["feedback"]}),
         ("Session", {"fields": ["thread_ttl"]}),
         ("Replies", {"fields": ["allow_mentions", "max_messages"]}),
         ("Triggers", {"fields": ["triggers"]}),

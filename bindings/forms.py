@@ -46,6 +46,8 @@ BINDING_FIELD_PATHS = {
     "spec.interactions.toolApprovals": "tool_approvals",
     "spec.interactions.approverGroups": "approver_groups",
     "spec.interactions.timeout": "interaction_timeout",
+    "spec.interactions.denyReasons": "deny_reasons",
+    "spec.feedback": "feedback",
     "spec.session.threadTTL": "thread_ttl",
     "spec.triggers": "triggers",
     "spec.replies.allowMentions": "allow_mentions",
@@ -291,6 +293,16 @@ class BindingForm(ManifestForm):
         help_text="spec.interactions.approverGroups: Slack user group IDs, comma-separated, such as "
         f"S0123456789; at most {manifest.MAX_APPROVER_GROUPS}. Empty: any non-bot channel member may decide.",
     )
+    deny_reasons = forms.BooleanField(
+        label="Ask a reason with a denial",
+        required=False,
+        help_text="spec.interactions.denyReasons: Deny opens a modal for the reason the model reads.",
+    )
+    feedback = forms.BooleanField(
+        label="Feedback on answers",
+        required=False,
+        help_text="spec.feedback: an answer's final reply carries thumbs up and down.",
+    )
     interaction_timeout = forms.CharField(
         required=False,
         initial=manifest.format_duration(manifest.DEFAULT_INTERACTION_TIMEOUT),
@@ -379,6 +391,7 @@ class BindingForm(ManifestForm):
                     "toolApprovals": cleaned_data.get("tool_approvals", False),
                     "approverGroups": split_list(cleaned_data.get("approver_groups", "")),
                     "timeout": given("interaction_timeout"),
+                    "denyReasons": cleaned_data.get("deny_reasons", False),
                 },
                 "session": {"threadTTL": given("thread_ttl")},
                 "triggers": cleaned_data.get("triggers") or [],
@@ -387,6 +400,7 @@ class BindingForm(ManifestForm):
                     "maxMessages": given("max_messages"),
                 },
                 "budget": {"dailyTokensPerChannel": _whole_number(given("daily_token_budget"))},
+                "feedback": cleaned_data.get("feedback", False),
             },
         )
         return services.check_binding(document, binding=self.instance)
@@ -441,6 +455,8 @@ def form_values(spec: BindingSpec) -> dict[str, Any]:
         "tool_approvals": spec.interactions.tool_approvals,
         "approver_groups": ", ".join(spec.interactions.approver_groups),
         "interaction_timeout": manifest.format_duration(spec.interactions.timeout),
+        "deny_reasons": spec.interactions.deny_reasons,
+        "feedback": spec.feedback,
         "thread_ttl": manifest.format_duration(spec.session.thread_ttl),
         "allow_mentions": spec.replies.allow_mentions.value,
         "max_messages": spec.replies.max_messages,

@@ -247,6 +247,8 @@ class InteractionsSpec:
     tool_approvals: bool = DEFAULT_TOOL_APPROVALS
     approver_groups: tuple[str, ...] = ()  # in the order given: membership is read in that order
     timeout: timedelta = DEFAULT_INTERACTION_TIMEOUT
+    # Beyond the spec, opt-in: a denial asks the person why (a modal), and the model reads the reason.
+    deny_reasons: bool = False
 
 
 @dataclass(frozen=True)
@@ -293,6 +295,8 @@ class BindingSpec:
     triggers: tuple[TriggerSpec, ...] = ()  # in the order given
     replies: RepliesSpec = field(default_factory=RepliesSpec)
     budget: BudgetSpec = field(default_factory=BudgetSpec)
+    # Beyond the spec, opt-in: an answer's final reply carries thumbs up and down (feedback/).
+    feedback: bool = False
 
 
 Spec = ConnectionSpec | BindingSpec
@@ -379,6 +383,7 @@ BINDING_FIELDS = (
     "triggers",
     "replies",
     "budget",
+    "feedback",
 )
 BUDGET_FIELDS = ("dailyTokensPerChannel",)
 MAX_DAILY_TOKENS = 10**12
@@ -387,7 +392,7 @@ AGENT_FIELDS = ("url", "kagent", "dialect", "protocolVersion", "headers", "userI
 KAGENT_FIELDS = ("controller", "namespace", "name")
 CHAT_FIELDS = ("threadReplies", "acknowledgment", "progress")
 ACKNOWLEDGMENT_FIELDS = ("enabled", "emoji")
-INTERACTIONS_FIELDS = ("askUser", "toolApprovals", "approverGroups", "timeout")
+INTERACTIONS_FIELDS = ("askUser", "toolApprovals", "approverGroups", "timeout", "denyReasons")
 SESSION_FIELDS = ("threadTTL",)
 REPLIES_FIELDS = ("allowMentions", "maxMessages")
 DOCUMENT_FIELDS = ("apiVersion", "kind", "metadata", "spec")
@@ -695,6 +700,7 @@ def _read_binding(check: _Checker, name: str | None, value: Any, read: _Read) ->
         )
     triggers = _read_triggers(check, _get(spec, "triggers"), read.channels)
     budget = _read_budget(check, _get(spec, "budget"))
+    feedback = check.boolean(_get(spec, "feedback"), "spec.feedback", False)
     if (
         name is None
         or read.connection is None
@@ -718,6 +724,7 @@ def _read_binding(check: _Checker, name: str | None, value: Any, read: _Read) ->
         triggers=triggers,
         replies=replies,
         budget=budget,
+        feedback=feedback,
     )
 
 
@@ -1087,11 +1094,15 @@ def _read_interactions(check: _Checker, value: Any) -> InteractionsSpec | None:
         groups = read
         if groups_value and _get(section, "toolApprovals") is not True:
             check.error(path, "approver groups need toolApprovals: true")
+    deny_reasons = check.boolean(_get(section, "denyReasons"), "spec.interactions.denyReasons", False)
+    if deny_reasons and _get(section, "toolApprovals") is not True:
+        check.error("spec.interactions.denyReasons", "a reason with a denial needs toolApprovals: true")
     return InteractionsSpec(
         ask_user=ask_user,
         tool_approvals=tool_approvals,
         approver_groups=tuple(group for _, group in groups),
         timeout=timeout,
+        deny_reasons=deny_reasons,
     )
 
 
@@ -1172,7 +1183,7 @@ _FIELD_ORDER = [
     "apiVersion", "kind", "metadata", "spec.connection", "spec.channels", "spec.agent.url", "spec.agent.kagent", "spec.agent.dialect",
     "spec.agent.protocolVersion", "spec.agent.headers", "spec.agent.userIdentity", "spec.output", "spec.chat", "spec.interactions.askUser",
     "spec.interactions.toolApprovals", "spec.interactions.approverGroups", "spec.interactions.timeout",
-    "spec.session", "spec.triggers", "spec.replies", "spec.budget", "spec.botToken", "spec.signingSecret", "spec.appToken", "spec",
+    "spec.interactions.denyReasons", "spec.session", "spec.triggers", "spec.replies", "spec.budget", "spec.feedback", "spec.botToken", "spec.signingSecret", "spec.appToken", "spec",
 ]  # fmt: skip
 
 
@@ -1242,6 +1253,8 @@ def binding_manifest(spec: BindingSpec) -> dict[str, Any]:
                 "toolApprovals": interactions.tool_approvals,
                 "approverGroups": _FlowList(interactions.approver_groups),
                 "timeout": format_duration(interactions.timeout),
+                # Opt-in fields beyond the spec are written only when set: an export stays as it was.
+                **({"denyReasons": True} if interactions.deny_reasons else {}),
             },
             "session": {"threadTTL": format_duration(spec.session.thread_ttl)},
             "triggers": [_trigger_manifest(trigger) for trigger in spec.triggers],
@@ -1253,6 +1266,7 @@ def binding_manifest(spec: BindingSpec) -> dict[str, Any]:
                 if spec.budget.daily_tokens_per_channel is not None
                 else {}
             ),
+            **({"feedback": True} if spec.feedback else {}),
         },
     }
 

@@ -132,6 +132,7 @@ def binding_spec(binding: Binding) -> BindingSpec:
             tool_approvals=binding.tool_approvals,
             approver_groups=tuple(binding.approver_groups),
             timeout=binding.interaction_timeout,
+            deny_reasons=binding.deny_reasons,
         ),
         session=manifest.SessionSpec(thread_ttl=binding.thread_ttl),
         triggers=trigger_specs(binding.triggers),
@@ -139,6 +140,7 @@ def binding_spec(binding: Binding) -> BindingSpec:
             allow_mentions=manifest.Mentions(binding.allow_mentions), max_messages=binding.max_messages
         ),
         budget=manifest.BudgetSpec(daily_tokens_per_channel=binding.daily_token_budget),
+        feedback=binding.feedback,
     )
 
 
@@ -296,6 +298,8 @@ def binding_fields(spec: BindingSpec) -> dict[str, Any]:
         "tool_approvals": spec.interactions.tool_approvals,
         "approver_groups": list(spec.interactions.approver_groups),
         "interaction_timeout": spec.interactions.timeout,
+        "deny_reasons": spec.interactions.deny_reasons,
+        "feedback": spec.feedback,
         "thread_ttl": spec.session.thread_ttl,
         "triggers": trigger_rows(spec.triggers),
         "daily_token_budget": spec.budget.daily_tokens_per_channel,

@@ -159,6 +159,7 @@ class DecisionWork:
     request: ApprovalRequest
     verdicts: tuple[bool, ...]
     timed_out: bool
+    reason: str = ""  # the person's reason for the denials (denyReasons), redacted; "" for none
 
 
 def decision_of(turn_id: int) -> DecisionWork | None:
@@ -173,6 +174,7 @@ def decision_of(turn_id: int) -> DecisionWork | None:
         request_of(interaction),
         tuple(bool(verdict) for verdict in interaction.answer_turn.answers or []),
         timed_out=interaction.state == Interaction.State.TIMED_OUT,
+        reason=interaction.deny_reason,
     )
 
 

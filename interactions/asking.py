@@ -137,8 +137,11 @@ class Asking:
     async def answer_message(self, work: AnswerTurn, dialect: Dialect) -> Message:
         decision = await in_database_thread(approvals.decision_of)(work.turn_id)
         if decision is not None:
-            # Denials carry the dialect's fixed reason, never anything a person typed.
+            # Denials carry the dialect's fixed reason, never anything a person typed, unless the
+            # Binding asks a reason with a denial (denyReasons): then the person's, redacted.
             reason = dialect.timeout_denial_reason if decision.timed_out else dialect.denial_reason
+            if decision.reason and not decision.timed_out:
+                reason = decision.reason
             decisions = {
                 tool.approval_id: Decision(approved=approved, reason=None if approved else reason)
                 for tool, approved in zip(decision.request.tools, decision.verdicts, strict=True)

@@ -38,6 +38,8 @@ class Interaction(models.Model):
     prompt_ts = models.CharField(max_length=32, blank=True, help_text="The prompt's message, once posted.")
     answered_by = models.CharField(max_length=32, blank=True)
     answered_at = models.DateTimeField(null=True, blank=True)
+    # A denial's reason (spec.interactions.denyReasons), redacted: the model reads it with the denial.
+    deny_reason = models.TextField(blank=True)
     answer_turn = models.OneToOneField(
         "threads.Turn", on_delete=models.SET_NULL, null=True, blank=True, related_name="answered_interaction"
     )
@@ -144,3 +146,33 @@ class KeptAnswer(models.Model):
 
     def __str__(self) -> str:
         return f"kept answer of interaction {self.interaction_id} ({self.tries} tries)"
+
+
+class Feedback(models.Model):
+    """A person's thumbs up or down on an answer (``spec.feedback``, beyond the spec and opt-in): one
+    per person and answer, a second press changes it. The comment is redacted; the audit never has it."""
+
+    class IssueType(models.TextChoices):  # kagent's FeedbackIssueType
+        INSTRUCTIONS = "instructions", "Did not follow instructions"
+        FACTUAL = "factual", "Not factually correct"
+        INCOMPLETE = "incomplete", "Incomplete answer"
+        TOOL = "tool", "Should have run a tool"
+
+    turn = models.ForeignKey("threads.Turn", on_delete=models.CASCADE, related_name="feedback")
+    user_id = models.CharField(max_length=32)
+    is_positive = models.BooleanField()
+    comment = models.TextField(blank=True)
+    issue_type = models.CharField(max_length=16, choices=IssueType.choices, blank=True)
+    # Each change counts up; the send to kagent takes a version once (sent_version), so it is safe twice.
+    version = models.PositiveIntegerField(default=1)
+    sent_version = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["turn", "user_id"], name="one_feedback_per_person_and_answer")
+        ]
+
+    def __str__(self) -> str:
+        return f"{'up' if self.is_positive else 'down'} by {self.user_id} on turn {self.turn_id}"

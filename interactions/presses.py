@@ -35,9 +35,10 @@ from kourier.slack.clients import (
 )
 from kourier.slack.ephemeral import tell_privately
 from kourier.slack.incoming import SubmitPress
+from kourier.slack.modals import open_modal
 from kourier.slack.people import channel_members, is_bot, usergroup_members
 
-from . import kept_presses, services
+from . import deny_reasons, kept_presses, services
 from .bound import ANOTHER_APP, posted_by_another_app
 from .kinds import PauseKind, Refusal, Taken
 from .models import Interaction
@@ -63,6 +64,9 @@ class Outcome(enum.Enum):
     REFUSED = "refused"
     RETRY = "retry"  # a group read failed for now: the press is kept and tried again
     STALE = "stale"  # a retry message for a try already taken (sent twice), or of a press taken since
+    ASKED_REASON = (
+        "asked-reason"  # a denial on a Binding with denyReasons: its modal is open, nothing decided
+    )
 
 
 def interaction_id_of(press: SubmitPress) -> int:
@@ -134,6 +138,10 @@ async def decide_press(
         if not last_attempt:
             return Outcome.RETRY
         allowed = Refusal.GROUPS_UNAVAILABLE
+    if allowed is None and press.reason is None and kind.kind == Interaction.Kind.APPROVAL:
+        asked = await _ask_reason(slack, press, interaction_id)
+        if asked is not None:
+            return asked
     if allowed is None:
         result = await in_database_thread(services.take_press)(
             kind,
@@ -144,6 +152,7 @@ async def decide_press(
             action_id=press.action_id,
             values=press.values,
             kept_press_id=kept_id,
+            reason=press.reason or "",
         )
         if isinstance(result, Taken):
             return Outcome.TAKEN
@@ -157,6 +166,31 @@ async def decide_press(
     )
     await _tell(press, refused.message)
     return Outcome.REFUSED
+
+
+async def _ask_reason(slack, press: SubmitPress, interaction_id: int) -> Outcome | None:
+    """Opens the reason modal for a press that denies on a Binding with denyReasons: ASKED_REASON,
+    REFUSED when it could not be opened (nothing decided), None when the press decides as it is."""
+    tools = await in_database_thread(deny_reasons.denied_tools)(interaction_id, press.action_id, press.values)
+    if tools is None:
+        return None
+    view = deny_reasons.reason_modal(press, tools)
+    if view is None:  # a press too large to keep in the modal is decided without a reason
+        logger.warning(
+            "interaction.reason_not_asked", extra={"interaction": press.value, "reason": "too-large"}
+        )
+        return None
+    try:
+        await open_modal(slack, press.trigger_id, view)
+    except SlackError as exc:
+        logger.warning(
+            "interaction.reason_form_unavailable",
+            extra={"interaction": press.value, "error": error_name(exc)},
+        )
+        await _tell(press, deny_reasons.FORM_UNAVAILABLE)
+        return Outcome.REFUSED
+    logger.info("interaction.reason_asked", extra={"interaction": press.value})
+    return Outcome.ASKED_REASON
 
 
 async def _tell(press: SubmitPress, message: str) -> None:

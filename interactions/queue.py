@@ -2,3 +2,4 @@
 
 CLOSE_PROMPT = "interactions.tasks.close_prompt"
 RETRY_PRESS = "interactions.tasks.retry_approval_press"
+SEND_FEEDBACK = "interactions.tasks.send_feedback"

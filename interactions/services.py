@@ -76,6 +76,7 @@ def take_press(
     action_id: str,
     values: dict[str, Any],
     kept_press_id: int | None = None,
+    reason: str = "",
     now: datetime | None = None,
 ) -> Taken | Refused:
     """Takes an allowed press on a prompt of ``kind``: the first complete one wins (a conditional
@@ -104,6 +105,7 @@ def take_press(
         user_id,
         turn_key=kind.answer_turn_key(interaction.pk),
         kept_press_id=kept_press_id,
+        reason=reason if not all(reading.answers) else "",
         now=now,
     )
 
@@ -118,6 +120,7 @@ def take(
     turn_kind: Turn.Kind = Turn.Kind.ANSWER,
     text: str = "",
     kept_press_id: int | None = None,
+    reason: str = "",
     now: datetime | None = None,
 ) -> Taken | Refused:
     """The Interaction answered by ``user_id`` if it is still open, audited, and its answer turn queued:
@@ -127,7 +130,7 @@ def take(
     with transaction.atomic():
         won = (
             Interaction.objects.filter(pk=interaction.pk, state=Interaction.State.OPEN).update(
-                state=Interaction.State.ANSWERED, answered_by=user_id, answered_at=now
+                state=Interaction.State.ANSWERED, answered_by=user_id, answered_at=now, deny_reason=reason
             )
             == 1
         )
@@ -141,7 +144,7 @@ def take(
             binding_name=session.binding.name if session.binding else "",
             actor_id=user_id,
             subject=subject(interaction.pk),
-            details=reading.audit,
+            details={**reading.audit, "reason": reason} if reason else reading.audit,
         )
         turn = queue_answer_turn(interaction, reading.answers, user_id, turn_key, kind=turn_kind, text=text)
         if kind.taken_in_transaction is not None:

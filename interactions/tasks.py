@@ -3,8 +3,10 @@
 from asgiref.sync import async_to_sync
 from celery import shared_task
 
-from . import closings, kept_presses, presses, registry, sweeps
-from .queue import CLOSE_PROMPT, RETRY_PRESS
+from kourier.a2a.kagent_feedback import FeedbackNotSent
+
+from . import closings, feedback, kept_presses, presses, registry, sweeps
+from .queue import CLOSE_PROMPT, RETRY_PRESS, SEND_FEEDBACK
 
 
 @shared_task(name=CLOSE_PROMPT, bind=True, acks_late=True, max_retries=None)
@@ -25,6 +27,15 @@ def retry_approval_press(self, kept_press_id: int, attempt: int) -> str:
     if outcome is presses.Outcome.RETRY:
         raise self.retry(args=(kept_press_id, attempt + 1), countdown=kept_presses.backoff(attempt))
     return outcome.value
+
+
+@shared_task(name=SEND_FEEDBACK, bind=True, acks_late=True, max_retries=6)
+def send_feedback(self, feedback_id: int, version: int) -> str:
+    """Sends a version of a person's feedback to kagent (feedback.py); a version is sent once."""
+    try:
+        return feedback.send(feedback_id, version)
+    except FeedbackNotSent as exc:
+        raise self.retry(countdown=min(30 * 2**self.request.retries, 900)) from exc
 
 
 @shared_task

@@ -152,6 +152,11 @@ INTERACTIONS_DECIDED = Counter(
     "Questions answered and approvals decided by a person, by kind (question, approval).",
     ["kind"],
 )
+FEEDBACK = Counter(
+    "kourier_feedback",
+    "Thumbs up and down on answers (spec.feedback), by Binding and verdict (up, down); a changed press counts again.",
+    ["binding", "verdict"],
+)
 INTERACTIONS_TIMED_OUT = Counter(
     "kourier_interactions_timed_out",
     "Questions and approvals nobody answered by their deadline, by kind (question, approval).",
@@ -241,6 +246,10 @@ def a2a_request(method: str, outcome: str) -> None:
 
 def interactions_decided(kind: str) -> None:
     INTERACTIONS_DECIDED.labels(kind).inc()
+
+
+def feedback_recorded(binding: str, verdict: str) -> None:
+    FEEDBACK.labels(binding, verdict).inc()
 
 
 def interactions_timed_out(kind: str, count: int = 1) -> None:

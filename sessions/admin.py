@@ -134,7 +134,7 @@ class TurnAdmin(ReadOnlyAdmin):
                 },
             ),
             ("Agent", {"fields": ["task_id", "message_id", "input_tokens", "output_tokens"]}),
-            ("Reply", {"fields": ["reply_ts", "acknowledgment"]}),
+            ("Reply", {"fields": ["reply_ts", "acknowledgment", "feedback"]}),
             ("Times", {"fields": ["created_at", "started_at", "ended_at"]}),
         ]
         if request.user.is_superuser:
@@ -160,6 +160,16 @@ class TurnAdmin(ReadOnlyAdmin):
     def snippet(self, obj: Turn) -> str:
         text = " ".join(obj.text.split())
         return text if len(text) <= SNIPPET_LENGTH else text[: SNIPPET_LENGTH - 1].rstrip() + "…"
+
+    @admin.display(description="Feedback")
+    def feedback(self, obj: Turn) -> str:
+        """People's thumbs on the answer (spec.feedback; interactions.Feedback by its related name), no comments."""
+        shown = [
+            f"{'👍' if each.is_positive else '👎'} {each.user_id}"
+            + (f" ({each.issue_type})" if each.issue_type else "")
+            for each in obj.feedback.order_by("created_at")
+        ]
+        return ", ".join(shown) or "—"
 
     @admin.display(description="Acknowledgment")
     def acknowledgment(self, obj: Turn) -> str:

@@ -32,6 +32,7 @@ from kourier.a2a.factory import make_client
 from kourier.a2a.wire import Message, Role, TaskState, TextPart
 from kourier.db import in_database_thread
 from kourier.progress import Card, CardStatus, Ending, Progress, ThreadKind
+from kourier.slack.blocks import feedback_block
 from kourier.slack.clients import SlackError, async_web_client, connection_workspace
 from kourier.slack.outbox import notice_key, post_notice
 from kourier.slack.people import person_email, person_name
@@ -139,6 +140,7 @@ class TurnDisplay:
         # runaway answer costs the worker no more memory than that (the writer cuts and says so).
         self.text_limit = (max_messages + 1) * MESSAGE_TEXT_LIMIT
         self.received = 0  # characters of the answer the agent sent
+        self.closing_blocks: list[dict] = []  # under a completed answer: its feedback buttons (spec.feedback)
         self._timer: asyncio.TimerHandle | None = None
         self._ended = False
 
@@ -165,11 +167,14 @@ class TurnDisplay:
         self.close()
         if self.progress is None:
             if outcome is Ending.COMPLETED:
-                await self.reply.finish(self.text)
+                await self.reply.finish(self.text, closing_blocks=self.closing_blocks)
             else:
                 await self.reply.stop()
             return
-        await self.reply.end(self.progress.finish(outcome), notice_follows=notice_follows)
+        closing = self.closing_blocks if outcome is Ending.COMPLETED else ()
+        await self.reply.end(
+            self.progress.finish(outcome), notice_follows=notice_follows, closing_blocks=closing
+        )
 
     async def before_a_post(self) -> None:
         """Lets a message of the turn's own (a prompt) be posted before the reply ends, so that the
@@ -235,7 +240,10 @@ def _display(work: turns.TurnWork, slack, turn_id: int) -> TurnDisplay:
         allow_user_mentions=work.allow_user_mentions,
         max_messages=work.max_messages,
     )
-    return TurnDisplay(reply, progress, max_messages=work.max_messages)
+    display = TurnDisplay(reply, progress, max_messages=work.max_messages)
+    if work.feedback:
+        display.closing_blocks = [feedback_block(work.turn_id)]
+    return display
 
 
 class _ReplyPosted:

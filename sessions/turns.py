@@ -127,6 +127,7 @@ class TurnWork:
     max_messages: int  # replies.maxMessages: the most messages one answer takes
     accepted_at: datetime  # when its message was taken as a turn
     started_at: datetime  # when a runner first started it
+    feedback: bool = False  # spec.feedback: an answer's final reply carries thumbs up and down
 
 
 def start_turn(turn_id: int, *, now: datetime | None = None) -> TurnWork | None:
@@ -196,6 +197,7 @@ def start_turn(turn_id: int, *, now: datetime | None = None) -> TurnWork | None:
             max_messages=binding.max_messages,
             accepted_at=turn.created_at,
             started_at=turn.started_at or now,
+            feedback=binding.feedback,
         )
 
 

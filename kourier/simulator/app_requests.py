@@ -12,9 +12,10 @@ from collections.abc import Callable
 from typing import Any, Literal
 from urllib.parse import urlencode
 
-from . import events, interactivity
+from . import events, interactivity, modals
 from .delivery import Delivery, Outgoing
 from .errors import FakeMisuse
+from .modal_state import OpenView
 from .shapes import mentioned_users
 from .state import Channel, EventTarget, Message, SlackState, User, Workspace
 
@@ -99,10 +100,27 @@ class AppRequests:
             values,
             response_url=f"{self._server_root()}actions/{workspace.team_id}/{response_url.id}/"
             f"{secrets.token_urlsafe(12)}",
-            trigger_id=f"{int(self._state.now())}.{secrets.randbelow(10**12)}.{secrets.token_hex(16)}",
+            trigger_id=modals.issue_trigger(self._state, workspace.team_id, person.id),
         )
         body = urlencode({"payload": json.dumps(payload)}).encode()
         return self.signed(workspace, "block_actions", body, content_type="application/x-www-form-urlencoded")
+
+    def view_submission(self, person: User, opened: OpenView, values: dict[str, Any]) -> Outgoing:
+        workspace = self._state.workspace(opened.team_id)
+        trigger_id = modals.issue_trigger(self._state, workspace.team_id, person.id)
+        payload = modals.view_submission_payload(
+            workspace, self.target(workspace), person, opened, values, trigger_id
+        )
+        return self._interactive(workspace, "view_submission", payload)
+
+    def view_closed(self, person: User, opened: OpenView) -> Outgoing:
+        workspace = self._state.workspace(opened.team_id)
+        payload = modals.view_closed_payload(workspace, self.target(workspace), person, opened)
+        return self._interactive(workspace, "view_closed", payload)
+
+    def _interactive(self, workspace: Workspace, kind: str, payload: dict[str, Any]) -> Outgoing:
+        body = urlencode({"payload": json.dumps(payload)}).encode()
+        return self.signed(workspace, kind, body, content_type="application/x-www-form-urlencoded")
 
     def retry(self, delivery: Delivery, retry_num: int, reason: str) -> Outgoing:
         """The same body and event_id again, freshly signed, with Slack's retry headers (§4.2)."""

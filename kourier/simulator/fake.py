@@ -14,13 +14,14 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import events, interactivity, streams
+from . import events, interactivity, modals, streams
 from .app_requests import AppRequests, DeliverWhich, DeliveryOrder
 from .clock import Clock, SystemClock
 from .delivery import ACK_TIMEOUT, Deliverer, Delivery, Outgoing
 from .errors import FakeMisuse
 from .faults import ArgsPredicate, Fault, FaultPlan
 from .methods import current_assistant_status
+from .modals import ModalView
 from .pipeline import RecordedCall, WebApi
 from .rate_limits import RateLimiter
 from .server import FakeHttpServer
@@ -719,6 +720,49 @@ class SlackFake:
             person = self._user(user)
             source = interactivity.find_source(self._state, person, channel, ts)
             outgoing = self._requests.block_actions(person, source, actions, state_values or {})
+        return self._transmit(outgoing)
+
+    # Modals (modals.py): what the app opened with views.open, and the person submitting or closing it.
+
+    def modals(self, user: str, *, open_only: bool = True) -> list[ModalView]:
+        """The modals the app opened for ``user``, oldest first."""
+        with self._state.lock:
+            found = [v for v in self._state.modals.views.values() if v.user_id == user]
+            return [modals.modal_view(v) for v in found if not (open_only and v.closed)]
+
+    def wait_for_modal(self, user: str, timeout: float = 5.0) -> ModalView:
+        """The modal ``user`` has open, once the app has opened one."""
+        self.wait_until(lambda: bool(self.modals(user)), timeout)
+        return self.modals(user)[-1]
+
+    def submit_modal(
+        self, user: str, choices: Mapping[str, Choice] | None = None, *, view_id: str | None = None
+    ) -> Delivery:
+        """The person fills in the modal's inputs (``choices`` by action_id) and presses its submit button.
+
+        The app's answer decides what they see next (``modals()``): the errors it returned, or the modal closed.
+        """
+        with self._state.lock:
+            person = self._user(user)
+            opened = modals.find_open_view(self._state, person, view_id)
+            values = modals.submitted_values(opened, choices or {})
+            outgoing = self._requests.view_submission(person, opened, values)
+        delivery = self._transmit(outgoing)
+        with self._state.lock:
+            if delivery.ok:
+                modals.apply_submission_answer(opened, delivery.response_body)
+        return delivery
+
+    def close_modal(self, user: str, *, view_id: str | None = None) -> Delivery | None:
+        """The person closes the modal (its close button, or the x); the app hears of it only when the
+        view asked (``notify_on_close``)."""
+        with self._state.lock:
+            person = self._user(user)
+            opened = modals.find_open_view(self._state, person, view_id)
+            opened.closed, opened.close_reason = True, "closed"
+            if not opened.notify_on_close:
+                return None
+            outgoing = self._requests.view_closed(person, opened)
         return self._transmit(outgoing)
 
     def send_url_verification(self, *, team: str | None = None, challenge: str | None = None) -> Delivery:

@@ -42,6 +42,7 @@ DEFAULT_BUDGETS: dict[str, Budget] = {
     "chat.postEphemeral": Budget(TIER_4),
     "conversations.members": Budget(TIER_4),
     "users.info": Budget(TIER_4),
+    "views.open": Budget(TIER_4),
     "chat.postMessage": POST_MESSAGE_BUDGET,
 }
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .clock import Clock
+from .modal_state import Modals
 
 TokenKind = Literal["bot", "app"]
 AssistantStatusSupport = Literal["ok", "missing_scope", "unknown_method"]
@@ -239,6 +240,7 @@ class SlackState:
         self.ephemerals: list[Ephemeral] = []
         self.assistant_statuses: dict[tuple[str, str], list[AssistantStatus]] = {}
         self.response_urls: dict[str, ResponseUrl] = {}
+        self.modals = Modals()  # modal_state.py: trigger_ids handed out, views open
         self._ts = TsFactory(clock)
         self._serial = itertools.count(1)
 

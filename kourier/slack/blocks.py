@@ -45,6 +45,32 @@ def task_card_block(card: Card, block_id: str) -> dict[str, Any]:
     return block
 
 
+FEEDBACK_UP_ACTION = "kourier_feedback_up"
+FEEDBACK_DOWN_ACTION = "kourier_feedback_down"
+FEEDBACK_ACTIONS = (FEEDBACK_UP_ACTION, FEEDBACK_DOWN_ACTION)
+
+
+def feedback_block(turn_id: int) -> dict[str, Any]:
+    """Thumbs up and thumbs down under an answer (spec.feedback): each button's value is its turn's id."""
+    return {
+        "type": "actions",
+        "block_id": f"kourier-feedback-{turn_id}",
+        "elements": [
+            {
+                "type": "button",
+                "action_id": action_id,
+                "value": str(turn_id),
+                "text": {"type": "plain_text", "text": emoji, "emoji": True},
+                "accessibility_label": label,
+            }
+            for action_id, emoji, label in (
+                (FEEDBACK_UP_ACTION, ":+1:", "Good answer"),
+                (FEEDBACK_DOWN_ACTION, ":-1:", "Bad answer"),
+            )
+        ],
+    }
+
+
 def line_block(line: str, block_id: str) -> dict[str, Any]:
     """The line of small print: plain text, so a tool's arguments are never read as formatting."""
     return {"type": "context", "block_id": block_id, "elements": [{"type": "plain_text", "text": line}]}

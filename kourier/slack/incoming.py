@@ -110,10 +110,20 @@ def _block_actions_problem(payload: Mapping[str, Any]) -> str | None:
     return "block_actions without actions"
 
 
+def _view_problem(payload: Mapping[str, Any]) -> str | None:
+    # Bolt matches a view listener on view.callback_id.
+    view = payload.get("view")
+    if isinstance(view, dict) and _absent_or_string(view.get("callback_id")):
+        return None
+    return f"{payload.get('type')} without a view"
+
+
 _PAYLOAD_CHECKS: dict[str, Callable[[Mapping[str, Any]], str | None]] = {
     "event_callback": _event_callback_problem,
     "url_verification": _url_verification_problem,
     "block_actions": _block_actions_problem,
+    "view_submission": _view_problem,
+    "view_closed": _view_problem,
 }
 
 
@@ -187,6 +197,8 @@ class SubmitPress:
     values: dict[str, Any]  # state.values: block_id → action_id → the input's value
     response_url: str  # where to answer the person who pressed
     action_id: str = ""  # which button: an approval prompt has several
+    trigger_id: str = ""  # lets the app open a modal for the person, for three seconds
+    reason: str | None = None  # a denial's reason, from its modal (None: not asked for yet)
 
 
 def read_submit(payload: Mapping[str, Any], action: Mapping[str, Any]) -> SubmitPress | UnreadableEvent:
@@ -221,4 +233,55 @@ def read_submit(payload: Mapping[str, Any], action: Mapping[str, Any]) -> Submit
         values=dict(state.get("values", {})),
         response_url=response_url,
         action_id=str(action.get("action_id", "")),
+        trigger_id=str(payload.get("trigger_id") or ""),
     )
+
+
+@dataclass(frozen=True)
+class ModalSubmission:
+    """A person's submission (or closing) of a modal the app opened: who, which modal, what they typed."""
+
+    user_id: str
+    team_id: str
+    callback_id: str
+    private_metadata: str
+    values: dict[str, Any]  # view.state.values: block_id → action_id → the input's value
+
+
+def read_modal(payload: Mapping[str, Any]) -> ModalSubmission | UnreadableEvent:
+    """Reads a view_submission or view_closed payload, or says why it cannot."""
+    user = payload.get("user")
+    view = payload.get("view")
+    if not isinstance(user, Mapping) or not isinstance(user.get("id"), str):
+        return UnreadableEvent(f"{payload.get('type')} without a user")
+    if not isinstance(view, Mapping):
+        return UnreadableEvent(f"{payload.get('type')} without a view")
+    state = view.get("state") or {}
+    values = state.get("values", {}) if isinstance(state, Mapping) else None
+    if not isinstance(values, Mapping):
+        return UnreadableEvent("view state is not an object")
+    team = payload.get("team")
+    return ModalSubmission(
+        user_id=user["id"],
+        team_id=str(team.get("id", "")) if isinstance(team, Mapping) else "",
+        callback_id=str(view.get("callback_id") or ""),
+        private_metadata=str(view.get("private_metadata") or ""),
+        values=dict(values),
+    )
+
+
+def input_text(values: Mapping[str, Any], block_id: str, action_id: str) -> str:
+    """The text a person typed in a plain_text_input of a submitted view ("" when empty or absent)."""
+    block = values.get(block_id)
+    element = block.get(action_id) if isinstance(block, Mapping) else None
+    value = element.get("value") if isinstance(element, Mapping) else None
+    return value if isinstance(value, str) else ""
+
+
+def selected_value(values: Mapping[str, Any], block_id: str, action_id: str) -> str:
+    """The value of the option chosen in a select or radio group of a submitted view ("" for none)."""
+    block = values.get(block_id)
+    element = block.get(action_id) if isinstance(block, Mapping) else None
+    option = element.get("selected_option") if isinstance(element, Mapping) else None
+    value = option.get("value") if isinstance(option, Mapping) else None
+    return value if isinstance(value, str) else ""

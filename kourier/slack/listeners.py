@@ -20,13 +20,22 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from bindings import directory
 from bindings.models import Connection
 from bindings.services import note_slack_identity
+from interactions import deny_reasons, feedback
 from interactions.presses import take_press
 from interactions.registry import ACTIONS as PROMPT_ACTIONS
 from kourier.db import in_database_thread
 from sessions.services import route_message
 
+from .blocks import FEEDBACK_ACTIONS
 from .clients import async_web_client, connection_workspace
-from .incoming import ChatMessage, IgnoredEvent, UnreadableEvent, read_message_event, read_submit
+from .incoming import (
+    ChatMessage,
+    IgnoredEvent,
+    UnreadableEvent,
+    read_message_event,
+    read_modal,
+    read_submit,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -127,12 +136,72 @@ def _build_app(connection: Connection) -> AsyncApp:
     for prompt_action in PROMPT_ACTIONS:
         app.action(prompt_action)(take_prompt_press)
 
+    async def take_feedback_press(ack, body: dict, action: dict) -> None:
+        await ack()
+        press = read_submit(body, action)
+        if isinstance(press, UnreadableEvent):
+            logger.warning(
+                "slack.press_unreadable", extra={"reason": press.reason, "connection_id": connection_id}
+            )
+            return
+        await feedback.take_press(press, connection_id=connection_id, bot_token=bot_token)
+
+    for feedback_action in FEEDBACK_ACTIONS:
+        app.action(feedback_action)(take_feedback_press)
+
     async def ignore_other_actions(ack) -> None:
         # Choosing an option in a prompt's inputs sends nothing (they are input blocks); anything else
         # is acked so that Slack shows no error.
         await ack()
 
     app.action(re.compile(".*"))(ignore_other_actions)
+
+    async def take_deny_reason(ack, body: dict) -> None:
+        # A reason modal's submission: the press it kept, with the reason, down the one press path.
+        submission = read_modal(body)
+        if isinstance(submission, UnreadableEvent):
+            logger.warning(
+                "slack.modal_unreadable", extra={"reason": submission.reason, "connection_id": connection_id}
+            )
+            await ack()
+            return
+        typed = deny_reasons.typed_reason(submission)
+        problem = deny_reasons.reason_problem(typed)
+        if problem is not None:
+            await ack(response_action="errors", errors={deny_reasons.REASON_BLOCK: problem})
+            return
+        await ack()
+        press = deny_reasons.press_of(submission, typed)
+        if press is None:
+            logger.warning(
+                "slack.modal_unreadable",
+                extra={"reason": "private_metadata is not a press", "connection_id": connection_id},
+            )
+            return
+        await take_press(press, connection_id=connection_id, bot_token=bot_token)
+
+    async def reason_modal_closed(ack, body: dict) -> None:
+        await ack()  # closing the reason modal decides nothing
+        logger.info("interaction.reason_modal_closed", extra={"connection_id": connection_id})
+
+    async def take_feedback_comment(ack, body: dict) -> None:
+        submission = read_modal(body)
+        comment = None if isinstance(submission, UnreadableEvent) else feedback.read_comment(submission)
+        if isinstance(comment, str):
+            await ack(response_action="errors", errors={feedback.COMMENT_BLOCK: comment})
+            return
+        await ack()
+        if comment is None:
+            logger.warning(
+                "slack.modal_unreadable",
+                extra={"reason": "not a feedback modal", "connection_id": connection_id},
+            )
+            return
+        await in_database_thread(feedback.add_comment, thread_sensitive=True)(comment)
+
+    app.view(feedback.CALLBACK_ID)(take_feedback_comment)
+    app.view(deny_reasons.CALLBACK_ID)(take_deny_reason)
+    app.view_closed(deny_reasons.CALLBACK_ID)(reason_modal_closed)
     return app
 
 

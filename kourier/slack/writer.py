@@ -311,6 +311,7 @@ class SlackReply:
         self._writes_made = 0  # Slack calls this reply made that Slack took
         self._last_write_at = float("-inf")
         self._blocks_made = 0
+        self._closing_blocks: list[dict[str, Any]] = []  # shown under the last write (feedback buttons)
         self._latest_text = ""  # the text API's latest text
         if existing_ts is not None:
             self.ts, self._mode = existing_ts, ReplyMode.TAKEN_OVER
@@ -359,16 +360,24 @@ class SlackReply:
         while self._drain is not None and not self._drain.done():
             await asyncio.wait({self._drain})
 
-    async def end(self, writes: Sequence[Write], *, notice_follows: bool = False) -> None:
+    async def end(
+        self,
+        writes: Sequence[Write],
+        *,
+        notice_follows: bool = False,
+        closing_blocks: Sequence[dict[str, Any]] = (),
+    ) -> None:
         """Makes the last write (a progress STOP; none when there is nothing to show) and clears the
         assistant status. With ``notice_follows``, a reply that wrote nothing stays unwritten: the
-        notice is the turn's only message (a reply taken over is only stopped, if it still streams)."""
+        notice is the turn's only message (a reply taken over is only stopped, if it still streams).
+        ``closing_blocks`` go under the last write's content (an answer's feedback buttons)."""
         if self._mode is ReplyMode.ENDED:
             return
         self._queue_closed = True
         try:
             await self._stop_draining()
             self._queue.clear()
+            self._closing_blocks = list(closing_blocks)  # after the drain: only the last write shows them
             async with self._lock:
                 if notice_follows and not self.wrote:
                     await self._stop_adopted_stream(ending=Ending.FAILED)
@@ -391,11 +400,14 @@ class SlackReply:
         if text:
             self.write([Write(WriteKind.UPDATE, View(None, (), text, text), text_changed=True)])
 
-    async def finish(self, text: str) -> None:
+    async def finish(self, text: str, *, closing_blocks: Sequence[dict[str, Any]] = ()) -> None:
         """Writes the final text and ends the stream; an empty answer shows (no output)."""
         self._latest_text = text
         text = text or NO_OUTPUT_TEXT
-        await self.end([Write(WriteKind.STOP, View(None, (), text, text), text_changed=True)])
+        await self.end(
+            [Write(WriteKind.STOP, View(None, (), text, text), text_changed=True)],
+            closing_blocks=closing_blocks,
+        )
 
     async def stop(self) -> None:
         """Ends the reply with the text it has so far (a failure notice follows as a message of its own)."""
@@ -595,6 +607,8 @@ class SlackReply:
             extra: dict[str, Any] = {}
             if view.line and not view.cards:  # a plain-text stream shows its last line below the text
                 extra["blocks"] = [line_block(view.line, self._block_prefix() + "-line")]
+            if self._closing_blocks:  # chat.stopStream shows blocks at the bottom of the finished message
+                extra["blocks"] = [*extra.get("blocks", []), *self._closing_blocks]
             await self._call(
                 "chat_stopStream",
                 channel=self._target.channel_id,
@@ -717,7 +731,7 @@ class SlackReply:
     def _content(self, view: View) -> dict[str, Any] | None:
         """A message's arguments for a view: plain markdown_text, or blocks with the fallback text."""
         text = view.text[:MESSAGE_TEXT_LIMIT]
-        if not view.line and not view.cards:
+        if not view.line and not view.cards and not self._closing_blocks:
             return {"markdown_text": text} if text else None
         prefix = self._block_prefix()
         line, cards = view.line, view.cards
@@ -727,7 +741,8 @@ class SlackReply:
         blocks += [task_card_block(card, f"{prefix}-{index}") for index, card in enumerate(cards)]
         if text.strip():
             blocks.append({"type": "markdown", "block_id": f"{prefix}-text", "text": text})
-        fallback = view.fallback or line or (cards[-1].title if cards else "")
+        blocks += self._closing_blocks
+        fallback = view.fallback or line or (cards[-1].title if cards else "") or text
         return {"blocks": blocks, "text": _shorten(fallback, FALLBACK_TEXT_LIMIT)}
 
     def _block_prefix(self) -> str:

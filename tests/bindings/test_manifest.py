@@ -895,3 +895,26 @@ def test_a_daily_token_budget_is_read_and_written_back():
     [spec] = validation.bindings
     assert spec.budget == manifest.BudgetSpec(daily_tokens_per_channel=500000)
     assert manifest.dump_manifests([spec]).endswith("  budget:\n    dailyTokensPerChannel: 500000\n")
+
+
+def test_deny_reasons_and_feedback_are_opt_in_and_exported_only_when_set():
+    [plain] = manifest.validate(documents(MINIMAL_BINDING), connections=["acme"]).bindings
+    assert (plain.interactions.deny_reasons, plain.feedback) == (False, False)
+    exported = manifest.binding_manifest(plain)["spec"]
+    assert "feedback" not in exported
+    assert "denyReasons" not in exported["interactions"]
+
+    document = binding(interactions={"toolApprovals": True, "denyReasons": True}, feedback=True)
+    document["spec"]["agent"]["dialect"] = "kagent-v1"
+    [spec] = manifest.validate(documents(document), connections=["acme"]).bindings
+    assert (spec.interactions.deny_reasons, spec.feedback) == (True, True)
+    exported = manifest.binding_manifest(spec)["spec"]
+    assert (exported["interactions"]["denyReasons"], exported["feedback"]) == (True, True)
+
+
+def test_a_reason_with_a_denial_needs_tool_approvals():
+    document = binding(interactions={"denyReasons": True})
+    assert any(
+        "spec.interactions.denyReasons: a reason with a denial needs toolApprovals: true" in error
+        for error in errors_of(document)
+    )

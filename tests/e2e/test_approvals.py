@@ -10,6 +10,7 @@ from datetime import timedelta
 import pytest
 
 from audit.models import AuditEvent
+from interactions import deny_reasons
 from interactions.approval_prompts import APPROVE_ACTION, DECIDE_ACTION, DENY_ACTION, TIMED_OUT_LINE
 from interactions.approvals import APPROVAL
 from interactions.bound import ANOTHER_APP
@@ -488,3 +489,38 @@ class TestAPromptThatCannotBePostedNow:
             lambda: Turn.objects.get().outcome == Turn.Outcome.QUESTION_CANCELED, timeout=WAIT
         )
         assert self.activity_card(world, ts) == (STOPPED, "error")
+
+
+def test_with_deny_reasons_a_denial_asks_why_in_a_modal_and_the_model_reads_the_reason(
+    make_world, kagent_agent
+):
+    world = approvals_world(make_world, kagent_agent, deny_reasons=True)
+    ts = world.mention("check the service")
+    prompt = wait_for_prompt(world, ts)
+
+    # Deny all opens the modal; closing it decides nothing.
+    press(world, prompt.ts, DENY_ACTION)
+    modal = world.slack.wait_for_modal(defaults.GRACE)
+    assert modal.title == deny_reasons.TITLE
+    assert "add_numbers" in json.dumps(modal.blocks)
+    assert world.slack.close_modal(defaults.GRACE).status == 200
+    assert Interaction.objects.get().state == Interaction.State.OPEN
+    assert len(kagent_agent.received) == 1
+
+    # A blank reason is turned away in the modal; a reason (its secret redacted) decides.
+    press(world, prompt.ts, DENY_ACTION)
+    world.slack.wait_until(lambda: len(world.slack.modals(defaults.GRACE)) == 1)
+    world.slack.submit_modal(defaults.GRACE, {deny_reasons.REASON_ACTION: "   "})
+    [still_open] = world.slack.modals(defaults.GRACE)
+    assert still_open.errors == {deny_reasons.REASON_BLOCK: deny_reasons.REASON_BLANK}
+    world.slack.submit_modal(
+        defaults.GRACE, {deny_reasons.REASON_ACTION: f"db in maintenance, token={SECRET}"}
+    )
+    assert world.slack.modals(defaults.GRACE) == []
+
+    world.slack.wait_until(lambda: len(kagent_agent.received) == 2, timeout=WAIT)
+    reasons = [a.get("rejection_reason") for a in decisions_received(kagent_agent.received[1])["approvals"]]
+    assert reasons == ["db in maintenance, token=[redacted]"] * 2
+    [row] = AuditEvent.objects.filter(action="interaction.decided")
+    assert row.details["reason"] == "db in maintenance, token=[redacted]"
+    assert SECRET not in json.dumps(list(Interaction.objects.values()), default=str)

@@ -223,3 +223,17 @@ def test_an_ended_turns_acknowledgment_taken_off_reads_as_done_not_as_a_red_cros
 
     assert "Reaction taken off: the turn ended" in content
     assert "icon-no.svg" not in content
+
+
+def test_the_turn_shows_peoples_feedback_on_its_answer_without_comments(staff_client, turn):
+    from interactions.models import Feedback
+
+    Feedback.objects.create(turn=turn, user_id="U0ADA", is_positive=True)
+    Feedback.objects.create(
+        turn=turn, user_id="U0GRACE", is_positive=False, comment="it was wrong", issue_type="factual"
+    )
+
+    page = turn_page(staff_client, turn).content.decode()
+
+    assert "👍 U0ADA, 👎 U0GRACE (factual)" in page
+    assert "it was wrong" not in page

@@ -37,6 +37,8 @@ class Receiver:
         self.verifier = SignatureVerifier(signing_secret)
         self.received: list[Received] = []
         self.before_answer: Callable[[Received], object] | None = None
+        # The body of the answer to an interactivity request (a view_submission's response_action).
+        self.answer_interactive: Callable[[dict[str, Any]], bytes] | None = None
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
@@ -76,6 +78,8 @@ class Receiver:
                     payload = json.loads(body)
                     if payload.get("type") == "url_verification":
                         answer = json.dumps({"challenge": payload["challenge"]}).encode()
+                elif receiver.answer_interactive is not None:
+                    answer = receiver.answer_interactive(request.json())
                 try:
                     self.send_response(status)
                     self.send_header("Content-Length", str(len(answer)))

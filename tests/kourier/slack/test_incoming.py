@@ -91,7 +91,10 @@ ENVELOPE = {"type": "event_callback", "team_id": "T1", "event_id": "Ev1", "event
         pytest.param({**ENVELOPE, "event": {"type": "emoji_changed"}}, id="an event of a type not used"),
         pytest.param({"type": "url_verification", "challenge": "c-1"}, id="url_verification"),
         pytest.param({"type": "block_actions", "actions": [{"action_id": "a"}]}, id="block_actions"),
-        pytest.param({"type": "view_submission"}, id="a payload type read no further here"),
+        pytest.param({"type": "shortcut"}, id="a payload type read no further here"),
+        pytest.param(
+            {"type": "view_submission", "view": {"callback_id": "kourier_deny_reason"}}, id="view_submission"
+        ),
     ],
 )
 def test_a_payload_slack_sends_can_be_dispatched(payload):
@@ -119,6 +122,9 @@ def test_a_payload_slack_sends_can_be_dispatched(payload):
         pytest.param({"type": "block_actions", "actions": []}, "block_actions without actions", id="no action"),
         pytest.param({"type": "block_actions", "actions": ["a"]}, "block_actions without actions",
                      id="actions not objects"),
+        pytest.param({"type": "view_submission"}, "view_submission without a view", id="no view"),
+        pytest.param({"type": "view_closed", "view": {"callback_id": 3}}, "view_closed without a view",
+                     id="callback_id not a string"),
     ],
 )  # fmt: skip
 def test_a_payload_slack_does_not_send_is_unreadable(payload, reason):

@@ -1,6 +1,7 @@
 """The reply writer against the Slack fake, through the real AsyncWebClient over HTTP."""
 
 import asyncio
+import json
 
 import pytest
 from django.test import override_settings
@@ -10,6 +11,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from kourier.progress import Card, CardStatus, View, Write, WriteKind
 from kourier.simulator import defaults
 from kourier.simulator.clock import ManualClock
+from kourier.slack.blocks import feedback_block
 from kourier.slack.clients import RetryPolicy, async_web_client
 from kourier.slack.outbox import PostKind, part_key
 from kourier.slack.writer import (
@@ -560,3 +562,28 @@ def test_an_answer_the_runner_kept_only_the_start_of_counts_what_it_did_not_keep
     asyncio.run(scenario())
     [message] = reply_in(slack_fake, thread_ts)
     assert message.text == "the start\n\n" + ANSWER_CUT_LINE.format(messages=2, characters=1_000_000)
+
+
+FEEDBACK = feedback_block(7)
+
+
+@pytest.mark.parametrize(
+    ("live", "rewritten"),
+    [(True, False), (True, True), (False, False)],
+    ids=["a stream stopped", "a stream rewritten at its end", "final output"],
+)
+def test_closing_blocks_go_under_the_last_write_only_and_the_words_stay(
+    slack_fake, thread_ts, live, rewritten
+):
+    async def scenario():
+        reply = make_reply(slack_fake, thread_ts, live=live)
+        await reply.show("draft that will change" if rewritten else "The pods")
+        await settle(reply)
+        await reply.finish("The pods are fine.", closing_blocks=[FEEDBACK])
+
+    asyncio.run(scenario())
+    [message] = reply_in(slack_fake, thread_ts)
+    assert message.text == "The pods are fine."
+    assert [b for b in message.blocks if b["type"] == "actions"] == [FEEDBACK]
+    updates_and_posts = slack_fake.calls("chat.postMessage") + slack_fake.calls("chat.update")
+    assert all("kourier-feedback" not in json.dumps(call.args) for call in updates_and_posts[:-1])
