@@ -57,3 +57,13 @@ BUDGET_SPENT = (
     "This channel has used its daily token budget for the agent, so this message was not sent to it. "
     "The budget resets at 00:00 UTC; send it again after that."
 )
+
+# Direct messages (spec.directMessages): a person the Binding does not let talk to the agent in private.
+DIRECT_MESSAGE_REFUSED = (
+    "Sorry, I can only talk in private with the people this app is set up for, so your message was not "
+    "passed on. Ask whoever runs this app if you need access."
+)
+DIRECT_MESSAGE_ACCESS_UNKNOWN = (
+    "I could not check just now whether you may talk to me here, so your message was not passed on. "
+    "Please send it again in a minute."
+)
