@@ -238,6 +238,9 @@ class SlackState:
         self.messages: dict[str, dict[str, Message]] = {}
         self.ephemerals: list[Ephemeral] = []
         self.assistant_statuses: dict[tuple[str, str], list[AssistantStatus]] = {}
+        # The agent surface (agent_view.py): prompts per im, titles per (im, thread root).
+        self.suggested_prompts: dict[str, Any] = {}
+        self.thread_titles: dict[tuple[str, str], str] = {}
         self.response_urls: dict[str, ResponseUrl] = {}
         self._ts = TsFactory(clock)
         self._serial = itertools.count(1)
