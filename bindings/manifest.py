@@ -847,6 +847,8 @@ def _read_suggested_prompts(check: _Checker, value: Any) -> tuple[SuggestedPromp
         texts = {}
         for key in SUGGESTED_PROMPT_FIELDS:
             text = _get(section, key)
+            if not check.required(text, f"{entry_path}.{key}"):
+                continue
             if not isinstance(text, str) or not text.strip():
                 check.error(f"{entry_path}.{key}", f"must be a non-empty string (got {_show(text)})")
             elif len(text) > SUGGESTED_PROMPT_MAX_LENGTH:
