@@ -85,3 +85,49 @@ def test_a_direct_message_over_socket_mode_is_answered_in_its_thread(make_socket
     assert answer.text == "Hello in private."
     assert slack.thread_title(im, root) == "hello over the socket"
     assert ASSISTANT_STATUS_WORKING in slack.assistant_status_history(im, root)
+
+
+APPROVALS_CHANNEL = "C0APPROVE"
+
+
+def test_a_direct_messages_approval_is_decided_in_the_approvals_channel_and_ends_both_prompts(
+    make_world, make_a2a_agent
+):
+    from interactions.approval_prompts import APPROVE_ACTION
+    from interactions.models import Interaction
+    from tests.e2e.helpers import ADD, has_controls, pause_then_finish
+    from tests.fakes.a2a_agent import HITL_EXTENSION
+
+    agent = make_a2a_agent(text_style="kagent-1.0", extensions=[HITL_EXTENSION])
+    agent.on_message(pause_then_finish([ADD]))
+    world = make_world(
+        agent_url=agent.url,
+        dialect="kagent-v1",
+        tool_approvals=True,
+        approver_groups=["S0APPROVE"],
+        channels=[],
+        direct_messages={"allowed_users": [defaults.ADA], "approvals_channel": APPROVALS_CHANNEL},
+    )
+    slack = world.slack
+    slack.add_usergroup("S0APPROVE", "approvers", [defaults.GRACE])
+    slack.add_channel(APPROVALS_CHANNEL, "approvals", members=[defaults.GRACE, slack.bot_user_id])
+    im = slack.user_opens_app(defaults.ADA)
+    root = slack.user_says(defaults.ADA, im, "add two and three")
+
+    def prompts():
+        in_dm = [m for m in bot_replies(slack, im, root) if has_controls(m.blocks)]
+        copies = [m for m in slack.messages(APPROVALS_CHANNEL) if m.is_bot and has_controls(m.blocks)]
+        return in_dm, copies
+
+    slack.wait_until(lambda: all(prompts()), timeout=30)
+    [in_dm], [copy] = prompts()
+    assert f"<@{defaults.ADA}>" in copy.blocks[0]["elements"][0]["text"]  # whose conversation, with a link
+    assert f"/archives/{im}/p{in_dm.ts.replace('.', '')}" in copy.blocks[0]["elements"][0]["text"]
+
+    # Ada is in the conversation but not an approver: her press is refused; Grace decides from the channel.
+    assert slack.press_button(defaults.ADA, im, in_dm.ts, APPROVE_ACTION).status == 200
+    assert slack.press_button(defaults.GRACE, APPROVALS_CHANNEL, copy.ts, APPROVE_ACTION).status == 200
+    slack.wait_until(lambda: not any(prompts()), timeout=30)
+    interaction = Interaction.objects.get()
+    assert (interaction.state, interaction.answered_by) == (Interaction.State.ANSWERED, defaults.GRACE)
+    slack.wait_until(lambda: any("Ran 1 of 1 tools." in m.text for m in bot_replies(slack, im, root)), timeout=30)
