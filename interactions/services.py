@@ -83,8 +83,10 @@ def take_press(
     interaction = Interaction.objects.select_related("session__binding").filter(pk=interaction_id).first()
     if interaction is None or interaction.kind != kind.kind:
         return kind.refused(Refusal.UNKNOWN)
-    prompts = {(interaction.channel_id, interaction.prompt_ts), (interaction.copy_channel_id, interaction.copy_ts)}
-    if not prompt_ts or (channel_id, prompt_ts) not in prompts:
+    prompts = {(interaction.channel_id, interaction.prompt_ts)}
+    if interaction.copy_ts:  # a direct message's approval, also put to the approvals channel
+        prompts.add((interaction.copy_channel_id, interaction.copy_ts))
+    if (channel_id, prompt_ts) not in prompts:
         return kind.refused(Refusal.UNKNOWN)
     if interaction.state == Interaction.State.ANSWERED:
         return kind.refused(Refusal.TAKEN)
