@@ -783,7 +783,9 @@ def _read_direct_messages(check: _Checker, value: Any) -> DirectMessagesSpec | N
     if value is True:
         return DirectMessagesSpec()
     if not isinstance(value, dict):
-        check.error(path, f"must be true or a mapping of {', '.join(DIRECT_MESSAGES_FIELDS)} (got {_show(value)})")
+        check.error(
+            path, f"must be true or a mapping of {', '.join(DIRECT_MESSAGES_FIELDS)} (got {_show(value)})"
+        )
         return None
     section = check.mapping(value, path, DIRECT_MESSAGES_FIELDS)
     if section is None:
@@ -1294,7 +1296,9 @@ def validate(
     redefined = {read.name for read in reads if read.kind is Kind.BINDING}
     claims = {key: owner for key, owner in (bound_channels or {}).items() if owner not in redefined}
     dm_claims = {
-        connection: owner for connection, owner in (direct_message_bindings or {}).items() if owner not in redefined
+        connection: owner
+        for connection, owner in (direct_message_bindings or {}).items()
+        if owner not in redefined
     }
     for read in reads:
         if read.kind is not Kind.BINDING or read.connection is None:

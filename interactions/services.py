@@ -200,8 +200,10 @@ def copy_channel_of(interaction_id: int) -> tuple[str, str] | None:
     approvalsChannel, when it has approver groups (who may not be in the conversation); else None."""
     interaction = Interaction.objects.select_related("session__binding", "turn").get(pk=interaction_id)
     binding = interaction.session.binding
-    spec = binding.direct_messages_spec() if binding is not None else None
-    if spec is None or spec.approvals_channel is None or not binding.approver_groups or interaction.copy_ts:
+    if binding is None or not binding.approver_groups or interaction.copy_ts:
+        return None
+    spec = binding.direct_messages_spec()
+    if spec is None or spec.approvals_channel is None:
         return None
     return spec.approvals_channel, interaction.turn.user_id
 
@@ -222,7 +224,9 @@ def rewrite_prompt(interaction: Interaction, kind: PauseKind) -> None:
     client = web_client(connection.bot_token(), workspace=connection_workspace(connection.pk))
     client.chat_update(channel=interaction.channel_id, ts=interaction.prompt_ts, blocks=blocks, text=text)
     if interaction.copy_ts:  # the decision ends both prompts
-        client.chat_update(channel=interaction.copy_channel_id, ts=interaction.copy_ts, blocks=blocks, text=text)
+        client.chat_update(
+            channel=interaction.copy_channel_id, ts=interaction.copy_ts, blocks=blocks, text=text
+        )
 
 
 def mark_closed(interaction_id: int) -> None:

@@ -102,7 +102,9 @@ async def _refuse(client: Any, connection_id: int, message: ChatMessage, access:
     key = f"dm-refused:{connection_id}:{message.channel_id}:{message.ts}"
     if await shared_cache.acount(key, REFUSAL_ONCE_SECONDS) > 1:
         return  # Slack delivered the message again: the person was answered already
-    text = notices.DIRECT_MESSAGE_REFUSED if access is Access.REFUSED else notices.DIRECT_MESSAGE_ACCESS_UNKNOWN
+    text = (
+        notices.DIRECT_MESSAGE_REFUSED if access is Access.REFUSED else notices.DIRECT_MESSAGE_ACCESS_UNKNOWN
+    )
     try:
         await post_notice(client, message.channel_id, message.root_ts, text, key=key)
     except (SlackError, TimeoutError, OSError) as exc:

@@ -4,19 +4,26 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('bindings', '0006_binding_daily_token_budget'),
+        ("bindings", "0006_binding_daily_token_budget"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='binding',
-            name='direct_messages',
-            field=models.JSONField(blank=True, help_text="spec.directMessages: the Binding takes its Connection's direct messages (at most one per Connection).", null=True),
+            model_name="binding",
+            name="direct_messages",
+            field=models.JSONField(
+                blank=True,
+                help_text="spec.directMessages: the Binding takes its Connection's direct messages (at most one per Connection).",
+                null=True,
+            ),
         ),
         migrations.AddConstraint(
-            model_name='binding',
-            constraint=models.UniqueConstraint(condition=models.Q(('direct_messages__isnull', False)), fields=('connection',), name='bindings_direct_messages_once_per_connection'),
+            model_name="binding",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("direct_messages__isnull", False)),
+                fields=("connection",),
+                name="bindings_direct_messages_once_per_connection",
+            ),
         ),
     ]

@@ -4,20 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('interactions', '0006_kept_answers'),
+        ("interactions", "0006_kept_answers"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='interaction',
-            name='copy_channel_id',
+            model_name="interaction",
+            name="copy_channel_id",
             field=models.CharField(blank=True, max_length=32),
         ),
         migrations.AddField(
-            model_name='interaction',
-            name='copy_ts',
+            model_name="interaction",
+            name="copy_ts",
             field=models.CharField(blank=True, help_text="The prompt's copy, once posted.", max_length=32),
         ),
     ]

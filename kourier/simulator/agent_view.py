@@ -58,7 +58,13 @@ def opened_im(state: SlackState, workspace: Workspace, user: str) -> Channel:
 
 
 def app_home_opened_event(user: str, channel: Channel, event_ts: str) -> dict[str, Any]:
-    return {"type": "app_home_opened", "user": user, "channel": channel.id, "tab": "messages", "event_ts": event_ts}
+    return {
+        "type": "app_home_opened",
+        "user": user,
+        "channel": channel.id,
+        "tab": "messages",
+        "event_ts": event_ts,
+    }
 
 
 def _assistant_scope(call: Call) -> None:

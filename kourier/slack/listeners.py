@@ -130,7 +130,9 @@ def _build_app(connection: Connection) -> AsyncApp:
             )
             return
         if isinstance(opened, IgnoredEvent):
-            logger.debug("slack.event_ignored", extra={"reason": opened.reason, "connection_id": connection_id})
+            logger.debug(
+                "slack.event_ignored", extra={"reason": opened.reason, "connection_id": connection_id}
+            )
             return
         await offer_suggested_prompts(connection_id, opened, context.client)
 

@@ -43,7 +43,12 @@ def test_direct_messages_true_takes_everyone_with_a_warning_saying_so():
 
 def test_direct_messages_read_their_options_and_have_no_warning_with_a_list():
     document = dm_binding(
-        {"allowedUsers": ["U0ADA"], "allowedGroups": ["S0OPS"], "suggestedPrompts": [PROMPT], "approvalsChannel": "C0APPROVE"}
+        {
+            "allowedUsers": ["U0ADA"],
+            "allowedGroups": ["S0OPS"],
+            "suggestedPrompts": [PROMPT],
+            "approvalsChannel": "C0APPROVE",
+        }
     )
     validation = manifest.validate(documents(document), connections=["acme"])
 

@@ -30,7 +30,9 @@ def bot_replies(slack, channel, root):
 
 def wait_for_bot_replies(slack, channel, root, count):
     slack.wait_until(
-        lambda: len(found := bot_replies(slack, channel, root)) >= count and not any(m.streaming for m in found),
+        lambda: (
+            len(found := bot_replies(slack, channel, root)) >= count and not any(m.streaming for m in found)
+        ),
         timeout=30,
     )
     return bot_replies(slack, channel, root)
@@ -45,7 +47,9 @@ def test_a_person_talks_to_the_agent_in_private_and_a_stranger_is_refused(make_w
     slack = world.slack
 
     im = slack.user_opens_app(defaults.ADA)
-    slack.wait_until(lambda: slack.suggested_prompts(im) == [(PROMPT["title"], PROMPT["message"])], timeout=10)
+    slack.wait_until(
+        lambda: slack.suggested_prompts(im) == [(PROMPT["title"], PROMPT["message"])], timeout=10
+    )
 
     root = slack.user_says(defaults.ADA, im, "what is up in private?")
     [answer] = wait_for_bot_replies(slack, im, root, 1)
@@ -67,7 +71,8 @@ def test_a_person_talks_to_the_agent_in_private_and_a_stranger_is_refused(make_w
     asked = slack.user_says(defaults.GRACE, stranger_im, secret)
     [refusal] = wait_for_bot_replies(slack, stranger_im, asked, 1)
     assert refusal.text == notices.DIRECT_MESSAGE_REFUSED
-    assert Turn.objects.count() == 2 and not ThreadNote.objects.exists()
+    assert Turn.objects.count() == 2
+    assert not ThreadNote.objects.exists()
     assert len(agent.received) == 2
     logs = every_log_line(world)
     assert "direct_message.refused" in logs
@@ -130,4 +135,6 @@ def test_a_direct_messages_approval_is_decided_in_the_approvals_channel_and_ends
     slack.wait_until(lambda: not any(prompts()), timeout=30)
     interaction = Interaction.objects.get()
     assert (interaction.state, interaction.answered_by) == (Interaction.State.ANSWERED, defaults.GRACE)
-    slack.wait_until(lambda: any("Ran 1 of 1 tools." in m.text for m in bot_replies(slack, im, root)), timeout=30)
+    slack.wait_until(
+        lambda: any("Ran 1 of 1 tools." in m.text for m in bot_replies(slack, im, root)), timeout=30
+    )

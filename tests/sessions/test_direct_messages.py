@@ -7,6 +7,7 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from bindings import directory
+from bindings.manifest import DirectMessagesSpec
 from kourier.simulator import defaults
 from kourier.slack.incoming import ChatMessage
 from sessions import notices
@@ -15,7 +16,6 @@ from sessions.models import Session, ThreadNote, Turn
 from sessions.routing import Route
 from sessions.services import route_message
 from tests.factories import BindingFactory
-from bindings.manifest import DirectMessagesSpec
 
 pytestmark = pytest.mark.django_db
 
@@ -35,7 +35,9 @@ def dm_binding():
 
 def test_every_top_level_direct_message_starts_a_session_and_every_reply_is_a_turn(dm_binding):
     first = route_message(dm_binding.connection, direct())
-    reply = route_message(dm_binding.connection, direct("more", ts="1700000002.000100", thread_ts="1700000001.000100"))
+    reply = route_message(
+        dm_binding.connection, direct("more", ts="1700000002.000100", thread_ts="1700000001.000100")
+    )
     other = route_message(dm_binding.connection, direct("again", ts="1700000003.000100"))
 
     assert [(r.route, r.created) for r in (first, reply, other)] == [(Route.TURN, True)] * 3
@@ -117,7 +119,8 @@ def test_a_refused_person_is_told_once_in_the_thread_and_nothing_is_stored(
         )
 
     assert [m.text for m in slack_fake.thread(im, ts)[1:]] == [notices.DIRECT_MESSAGE_REFUSED]
-    assert not Session.objects.exists() and not Turn.objects.exists()
+    assert not Session.objects.exists()
+    assert not Turn.objects.exists()
     assert "my secret plan" not in caplog.text
 
 

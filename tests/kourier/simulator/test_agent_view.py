@@ -54,7 +54,9 @@ def test_suggested_prompts_with_a_thread_ts_are_silently_ignored_in_the_agent_vi
 ) -> None:
     im = app_fake.user_opens_app(ADA)
     ts = app_fake.user_says(ADA, im, "hello")
-    assert slack_client.assistant_threads_setSuggestedPrompts(channel_id=im, thread_ts=ts, prompts=PROMPTS)["ok"]
+    assert slack_client.assistant_threads_setSuggestedPrompts(channel_id=im, thread_ts=ts, prompts=PROMPTS)[
+        "ok"
+    ]
     assert app_fake.suggested_prompts(im) == []
 
 
@@ -72,9 +74,9 @@ def test_suggested_prompts_are_one_to_four_with_a_title_and_a_message(
     app_fake: SlackFake, slack_client: WebClient, prompts: list
 ) -> None:
     im = app_fake.user_opens_app(ADA)
-    assert slack_error(slack_client.assistant_threads_setSuggestedPrompts, channel_id=im, prompts=prompts) == (
-        "invalid_arguments"
-    )
+    assert slack_error(
+        slack_client.assistant_threads_setSuggestedPrompts, channel_id=im, prompts=prompts
+    ) == ("invalid_arguments")
 
 
 def test_suggested_prompts_and_titles_need_the_apps_im(app_fake: SlackFake, slack_client: WebClient) -> None:
@@ -92,7 +94,9 @@ def test_a_thread_gets_its_title(app_fake: SlackFake, slack_client: WebClient) -
     slack_client.assistant_threads_setTitle(channel_id=im, thread_ts=ts, title="Greetings")
     assert app_fake.thread_title(im, ts) == "Greetings"
     set_title = slack_client.assistant_threads_setTitle
-    assert slack_error(set_title, channel_id=im, thread_ts="1700000000.000001", title="t") == "invalid_thread_ts"
+    assert (
+        slack_error(set_title, channel_id=im, thread_ts="1700000000.000001", title="t") == "invalid_thread_ts"
+    )
     assert slack_error(set_title, channel_id=im, thread_ts=ts, title="") == "invalid_arguments"
 
 

@@ -131,12 +131,22 @@ def test_a_payload_slack_does_not_send_is_unreadable(payload, reason):
 
 
 def test_a_message_in_an_im_reads_as_a_direct_message():
-    event = {"type": "message", "channel_type": "im", "user": "U0ADA", "channel": "D0001", "ts": "1.000001", "text": "hi"}
+    event = {
+        "type": "message",
+        "channel_type": "im",
+        "user": "U0ADA",
+        "channel": "D0001",
+        "ts": "1.000001",
+        "text": "hi",
+    }
 
     read = read_message_event(event, team_id="T1", bot_user_id="U0BOT")
 
-    assert isinstance(read, ChatMessage) and read.direct
-    assert not read_message_event({**event, "channel_type": "channel"}, team_id="T1", bot_user_id="U0BOT").direct
+    assert isinstance(read, ChatMessage)
+    assert read.direct
+    assert not read_message_event(
+        {**event, "channel_type": "channel"}, team_id="T1", bot_user_id="U0BOT"
+    ).direct
 
 
 def test_an_im_message_without_a_user_is_unreadable():
@@ -146,7 +156,13 @@ def test_an_im_message_without_a_user_is_unreadable():
 
 
 def test_opening_the_apps_messages_tab_reads_as_the_app_opened_without_a_thread():
-    event = {"type": "app_home_opened", "user": "U0ADA", "channel": "D0001", "tab": "messages", "event_ts": "1.0"}
+    event = {
+        "type": "app_home_opened",
+        "user": "U0ADA",
+        "channel": "D0001",
+        "tab": "messages",
+        "event_ts": "1.0",
+    }
 
     assert read_app_opened(event) == AppOpened("U0ADA", "D0001", None)
     assert isinstance(read_app_opened({**event, "tab": "home"}), IgnoredEvent)
