@@ -69,7 +69,13 @@ async def take_direct_message(
     Connection's direct-message Binding lets them talk to the agent, else answered with the refusal."""
     binding = await _binding(connection_id)
     if binding is None:
-        logger.info("direct_message.not_taken", extra={"connection_id": connection_id})
+        logger.info(
+            "direct_message.not_taken",
+            extra={
+                "reason": "no Binding takes this Connection's direct messages",
+                "connection_id": connection_id,
+            },
+        )
         return
     spec = binding.direct_messages_spec()
     assert spec is not None
