@@ -354,15 +354,19 @@ def _touch(session: Session, binding: Binding, now: datetime) -> None:
 
 def tell_expired(turn_id: int) -> None:
     """Answers a reply in an expired thread with the expiry notice, once."""
-    turn = Turn.objects.select_related("session", "connection").filter(pk=turn_id, outcome="").first()
+    turn = (
+        Turn.objects.select_related("session__binding", "connection").filter(pk=turn_id, outcome="").first()
+    )
     if turn is None:
         return
+    binding = turn.session.binding
+    direct = binding is not None and binding.direct_messages is not None
     client = async_web_client(turn.connection.bot_token(), workspace=connection_workspace(turn.connection_id))
     async_to_sync(post_notice)(
         client,
         turn.channel_id,
         turn.session.thread_ts,
-        notices.EXPIRED,
+        notices.EXPIRED_DIRECT_MESSAGE if direct else notices.EXPIRED,
         key=notice_key(turn.message_id, "expired"),
         outbox=TurnOutbox(turn_id),
     )

@@ -2,9 +2,11 @@
 who may talk to the agent, the refusal, and the thread's title."""
 
 from dataclasses import replace
+from datetime import timedelta
 
 import pytest
 from asgiref.sync import async_to_sync
+from django.utils import timezone
 
 from bindings import directory
 from bindings.manifest import DirectMessagesSpec
@@ -14,7 +16,7 @@ from sessions import notices
 from sessions.direct_messages import Access, access_of, take_direct_message, thread_title
 from sessions.models import Session, ThreadNote, Turn
 from sessions.routing import Route
-from sessions.services import route_message
+from sessions.services import route_message, tell_expired
 from tests.factories import BindingFactory
 
 pytestmark = pytest.mark.django_db
@@ -135,3 +137,21 @@ def test_a_refused_person_is_told_once_in_the_thread_and_nothing_is_stored(
 )
 def test_a_thread_is_titled_by_its_first_line(text, title):
     assert thread_title(text) == title
+
+
+@pytest.mark.django_db(transaction=True)  # the notice's outbox is written from another thread
+def test_a_reply_in_an_expired_direct_message_thread_is_told_to_send_a_new_message(
+    dm_binding, slack_fake, settings, monkeypatch
+):
+    settings.SLACK_API_URL = slack_fake.url
+    monkeypatch.setenv("SLACK_BOT_TOKEN", slack_fake.bot_token)
+    im = slack_fake.user_opens_app(defaults.ADA)
+    root = slack_fake.user_says(defaults.ADA, im, "hello")
+    reply = slack_fake.user_says(defaults.ADA, im, "still there?", thread_ts=root)
+    route_message(dm_binding.connection, replace(direct(ts=root), channel_id=im))
+    Session.objects.update(expires_at=timezone.now() - timedelta(minutes=1))
+    expired = route_message(dm_binding.connection, replace(direct(ts=reply, thread_ts=root), channel_id=im))
+
+    tell_expired(expired.turn_id)
+
+    assert [m.text for m in slack_fake.thread(im, root) if m.is_bot] == [notices.EXPIRED_DIRECT_MESSAGE]
