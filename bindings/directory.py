@@ -31,9 +31,13 @@ class Directory:
     by_id: dict[int, Connection]
     bindings: dict[tuple[int, str], Binding]  # (connection id, channel id) → the channel's Binding
     by_binding_name: dict[str, Binding] = field(default_factory=dict)  # Bindings with a channel
+    direct_messages: dict[int, Binding] = field(default_factory=dict)  # connection id → its DM Binding
 
     def binding_for_channel(self, connection_id: int, channel_id: str) -> Binding | None:
         return self.bindings.get((connection_id, channel_id))
+
+    def binding_for_direct_messages(self, connection_id: int) -> Binding | None:
+        return self.direct_messages.get(connection_id)
 
 
 # Read by ingress for every event; replaced whole, never changed in place, so threads need no lock.
@@ -58,6 +62,10 @@ def _read() -> Directory:
             binding = bindings[channel.binding_id] = channel.binding
             binding.connection = by_id[binding.connection_id]
         by_channel[(channel.connection_id, channel.channel_id)] = binding
+    direct_messages: dict[int, Binding] = {}
+    for binding in Binding.objects.filter(direct_messages__isnull=False):
+        binding.connection = by_id[binding.connection_id]
+        direct_messages[binding.connection_id] = binding
     directory = Directory(
         read_at=read_at,
         connections=connections,
@@ -65,6 +73,7 @@ def _read() -> Directory:
         by_id=by_id,
         bindings=by_channel,
         by_binding_name={binding.name: binding for binding in bindings.values()},
+        direct_messages=direct_messages,
     )
     _directory = directory
     return directory

@@ -360,12 +360,17 @@ class BindingForm(ManifestForm):
             value = cleaned_data.get(name)
             return None if value == "" else value  # null: the validator's "omitted"
 
+        where: dict[str, Any] = {"channels": split_list(cleaned_data.get("channels", ""))}
+        if self.instance.pk and self.instance.direct_messages is not None and not where["channels"]:
+            # The admin does not edit directMessages (apply does): a Binding taking them keeps them.
+            exported = manifest.binding_manifest(services.binding_spec(self.instance))
+            where = {"directMessages": exported["spec"]["directMessages"]}
         document = _document(
             manifest.Kind.BINDING,
             cleaned_data.get("name"),
             {
                 "connection": given("connection"),
-                "channels": split_list(cleaned_data.get("channels", "")),
+                **where,
                 "agent": {
                     "url": given("agent_url"),
                     "kagent": _kagent_section(cleaned_data),

@@ -119,6 +119,8 @@ KUBERNETES_NAME_RE = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 SLACK_ID_MAX_LENGTH = 32
 CHANNEL_ID_RE = re.compile(r"[CGD][A-Z0-9]{1,31}")
 USER_GROUP_ID_RE = re.compile(r"S[A-Z0-9]{1,31}")
+USER_ID_RE = re.compile(r"[UW][A-Z0-9]{1,31}")
+PUBLIC_OR_PRIVATE_CHANNEL_ID_RE = re.compile(r"[CG][A-Z0-9]{1,31}")
 DURATION_RE = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
 _DURATION_UNITS = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
 
@@ -283,10 +285,35 @@ class TriggerSpec:
 
 
 @dataclass(frozen=True)
+class SuggestedPrompt:
+    """One of the prompts Slack offers a person who opens the app (assistant.threads.setSuggestedPrompts)."""
+
+    title: str
+    message: str
+
+
+@dataclass(frozen=True)
+class DirectMessagesSpec:
+    """``spec.directMessages``: the Binding takes its Connection's direct messages instead of channels.
+
+    No allowedUsers and no allowedGroups: every member of the workspace may talk to the agent.
+    """
+
+    allowed_users: tuple[str, ...] = ()
+    allowed_groups: tuple[str, ...] = ()  # in the order given: membership is read in that order
+    suggested_prompts: tuple[SuggestedPrompt, ...] = ()
+    approvals_channel: str | None = None  # where a direct message's approval is also put to the approvers
+
+    @property
+    def open_to_everyone(self) -> bool:
+        return not self.allowed_users and not self.allowed_groups
+
+
+@dataclass(frozen=True)
 class BindingSpec:
     name: str
     connection: str
-    channels: tuple[str, ...]  # sorted: the order of channels means nothing
+    channels: tuple[str, ...]  # sorted: the order of channels means nothing; empty with directMessages
     agent: AgentSpec
     output: Output = DEFAULT_OUTPUT
     chat: ChatSpec = field(default_factory=ChatSpec)
@@ -297,6 +324,7 @@ class BindingSpec:
     budget: BudgetSpec = field(default_factory=BudgetSpec)
     # Beyond the spec, opt-in: an answer's final reply carries thumbs up and down (feedback/).
     feedback: bool = False
+    direct_messages: DirectMessagesSpec | None = None
 
 
 Spec = ConnectionSpec | BindingSpec
@@ -384,7 +412,14 @@ BINDING_FIELDS = (
     "replies",
     "budget",
     "feedback",
+    "directMessages",
 )
+DIRECT_MESSAGES_FIELDS = ("allowedUsers", "allowedGroups", "suggestedPrompts", "approvalsChannel")
+SUGGESTED_PROMPT_FIELDS = ("title", "message")
+MAX_SUGGESTED_PROMPTS = 4  # Slack: "up to four suggested prompts" (docs/slack-direct-messages.md)
+SUGGESTED_PROMPT_MAX_LENGTH = 300  # ours: a prompt is a line, not a document
+MAX_ALLOWED_USERS = 500
+MAX_ALLOWED_GROUPS = 10  # as approverGroups
 BUDGET_FIELDS = ("dailyTokensPerChannel",)
 MAX_DAILY_TOKENS = 10**12
 TRIGGER_FIELDS = ("name", "kind", "token", "channel", "threadPer", "maxThreadsPerHour")
@@ -582,6 +617,7 @@ class _Read:
     spec: Spec | None = None
     connection: str | None = None
     channels: list[tuple[int, str]] = field(default_factory=list)
+    direct_messages: bool = False  # takes its Connection's direct messages
     errors: list[Problem] = field(default_factory=list)
 
     def error(self, path: str, message: str) -> None:
@@ -674,8 +710,15 @@ def _read_binding(check: _Checker, name: str | None, value: Any, read: _Read) ->
     if check.required(connection_value, "spec.connection"):
         read.connection = check.string(connection_value, "spec.connection")
 
+    direct_messages_value = _get(spec, "directMessages")
+    direct_messages = None
     channels_value = _get(spec, "channels")
-    if check.required(channels_value, "spec.channels"):
+    if direct_messages_value is not _MISSING:
+        direct_messages = _read_direct_messages(check, direct_messages_value)
+        read.direct_messages = direct_messages is not None
+        if channels_value is not _MISSING:
+            check.error("spec.directMessages", "a Binding takes channels or directMessages, not both")
+    elif check.required(channels_value, "spec.channels"):
         channels = check.id_list(channels_value, "spec.channels", CHANNEL_ID_RE, "channel", "C0123456789")
         if channels is not None:
             read.channels = channels
@@ -698,11 +741,22 @@ def _read_binding(check: _Checker, name: str | None, value: Any, read: _Read) ->
             "spec.interactions.toolApprovals",
             f"tool approvals need the kagent-v1 dialect (spec.agent.dialect is {dialect})",
         )
+    if (
+        direct_messages is not None
+        and interactions is not None
+        and interactions.approver_groups
+        and direct_messages.approvals_channel is None
+    ):
+        check.error(
+            "spec.directMessages.approvalsChannel",
+            "is required with approver groups: an approver outside a direct message cannot see its prompt",
+        )
     triggers = _read_triggers(check, _get(spec, "triggers"), read.channels)
     budget = _read_budget(check, _get(spec, "budget"))
     feedback = check.boolean(_get(spec, "feedback"), "spec.feedback", False)
     if (
-        name is None
+        (direct_messages_value is not _MISSING and direct_messages is None)
+        or name is None
         or read.connection is None
         or agent is None
         or interactions is None
@@ -725,7 +779,97 @@ def _read_binding(check: _Checker, name: str | None, value: Any, read: _Read) ->
         replies=replies,
         budget=budget,
         feedback=feedback,
+        direct_messages=direct_messages,
     )
+
+
+def _read_direct_messages(check: _Checker, value: Any) -> DirectMessagesSpec | None:
+    """``true``, or a mapping of the options (``false`` is the same as leaving the section out: refused,
+    since a Binding without channels takes nothing)."""
+    path = "spec.directMessages"
+    if value is True:
+        return DirectMessagesSpec()
+    if not isinstance(value, dict):
+        check.error(
+            path, f"must be true or a mapping of {', '.join(DIRECT_MESSAGES_FIELDS)} (got {_show(value)})"
+        )
+        return None
+    section = check.mapping(value, path, DIRECT_MESSAGES_FIELDS)
+    if section is None:
+        return None
+    ok = True
+    users: list[tuple[int, str]] = []
+    groups: list[tuple[int, str]] = []
+    for key, pattern, what, example, most, into in (
+        ("allowedUsers", USER_ID_RE, "user", "U0123456789", MAX_ALLOWED_USERS, users),
+        ("allowedGroups", USER_GROUP_ID_RE, "user group", "S0123456789", MAX_ALLOWED_GROUPS, groups),
+    ):
+        listed = _get(section, key)
+        if listed is _MISSING:
+            continue
+        if isinstance(listed, list) and len(listed) > most:
+            check.error(f"{path}.{key}", f"at most {most} entries are allowed (got {len(listed)})")
+            ok = False
+        entries = check.id_list(listed, f"{path}.{key}", pattern, what, example)
+        if entries is None:
+            ok = False
+        else:
+            into.extend(entries)
+    prompts = _read_suggested_prompts(check, _get(section, "suggestedPrompts"))
+    channel_value = _get(section, "approvalsChannel")
+    approvals_channel = None
+    if channel_value is not _MISSING:
+        if isinstance(channel_value, str) and PUBLIC_OR_PRIVATE_CHANNEL_ID_RE.fullmatch(channel_value):
+            approvals_channel = channel_value
+        else:
+            check.error(
+                f"{path}.approvalsChannel",
+                f"must be a Slack channel ID such as C0123456789 (got {_show(channel_value)})",
+            )
+            ok = False
+    if not ok or prompts is None:
+        return None
+    return DirectMessagesSpec(
+        allowed_users=tuple(user for _, user in users),
+        allowed_groups=tuple(group for _, group in groups),
+        suggested_prompts=prompts,
+        approvals_channel=approvals_channel,
+    )
+
+
+def _read_suggested_prompts(check: _Checker, value: Any) -> tuple[SuggestedPrompt, ...] | None:
+    path = "spec.directMessages.suggestedPrompts"
+    if value is _MISSING:
+        return ()
+    if not isinstance(value, list):
+        check.error(path, f"must be a list (got {_show(value)})")
+        return None
+    if len(value) > MAX_SUGGESTED_PROMPTS:
+        check.error(path, f"at most {MAX_SUGGESTED_PROMPTS} prompts are allowed (got {len(value)})")
+        return None
+    prompts = []
+    for i, entry in enumerate(value):
+        entry_path = f"{path}[{i}]"
+        section = check.mapping(entry, entry_path, SUGGESTED_PROMPT_FIELDS)
+        if section is None:
+            return None
+        texts = {}
+        for key in SUGGESTED_PROMPT_FIELDS:
+            text = _get(section, key)
+            if not check.required(text, f"{entry_path}.{key}"):
+                continue
+            if not isinstance(text, str) or not text.strip():
+                check.error(f"{entry_path}.{key}", f"must be a non-empty string (got {_show(text)})")
+            elif len(text) > SUGGESTED_PROMPT_MAX_LENGTH:
+                check.error(
+                    f"{entry_path}.{key}", f"must be at most {SUGGESTED_PROMPT_MAX_LENGTH} characters"
+                )
+            else:
+                texts[key] = text.strip()
+        if len(texts) != len(SUGGESTED_PROMPT_FIELDS):
+            return None
+        prompts.append(SuggestedPrompt(title=texts["title"], message=texts["message"]))
+    return tuple(prompts)
 
 
 def _read_replies(check: _Checker, value: Any) -> RepliesSpec | None:
@@ -1118,6 +1262,16 @@ def binding_warnings(spec: BindingSpec) -> list[ManifestWarning]:
                 "any non-bot member of the channel may decide approvals",
             )
         )
+    direct_messages = spec.direct_messages
+    if direct_messages is not None and direct_messages.open_to_everyone:
+        warnings.append(
+            ManifestWarning(
+                subject_for(Kind.BINDING.value, spec.name),
+                "spec.directMessages",
+                "spec.directMessages has no allowedUsers and no allowedGroups: "
+                "every member of the workspace may talk to the agent in private",
+            )
+        )
     return warnings
 
 
@@ -1126,11 +1280,13 @@ def validate(
     *,
     connections: Iterable[str] = (),
     bound_channels: Mapping[tuple[str, str], str] | None = None,
+    direct_message_bindings: Mapping[str, str] | None = None,
 ) -> Validation:
     """Validate documents, each alone and then against each other and the existing state.
 
     ``connections`` are the names of the Connections that exist. ``bound_channels`` maps
-    (connection name, channel ID) to the name of the Binding that has it. A Binding in ``documents``
+    (connection name, channel ID) to the name of the Binding that has it, ``direct_message_bindings``
+    a connection name to the name of the Binding that takes its direct messages. A Binding in ``documents``
     replaces the existing Binding of that name, so the channels that one holds are free for it.
     Refusals come in document order, and in field order within a document.
     """
@@ -1150,6 +1306,11 @@ def validate(
     }
     redefined = {read.name for read in reads if read.kind is Kind.BINDING}
     claims = {key: owner for key, owner in (bound_channels or {}).items() if owner not in redefined}
+    dm_claims = {
+        connection: owner
+        for connection, owner in (direct_message_bindings or {}).items()
+        if owner not in redefined
+    }
     for read in reads:
         if read.kind is not Kind.BINDING or read.connection is None:
             continue
@@ -1158,6 +1319,14 @@ def validate(
             continue
         if read.name is None:
             continue
+        if read.direct_messages:
+            owner = dm_claims.setdefault(read.connection, read.name)
+            if owner != read.name:
+                read.error(
+                    "spec.directMessages",
+                    f'Connection "{read.connection}" already has its direct messages taken by Binding "{owner}"'
+                    " (at most one Binding per Connection)",
+                )
         for i, channel in read.channels:
             owner = claims.setdefault((read.connection, channel), read.name)
             if owner != read.name:
@@ -1183,7 +1352,7 @@ _FIELD_ORDER = [
     "apiVersion", "kind", "metadata", "spec.connection", "spec.channels", "spec.agent.url", "spec.agent.kagent", "spec.agent.dialect",
     "spec.agent.protocolVersion", "spec.agent.headers", "spec.agent.userIdentity", "spec.output", "spec.chat", "spec.interactions.askUser",
     "spec.interactions.toolApprovals", "spec.interactions.approverGroups", "spec.interactions.timeout",
-    "spec.interactions.denyReasons", "spec.session", "spec.triggers", "spec.replies", "spec.budget", "spec.feedback", "spec.botToken", "spec.signingSecret", "spec.appToken", "spec",
+    "spec.interactions.denyReasons", "spec.session", "spec.triggers", "spec.replies", "spec.budget", "spec.feedback", "spec.directMessages", "spec.botToken", "spec.signingSecret", "spec.appToken", "spec",
 ]  # fmt: skip
 
 
@@ -1234,13 +1403,18 @@ def binding_manifest(spec: BindingSpec) -> dict[str, Any]:
     agent["userIdentity"] = spec.agent.user_identity.value
     ack = spec.chat.acknowledgment
     interactions = spec.interactions
+    where: dict[str, Any] = (
+        {"directMessages": _direct_messages_manifest(spec.direct_messages)}
+        if spec.direct_messages is not None
+        else {"channels": _FlowList(spec.channels)}
+    )
     return {
         "apiVersion": API_VERSION,
         "kind": Kind.BINDING.value,
         "metadata": _Flow(name=spec.name),
         "spec": {
             "connection": spec.connection,
-            "channels": _FlowList(spec.channels),
+            **where,
             "agent": agent,
             "output": spec.output.value,
             "chat": {
@@ -1269,6 +1443,23 @@ def binding_manifest(spec: BindingSpec) -> dict[str, Any]:
             **({"feedback": True} if spec.feedback else {}),
         },
     }
+
+
+def _direct_messages_manifest(direct_messages: DirectMessagesSpec) -> dict[str, Any] | bool:
+    if direct_messages == DirectMessagesSpec():
+        return True
+    body: dict[str, Any] = {}
+    if direct_messages.allowed_users:
+        body["allowedUsers"] = _FlowList(direct_messages.allowed_users)
+    if direct_messages.allowed_groups:
+        body["allowedGroups"] = _FlowList(direct_messages.allowed_groups)
+    if direct_messages.suggested_prompts:
+        body["suggestedPrompts"] = [
+            _Flow(title=prompt.title, message=prompt.message) for prompt in direct_messages.suggested_prompts
+        ]
+    if direct_messages.approvals_channel is not None:
+        body["approvalsChannel"] = direct_messages.approvals_channel
+    return body
 
 
 def _trigger_manifest(trigger: TriggerSpec) -> dict[str, Any]:

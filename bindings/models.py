@@ -161,11 +161,25 @@ class Binding(models.Model):
         blank=True,
         help_text="spec.budget.dailyTokensPerChannel: model tokens a channel may use per UTC day; empty: no budget.",
     )
+    # spec.directMessages as stored (direct_messages_row): None when the Binding takes channels.
+    direct_messages = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="spec.directMessages: the Binding takes its Connection's direct messages (at most one per Connection).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["name"]
+        constraints = [
+            # The database itself refuses a second Binding taking one Connection's direct messages.
+            models.UniqueConstraint(
+                fields=["connection"],
+                condition=models.Q(direct_messages__isnull=False),
+                name="bindings_direct_messages_once_per_connection",
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.name
@@ -173,6 +187,9 @@ class Binding(models.Model):
     @property
     def subject(self) -> str:
         return manifest.subject_for(manifest.Kind.BINDING.value, self.name)
+
+    def direct_messages_spec(self) -> manifest.DirectMessagesSpec | None:
+        return direct_messages_spec(self.direct_messages)
 
     def channel_ids(self) -> list[str]:
         return sorted(channel.channel_id for channel in self.channels.all())
@@ -241,6 +258,33 @@ def trigger_rows(specs: tuple[manifest.TriggerSpec, ...]) -> list[dict[str, Any]
             row["max_threads_per_hour"] = spec.max_threads_per_hour
         rows.append(row)
     return rows
+
+
+def direct_messages_spec(row: dict[str, Any] | None) -> manifest.DirectMessagesSpec | None:
+    if row is None:
+        return None
+    return manifest.DirectMessagesSpec(
+        allowed_users=tuple(row.get("allowed_users", ())),
+        allowed_groups=tuple(row.get("allowed_groups", ())),
+        suggested_prompts=tuple(
+            manifest.SuggestedPrompt(title=prompt["title"], message=prompt["message"])
+            for prompt in row.get("suggested_prompts", ())
+        ),
+        approvals_channel=row.get("approvals_channel") or None,
+    )
+
+
+def direct_messages_row(spec: manifest.DirectMessagesSpec | None) -> dict[str, Any] | None:
+    if spec is None:
+        return None
+    row: dict[str, Any] = {
+        "allowed_users": list(spec.allowed_users),
+        "allowed_groups": list(spec.allowed_groups),
+        "suggested_prompts": [{"title": p.title, "message": p.message} for p in spec.suggested_prompts],
+    }
+    if spec.approvals_channel is not None:
+        row["approvals_channel"] = spec.approvals_channel
+    return row
 
 
 class BindingChannel(models.Model):

@@ -27,7 +27,14 @@ from bindings.manifest import (
     Problem,
     Validation,
 )
-from bindings.models import Binding, BindingChannel, Connection, trigger_rows, trigger_specs
+from bindings.models import (
+    Binding,
+    BindingChannel,
+    Connection,
+    direct_messages_row,
+    trigger_rows,
+    trigger_specs,
+)
 from kourier.a2a.kagent_agents import KagentAgentNotFound, find_kagent_agent, line_of
 
 
@@ -141,6 +148,7 @@ def binding_spec(binding: Binding) -> BindingSpec:
         ),
         budget=manifest.BudgetSpec(daily_tokens_per_channel=binding.daily_token_budget),
         feedback=binding.feedback,
+        direct_messages=binding.direct_messages_spec(),
     )
 
 
@@ -156,9 +164,13 @@ def existing_state(*, exclude_binding: int | None = None) -> dict[str, Any]:
     channels = BindingChannel.objects.values_list("connection__name", "channel_id", "binding__name")
     if exclude_binding is not None:
         channels = channels.exclude(binding_id=exclude_binding)
+    direct = Binding.objects.filter(direct_messages__isnull=False)
+    if exclude_binding is not None:
+        direct = direct.exclude(pk=exclude_binding)
     return {
         "connections": set(Connection.objects.values_list("name", flat=True)),
         "bound_channels": {(connection, channel): owner for connection, channel, owner in channels},
+        "direct_message_bindings": dict(direct.values_list("connection__name", "name")),
     }
 
 
@@ -302,6 +314,7 @@ def binding_fields(spec: BindingSpec) -> dict[str, Any]:
         "feedback": spec.feedback,
         "thread_ttl": spec.session.thread_ttl,
         "triggers": trigger_rows(spec.triggers),
+        "direct_messages": direct_messages_row(spec.direct_messages),
         "daily_token_budget": spec.budget.daily_tokens_per_channel,
     }
 

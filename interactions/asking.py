@@ -23,6 +23,7 @@ from kourier.a2a.dialects import Dialect
 from kourier.a2a.events import AnswerFormat, ApprovalRequest, Decision, Question
 from kourier.a2a.wire import Message
 from kourier.db import in_database_thread
+from kourier.slack.alerts import message_link, workspace_url
 from kourier.slack.clients import SlackError, error_name, may_pass
 from kourier.slack.outbox import PostKind, notice_key, post_once, prompt_metadata
 from kourier.slack.people import person_name
@@ -123,7 +124,37 @@ async def post_approval_prompt(
         )
         return PutApproval(Put.UNUSABLE, interaction.pk, "prompt-refused")
     await in_database_thread(services.record_prompt)(interaction.pk, ts)
+    await _copy_to_approvals_channel(slack, interaction, blocks, request, prompt_ts=ts)
     return PutApproval(Put.POSTED, interaction.pk)
+
+
+async def _copy_to_approvals_channel(
+    slack, interaction: Interaction, blocks: list[dict[str, Any]], request: ApprovalRequest, *, prompt_ts: str
+) -> None:
+    """A direct message's approval, also put to the Binding's approvalsChannel with a link to the
+    conversation: an approver outside it could not see the prompt. Either prompt decides; a copy Slack
+    refuses leaves the one in the conversation (logged)."""
+    copy = await in_database_thread(services.copy_channel_of)(interaction.pk)
+    if copy is None:
+        return
+    channel, person = copy
+    try:
+        link = message_link(await workspace_url(slack), interaction.channel_id, prompt_ts)
+        where = f"<{link}|a direct message>" if link else "a direct message"
+        context = {
+            "type": "context",
+            "elements": [{"type": "mrkdwn", "text": f"Asked in {where} with <@{person}>."}],
+        }
+        response = await slack.chat_postMessage(
+            channel=channel, blocks=[context, *blocks], text=approval_prompts.fallback_text(request)
+        )
+    except SlackError as exc:
+        logger.warning(
+            "interaction.prompt_copy_not_posted",
+            extra={"interaction_id": interaction.pk, "error": error_name(exc)},
+        )
+        return
+    await in_database_thread(services.record_copy)(interaction.pk, channel, response["ts"])
 
 
 class Asking:

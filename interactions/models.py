@@ -36,6 +36,10 @@ class Interaction(models.Model):
     deadline = models.DateTimeField(db_index=True)
     channel_id = models.CharField(max_length=32)
     prompt_ts = models.CharField(max_length=32, blank=True, help_text="The prompt's message, once posted.")
+    # A direct message's approval is also put to its Binding's directMessages.approvalsChannel (approvers
+    # outside the conversation cannot see the prompt): the copy is decided there under the same rules.
+    copy_channel_id = models.CharField(max_length=32, blank=True)
+    copy_ts = models.CharField(max_length=32, blank=True, help_text="The prompt's copy, once posted.")
     answered_by = models.CharField(max_length=32, blank=True)
     answered_at = models.DateTimeField(null=True, blank=True)
     # A denial's reason (spec.interactions.denyReasons), redacted: the model reads it with the denial.

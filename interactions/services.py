@@ -84,7 +84,10 @@ def take_press(
     interaction = Interaction.objects.select_related("session__binding").filter(pk=interaction_id).first()
     if interaction is None or interaction.kind != kind.kind:
         return kind.refused(Refusal.UNKNOWN)
-    if interaction.channel_id != channel_id or interaction.prompt_ts != prompt_ts:
+    prompts = {(interaction.channel_id, interaction.prompt_ts)}
+    if interaction.copy_ts:  # a direct message's approval, also put to the approvals channel
+        prompts.add((interaction.copy_channel_id, interaction.copy_ts))
+    if (channel_id, prompt_ts) not in prompts:
         return kind.refused(Refusal.UNKNOWN)
     if interaction.state == Interaction.State.ANSWERED:
         return kind.refused(Refusal.TAKEN)
@@ -191,6 +194,23 @@ def record_prompt(interaction_id: int, prompt_ts: str) -> None:
     Interaction.objects.filter(pk=interaction_id, prompt_ts="").update(prompt_ts=prompt_ts)
 
 
+def record_copy(interaction_id: int, channel_id: str, ts: str) -> None:
+    Interaction.objects.filter(pk=interaction_id, copy_ts="").update(copy_channel_id=channel_id, copy_ts=ts)
+
+
+def copy_channel_of(interaction_id: int) -> tuple[str, str] | None:
+    """Where an approval of a direct message is also put, and whose conversation it is: the Binding's
+    approvalsChannel, when it has approver groups (who may not be in the conversation); else None."""
+    interaction = Interaction.objects.select_related("session__binding", "turn").get(pk=interaction_id)
+    binding = interaction.session.binding
+    if binding is None or not binding.approver_groups or interaction.copy_ts:
+        return None
+    spec = binding.direct_messages_spec()
+    if spec is None or spec.approvals_channel is None:
+        return None
+    return spec.approvals_channel, interaction.turn.user_id
+
+
 def give_up(interaction_id: int) -> None:
     """The prompt could not be put to the channel: nothing can answer it."""
     Interaction.objects.filter(pk=interaction_id, state=Interaction.State.OPEN).update(
@@ -204,9 +224,12 @@ def rewrite_prompt(interaction: Interaction, kind: PauseKind) -> None:
         return  # never posted
     blocks, text = kind.ended_prompt(interaction)
     connection = interaction.session.connection
-    web_client(connection.bot_token(), workspace=connection_workspace(connection.pk)).chat_update(
-        channel=interaction.channel_id, ts=interaction.prompt_ts, blocks=blocks, text=text
-    )
+    client = web_client(connection.bot_token(), workspace=connection_workspace(connection.pk))
+    client.chat_update(channel=interaction.channel_id, ts=interaction.prompt_ts, blocks=blocks, text=text)
+    if interaction.copy_ts:  # the decision ends both prompts
+        client.chat_update(
+            channel=interaction.copy_channel_id, ts=interaction.copy_ts, blocks=blocks, text=text
+        )
 
 
 def mark_closed(interaction_id: int) -> None:

@@ -57,3 +57,15 @@ BUDGET_SPENT = (
     "This channel has used its daily token budget for the agent, so this message was not sent to it. "
     "The budget resets at 00:00 UTC; send it again after that."
 )
+
+# Direct messages (spec.directMessages): a person the Binding does not let talk to the agent in private.
+# A direct message has no channel to mention the app in: the expiry notice says what starts a new one.
+EXPIRED_DIRECT_MESSAGE = "This conversation has expired. Send me a new message to start a new one."
+DIRECT_MESSAGE_REFUSED = (
+    "Sorry, I can only talk in private with the people this app is set up for, so your message was not "
+    "passed on. Ask whoever runs this app if you need access."
+)
+DIRECT_MESSAGE_ACCESS_UNKNOWN = (
+    "I could not check just now whether you may talk to me here, so your message was not passed on. "
+    "Please send it again in a minute."
+)

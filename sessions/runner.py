@@ -210,7 +210,9 @@ def _display(work: turns.TurnWork, slack, turn_id: int) -> TurnDisplay:
     thread = work.thread_kind
     progress = Progress(work.progress, thread, clock=asyncio.get_running_loop().time) if work.live else None
     status = None
-    if progress is not None and progress.uses_assistant_status:
+    # The chat-thread rule against a status does not hold in a direct message: the agent surface is
+    # built for it (docs/slack-direct-messages.md).
+    if work.direct or (progress is not None and progress.uses_assistant_status):
         status = AssistantStatus(
             slack, work.channel_id, work.thread_ts, connection_key=str(work.connection_id)
         )

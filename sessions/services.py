@@ -8,7 +8,7 @@ The other jobs of the app have their own modules: ``turns`` (a runner's turn and
 
 import functools
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from asgiref.sync import async_to_sync
@@ -53,16 +53,19 @@ def route_message(
     Safe to call for every delivery of the same message: the turn key is a unique constraint. The
     Binding is the channel's as this process last read it (bindings/directory.py).
     """
-    binding = directory.current().binding_for_channel(connection.pk, message.channel_id)
+    binding = binding_for(connection, message)
     if binding is None:
         return RouteResult(route=None)
+    thread_replies = ThreadReplies(binding.thread_replies)
+    if message.direct:
+        # A direct message is spoken to the app: every top-level message starts a session, and every
+        # reply in its thread is a turn, as a mention would be in a channel.
+        message, thread_replies = replace(message, mentions_bot=True), ThreadReplies.ALL
     now = now or timezone.now()
     if message.thread_ts is None:
         # A message at the top level is its thread's root: only this message (an earlier delivery of
         # it) can have started the thread's session, so it is routed as if none had.
-        decision = route(
-            message, ThreadState(has_session=False), thread_replies=ThreadReplies(binding.thread_replies)
-        )
+        decision = route(message, ThreadState(has_session=False), thread_replies=thread_replies)
         if decision is Route.IGNORE:
             return RouteResult(route=decision)
         started = _start_thread_in_one_statement(connection, binding, message, now)
@@ -87,7 +90,7 @@ def route_message(
         )
         if answer_turn_id is not None:
             return RouteResult(route=Route.TURN, created=True, turn_id=answer_turn_id)
-    decision = route(message, thread, thread_replies=ThreadReplies(binding.thread_replies))
+    decision = route(message, thread, thread_replies=thread_replies)
     if decision is Route.IGNORE:
         return RouteResult(route=decision)
     if decision is not Route.NOTE and found is not None and found.message_turn_id is not None:
@@ -111,6 +114,15 @@ def route_message(
             # One message per turn: the runner adds the acknowledgment reaction before anything else.
             enqueue_after_commit(DRIVE_SESSION, session.id)
         return _accepted(turn.id, session.id, binding, decision)
+
+
+def binding_for(connection: Connection, message: ChatMessage) -> Binding | None:
+    """The Binding that takes the message: its channel's, or for a direct message the Connection's
+    direct-message Binding (None: nothing takes it)."""
+    found = directory.current()
+    if message.direct:
+        return found.binding_for_direct_messages(connection.pk)
+    return found.binding_for_channel(connection.pk, message.channel_id)
 
 
 def _accepted(turn_id: int, session_id: int, binding: Binding, decision: Route) -> RouteResult:
@@ -342,15 +354,19 @@ def _touch(session: Session, binding: Binding, now: datetime) -> None:
 
 def tell_expired(turn_id: int) -> None:
     """Answers a reply in an expired thread with the expiry notice, once."""
-    turn = Turn.objects.select_related("session", "connection").filter(pk=turn_id, outcome="").first()
+    turn = (
+        Turn.objects.select_related("session__binding", "connection").filter(pk=turn_id, outcome="").first()
+    )
     if turn is None:
         return
+    binding = turn.session.binding
+    direct = binding is not None and binding.direct_messages is not None
     client = async_web_client(turn.connection.bot_token(), workspace=connection_workspace(turn.connection_id))
     async_to_sync(post_notice)(
         client,
         turn.channel_id,
         turn.session.thread_ts,
-        notices.EXPIRED,
+        notices.EXPIRED_DIRECT_MESSAGE if direct else notices.EXPIRED,
         key=notice_key(turn.message_id, "expired"),
         outbox=TurnOutbox(turn_id),
     )

@@ -104,6 +104,7 @@ class TurnWork:
     channel_id: str
     thread_ts: str
     thread_kind: ThreadKind  # chat (a person's message started it) or alert (a trigger did)
+    direct: bool  # in a person's direct messages with the app: Slack's agent status shows while it runs
     kind: Turn.Kind  # a message, or an answer to the agent's question
     message_ts: str
     user_id: str  # the system identity for a trigger's turn (no person; sessions/identity.py)
@@ -168,6 +169,7 @@ def start_turn(turn_id: int, *, now: datetime | None = None) -> TurnWork | None:
             channel_id=turn.channel_id,
             thread_ts=session.thread_ts,
             thread_kind=ThreadKind(session.kind),
+            direct=binding.direct_messages is not None,
             kind=Turn.Kind(turn.kind),
             message_ts=turn.message_ts,
             user_id=turn.user_id,

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import events, interactivity, modals, streams
+from . import agent_view, events, interactivity, modals, streams
 from .app_requests import AppRequests, DeliverWhich, DeliveryOrder
 from .clock import Clock, SystemClock
 from .delivery import ACK_TIMEOUT, Deliverer, Delivery, Outgoing
@@ -559,7 +559,30 @@ class SlackFake:
         with self._state.lock:
             return [s.status for s in self._state.assistant_statuses.get((channel, thread_ts), [])]
 
+    def suggested_prompts(self, channel: str) -> list[tuple[str, str]]:
+        """The suggested prompts on a person's Messages tab with the app: (title, message) each."""
+        with self._state.lock:
+            found = self._state.suggested_prompts.get(channel)
+            return list(found.prompts) if found is not None else []
+
+    def thread_title(self, channel: str, thread_ts: str) -> str | None:
+        """The title the app gave a thread of its direct messages, if any."""
+        with self._state.lock:
+            return self._state.thread_titles.get((channel, thread_ts))
+
     # People acting. Events go to the app only when deliver_events_to was called for the workspace.
+
+    def user_opens_app(self, user: str, *, team: str | None = None) -> str:
+        """A person opens the app's Messages tab (the agent view): their direct-message conversation
+        with the app is opened if it was not, and Slack sends ``app_home_opened``. Returns its id."""
+        with self._state.lock:
+            person = self._user(user)
+            workspace = self.workspace(team or person.team_id)
+            channel = agent_view.opened_im(self._state, workspace, user)
+            event = agent_view.app_home_opened_event(user, channel, self._state.next_ts())
+            outgoing = self._requests.for_channel_event(channel, event)
+        self._send(outgoing)
+        return channel.id
 
     def user_says(
         self,

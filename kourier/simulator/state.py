@@ -239,6 +239,9 @@ class SlackState:
         self.messages: dict[str, dict[str, Message]] = {}
         self.ephemerals: list[Ephemeral] = []
         self.assistant_statuses: dict[tuple[str, str], list[AssistantStatus]] = {}
+        # The agent surface (agent_view.py): prompts per im, titles per (im, thread root).
+        self.suggested_prompts: dict[str, Any] = {}
+        self.thread_titles: dict[tuple[str, str], str] = {}
         self.response_urls: dict[str, ResponseUrl] = {}
         self.modals = Modals()  # modal_state.py: trigger_ids handed out, views open
         self._ts = TsFactory(clock)

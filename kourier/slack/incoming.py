@@ -46,6 +46,7 @@ class ChatMessage:
     user_id: str
     text: str
     mentions_bot: bool
+    direct: bool = False  # in the person's direct-message conversation with the app (channel_type im)
 
     @property
     def root_ts(self) -> str:
@@ -163,6 +164,7 @@ def read_message_event(
         user_id=user_id,
         text=text,
         mentions_bot=bool(bot_user_id) and bool(mention_pattern(bot_user_id).search(text)),
+        direct=event.get("channel_type") == "im",
     )
 
 
@@ -182,6 +184,34 @@ def _field_problem(
 
 def _absent_or_string(value: object) -> bool:
     return value is None or isinstance(value, str)
+
+
+@dataclass(frozen=True)
+class AppOpened:
+    """A person opened the app's Messages tab (app_home_opened, tab "messages": the agent view) or
+    started an assistant thread (assistant_thread_started: the legacy assistant view)."""
+
+    user_id: str
+    channel_id: str  # the person's direct-message conversation with the app
+    thread_ts: str | None  # the assistant view's thread; None in the agent view (prompts go on the tab)
+
+
+def read_app_opened(event: Mapping[str, Any]) -> AppOpened | IgnoredEvent | UnreadableEvent:
+    """Reads app_home_opened or assistant_thread_started (docs/slack-direct-messages.md)."""
+    if event.get("type") == "assistant_thread_started":
+        thread = event.get("assistant_thread")
+        if not isinstance(thread, Mapping):
+            return UnreadableEvent("assistant_thread_started without an assistant_thread")
+        problem = _field_problem(thread, required=("user_id", "channel_id", "thread_ts"), optional=())
+        if problem is not None:
+            return UnreadableEvent(f"assistant_thread: {problem}")
+        return AppOpened(thread["user_id"], thread["channel_id"], thread["thread_ts"])
+    if event.get("tab") != "messages":
+        return IgnoredEvent(f"app_home_opened on tab {event.get('tab')}")
+    problem = _field_problem(event, required=("user", "channel"), optional=())
+    if problem is not None:
+        return UnreadableEvent(problem)
+    return AppOpened(event["user"], event["channel"], None)
 
 
 @dataclass(frozen=True)

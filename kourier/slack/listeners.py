@@ -24,6 +24,7 @@ from interactions import deny_reasons, feedback
 from interactions.presses import take_press
 from interactions.registry import ACTIONS as PROMPT_ACTIONS
 from kourier.db import in_database_thread
+from sessions.direct_messages import offer_suggested_prompts, take_direct_message
 from sessions.services import route_message
 
 from .blocks import FEEDBACK_ACTIONS
@@ -32,6 +33,7 @@ from .incoming import (
     ChatMessage,
     IgnoredEvent,
     UnreadableEvent,
+    read_app_opened,
     read_message_event,
     read_modal,
     read_submit,
@@ -105,6 +107,15 @@ def _build_app(connection: Connection) -> AsyncApp:
         if isinstance(read, IgnoredEvent):
             logger.debug("slack.event_ignored", extra={"reason": read.reason, "connection_id": connection_id})
             return
+        if read.direct:
+            await take_direct_message(
+                connection_id,
+                read,
+                context.client,
+                team_id=context.team_id or "",
+                bot_user_id=context.bot_user_id or "",
+            )
+            return
         # On ingress's few threads (kourier.db.ingress_threads), not the loop's executor: a burst of
         # events would open a database connection per executor thread and contend for the GIL.
         await in_database_thread(_route, thread_sensitive=True)(
@@ -113,6 +124,23 @@ def _build_app(connection: Connection) -> AsyncApp:
 
     app.event("app_mention")(take_message)
     app.event("message")(take_message)
+
+    async def take_app_opened(event: dict, context) -> None:
+        opened = read_app_opened(event)
+        if isinstance(opened, UnreadableEvent):
+            logger.warning(
+                "slack.event_unreadable", extra={"reason": opened.reason, "connection_id": connection_id}
+            )
+            return
+        if isinstance(opened, IgnoredEvent):
+            logger.debug(
+                "slack.event_ignored", extra={"reason": opened.reason, "connection_id": connection_id}
+            )
+            return
+        await offer_suggested_prompts(connection_id, opened, context.client)
+
+    app.event("app_home_opened")(take_app_opened)
+    app.event("assistant_thread_started")(take_app_opened)
 
     async def ignore_other_events(ack, event: dict) -> None:
         # Slack retries events that are not answered 2xx; the ones we don't use are acked and dropped.

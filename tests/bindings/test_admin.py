@@ -587,3 +587,20 @@ def test_the_admin_form_refuses_a_header_variable_the_operator_did_not_list(admi
 def test_the_triggers_help_text_shows_the_path_a_trigger_is_served_at(admin_client):
     response = admin_client.get(reverse("admin:bindings_binding_add"))
     assert "POST /triggers/&lt;binding&gt;/&lt;name&gt; with the token" in response.content.decode()
+
+
+def test_a_binding_taking_direct_messages_keeps_them_when_edited(admin_client, acme):
+    existing = BindingFactory(
+        name="ops", connection=acme, channels=[], direct_messages={"allowed_users": ["U0ADA"]}
+    )
+
+    response = admin_client.post(
+        reverse("admin:bindings_binding_change", args=[existing.pk]),
+        binding_form(channels="", output="final"),
+    )
+
+    assert response.status_code == 302
+    existing.refresh_from_db()
+    assert existing.output == "final"
+    assert existing.direct_messages_spec().allowed_users == ("U0ADA",)
+    assert existing.channel_ids() == []

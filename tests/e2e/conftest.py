@@ -107,12 +107,14 @@ def make_world(slack_fake: SlackFake, start_stack: Callable[..., Stack]) -> Call
         beat: bool = False,
         env: dict[str, str] | None = None,
         workers_own_metrics: bool = False,
+        channels: list[str] | None = None,
         **binding_fields,
     ) -> World:
         connection = ConnectionFactory(
             name="acme", bot_token_env=BOT_TOKEN_ENV, signing_secret_env=SIGNING_SECRET_ENV
         )
-        binding = BindingFactory(connection=connection, channels=[defaults.CHANNEL_ID], **binding_fields)
+        channels = [defaults.CHANNEL_ID] if channels is None else channels
+        binding = BindingFactory(connection=connection, channels=channels, **binding_fields)
         stack = start_stack(
             env={
                 "SLACK_API_URL": slack_fake.url,
@@ -142,6 +144,7 @@ def make_socket_world(slack_fake: SlackFake, start_stack: Callable[..., Stack]) 
         beat: bool = False,
         web: bool = False,
         env: dict[str, str] | None = None,
+        channels: list[str] | None = None,
         **binding_fields,
     ) -> SocketWorld:
         connection = ConnectionFactory(
@@ -150,7 +153,8 @@ def make_socket_world(slack_fake: SlackFake, start_stack: Callable[..., Stack]) 
             signing_secret_env=SIGNING_SECRET_ENV,
             app_token_env=APP_TOKEN_ENV,
         )
-        binding = BindingFactory(connection=connection, channels=[defaults.CHANNEL_ID], **binding_fields)
+        channels = [defaults.CHANNEL_ID] if channels is None else channels
+        binding = BindingFactory(connection=connection, channels=channels, **binding_fields)
         slack_fake.deliver_events_over_socket_mode()
         stack = start_stack(
             env={

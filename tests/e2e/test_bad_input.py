@@ -38,6 +38,14 @@ def mention(**overrides: Any) -> dict[str, Any]:
     return envelope({key: value for key, value in event.items() if value is not None})
 
 
+def direct_message(**overrides: Any) -> dict[str, Any]:
+    """A person's message to the app in their im (the world's Binding takes channels only)."""
+    event = {"type": "message", "channel_type": "im", "user": defaults.ADA, "text": TEXT,
+             "ts": "1700000000.000200", "channel": "D0ADA", "event_ts": "1700000000.000200"}  # fmt: skip
+    event.update(overrides)
+    return envelope({key: value for key, value in event.items() if value is not None})
+
+
 def as_json(payload: Any) -> bytes:
     return json.dumps(payload).encode()
 
@@ -87,6 +95,13 @@ CASES = [
     Case("a block_actions without actions", as_form({"type": "block_actions", "user": {"id": defaults.ADA}}),
          400, "block_actions without actions", FORM),
     Case("a body over the size limit", HUGE, 413, "body over the size limit"),
+    Case("a direct message without a user", as_json(direct_message(user=None)), 200, "no user"),
+    Case("a direct message no Binding takes", as_json(direct_message()), 200,
+         "no Binding takes this Connection's direct messages"),
+    Case("app_home_opened without a channel", as_json(envelope({"type": "app_home_opened", "user": defaults.ADA,
+         "tab": "messages", "event_ts": "1700000000.000100"})), 200, "no channel"),
+    Case("assistant_thread_started without its thread", as_json(envelope({"type": "assistant_thread_started",
+         "event_ts": "1700000000.000100"})), 200, "assistant_thread_started without an assistant_thread"),
 ]  # fmt: skip
 
 

@@ -1,9 +1,11 @@
 import pytest
 
 from kourier.slack.incoming import (
+    AppOpened,
     ChatMessage,
     IgnoredEvent,
     UnreadableEvent,
+    read_app_opened,
     read_message_event,
     why_unreadable,
 )
@@ -129,3 +131,55 @@ def test_a_payload_slack_sends_can_be_dispatched(payload):
 )  # fmt: skip
 def test_a_payload_slack_does_not_send_is_unreadable(payload, reason):
     assert why_unreadable(payload) == reason
+
+
+# --- Direct messages ---------------------------------------------------------------------------------
+
+
+def test_a_message_in_an_im_reads_as_a_direct_message():
+    event = {
+        "type": "message",
+        "channel_type": "im",
+        "user": "U0ADA",
+        "channel": "D0001",
+        "ts": "1.000001",
+        "text": "hi",
+    }
+
+    read = read_message_event(event, team_id="T1", bot_user_id="U0BOT")
+
+    assert isinstance(read, ChatMessage)
+    assert read.direct
+    assert not read_message_event(
+        {**event, "channel_type": "channel"}, team_id="T1", bot_user_id="U0BOT"
+    ).direct
+
+
+def test_an_im_message_without_a_user_is_unreadable():
+    event = {"type": "message", "channel_type": "im", "channel": "D0001", "ts": "1.000001", "text": "hi"}
+
+    assert read_message_event(event, team_id="T1", bot_user_id="U0BOT") == UnreadableEvent("no user")
+
+
+def test_opening_the_apps_messages_tab_reads_as_the_app_opened_without_a_thread():
+    event = {
+        "type": "app_home_opened",
+        "user": "U0ADA",
+        "channel": "D0001",
+        "tab": "messages",
+        "event_ts": "1.0",
+    }
+
+    assert read_app_opened(event) == AppOpened("U0ADA", "D0001", None)
+    assert isinstance(read_app_opened({**event, "tab": "home"}), IgnoredEvent)
+    assert read_app_opened({**event, "user": None}) == UnreadableEvent("no user")
+
+
+def test_an_assistant_thread_started_reads_as_the_app_opened_in_its_thread():
+    thread = {"user_id": "U0ADA", "channel_id": "D0001", "thread_ts": "1.000001", "context": {}}
+    event = {"type": "assistant_thread_started", "assistant_thread": thread, "event_ts": "1.0"}
+
+    assert read_app_opened(event) == AppOpened("U0ADA", "D0001", "1.000001")
+    assert read_app_opened({**event, "assistant_thread": None}) == UnreadableEvent(
+        "assistant_thread_started without an assistant_thread"
+    )
