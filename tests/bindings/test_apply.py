@@ -423,7 +423,7 @@ def test_a_new_agent_address_or_new_headers_are_audited_with_who_applied_them():
 
     events = list(AuditEvent.objects.filter(action="binding.agent_changed").order_by("id"))
     assert [(e.actor_id, e.details["url"], e.details["previous_url"]) for e in events] == [
-        ("manage.py apply", "http://a.example/", None),
-        ("manage.py apply", "http://b.example/", "http://a.example/"),
+        (services.apply_actor(), "http://a.example/", None),
+        (services.apply_actor(), "http://b.example/", "http://a.example/"),
     ]
     assert events[1].details["header_variables"] == ["TRIAGE_ID"]

@@ -1,0 +1,58 @@
+"""Every audit row carries a hash over its content and the previous row's (``audit.chain``).
+
+The rows already there are chained here, in id order, as the model chains new ones. On PostgreSQL the
+append-only trigger (``0002``) is switched off for this one transaction so that the two new columns
+can be filled, and on again before it commits. ``at`` loses ``auto_now_add``: the model sets it under
+the chain's lock, before the hash is taken over it. ``actor_id`` widens to hold ``admin:`` and a
+Django username of up to 150 characters.
+"""
+
+import django.utils.timezone
+from django.db import migrations, models
+
+from audit import chain
+
+TRIGGER = "audit_auditevent_append_only"
+
+
+def chain_existing_rows(apps, schema_editor):
+    AuditEvent = apps.get_model("audit", "AuditEvent")
+    on_postgresql = schema_editor.connection.vendor == "postgresql"
+    if on_postgresql:
+        schema_editor.execute(f"ALTER TABLE audit_auditevent DISABLE TRIGGER {TRIGGER}")
+    previous_hash = chain.GENESIS
+    rows = AuditEvent.objects.order_by("id").values("id", *chain.CHAINED_FIELDS)
+    for row in rows.iterator(chunk_size=2000):
+        row_hash = chain.digest(previous_hash, row)
+        AuditEvent.objects.filter(pk=row["id"]).update(previous_hash=previous_hash, hash=row_hash)
+        previous_hash = row_hash
+    if on_postgresql:
+        schema_editor.execute(f"ALTER TABLE audit_auditevent ENABLE TRIGGER {TRIGGER}")
+
+
+class Migration(migrations.Migration):
+    dependencies = [("audit", "0002_append_only_in_the_database")]
+
+    operations = [
+        migrations.AlterField(
+            model_name="auditevent",
+            name="at",
+            field=models.DateTimeField(db_index=True, default=django.utils.timezone.now, editable=False),
+        ),
+        migrations.AlterField(
+            model_name="auditevent", name="actor_id", field=models.CharField(blank=True, max_length=160)
+        ),
+        migrations.AddField(
+            model_name="auditevent",
+            name="previous_hash",
+            field=models.CharField(blank=True, editable=False, max_length=64),
+        ),
+        migrations.AddField(
+            model_name="auditevent",
+            name="hash",
+            field=models.CharField(
+                blank=True, editable=False, help_text="SHA-256 of this row and previous_hash.", max_length=64
+            ),
+        ),
+        migrations.RunPython(chain_existing_rows, migrations.RunPython.noop, elidable=False),
+    ]
