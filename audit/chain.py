@@ -24,8 +24,8 @@ NO_HASH = "it has no hash: it was written around the audit's one writer"
 NOT_ITS_HASH = "its content does not match its hash"
 NOT_FIRST = "its previous_hash is not the chain's start, though no row comes before it"
 NOT_NEXT = "its previous_hash is not the hash of row {previous_id}, the row before it"
-HOLDS = "The audit chain holds: {count} rows, each matching its hash and the row before it."
-BREAKS = "The audit chain breaks at row {row_id}: {why}. The {count} rows before it match."
+HOLDS = "The audit chain holds: every row matches its hash and the row before it. Rows: {count}."
+BREAKS = "The audit chain breaks at row {row_id}: {why}. Rows before it that match: {count}."
 
 
 def canonical(previous_hash: str, content: Mapping[str, Any]) -> bytes:
