@@ -63,7 +63,9 @@ class AuditEvent(models.Model):
         with transaction.atomic(using=using):
             self.previous_hash = _chain_head(using)
             self.at = timezone.now()  # under the lock: time never goes back along the chain
-            self.hash = chain.digest(self.previous_hash, {name: getattr(self, name) for name in chain.CHAINED_FIELDS})
+            self.hash = chain.digest(
+                self.previous_hash, {name: getattr(self, name) for name in chain.CHAINED_FIELDS}
+            )
             super().save(*args, **kwargs)
 
     def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:

@@ -1270,7 +1270,9 @@ def approval_rules(spec: BindingSpec) -> dict[str, Any]:
     only as the name of its variable (``fromEnv``), never resolved."""
     interactions = binding_manifest(spec)["spec"]["interactions"]
     return {
-        name: json.loads(json.dumps(interactions[name])) for name in APPROVAL_RULE_FIELDS if name in interactions
+        name: json.loads(json.dumps(interactions[name]))
+        for name in APPROVAL_RULE_FIELDS
+        if name in interactions
     }
 
 

@@ -18,7 +18,9 @@ TRIGGER = "audit_auditevent_append_only"
 @pytest.fixture
 def rows():
     return [
-        services.record("interaction.decided", binding_name="ops", actor_id="U0ADA", subject=f"interaction {n}")
+        services.record(
+            "interaction.decided", binding_name="ops", actor_id="U0ADA", subject=f"interaction {n}"
+        )
         for n in range(1, 5)
     ]
 
@@ -94,6 +96,7 @@ def test_a_row_inserted_around_the_writer_is_named(rows):
         rows[-1].at,
     )
 
-    assert "it has no hash: it was written around the audit's one writer. Rows before it that match: 4." in str(
-        refused()
+    assert (
+        "it has no hash: it was written around the audit's one writer. Rows before it that match: 4."
+        in str(refused())
     )

@@ -74,7 +74,10 @@ def test_a_removed_row_breaks_the_chain_at_the_row_after_it():
     rows = chained(3)
     del rows[1]
 
-    assert chain.first_break(rows) == (1, chain.Break(3, "its previous_hash is not the hash of row 1, the row before it"))
+    assert chain.first_break(rows) == (
+        1,
+        chain.Break(3, "its previous_hash is not the hash of row 1, the row before it"),
+    )
 
 
 def test_a_removed_first_row_leaves_a_chain_that_does_not_start():

@@ -23,7 +23,9 @@ def test_the_rows_written_before_the_chain_are_chained_in_order():
     try:
         AuditEvent = old.get_model("audit", "AuditEvent")
         for n in range(3):
-            AuditEvent.objects.create(action="interaction.decided", actor_kind="system", subject=f"interaction {n}")
+            AuditEvent.objects.create(
+                action="interaction.decided", actor_kind="system", subject=f"interaction {n}"
+            )
     finally:
         migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
 

@@ -572,7 +572,9 @@ def test_a_superuser_changes_the_agents_address_and_the_audit_says_who(admin_cli
     )
 
 
-def test_an_approval_rule_changed_in_the_admin_is_audited_with_who_and_old_and_new(admin_client, admin_user, acme):
+def test_an_approval_rule_changed_in_the_admin_is_audited_with_who_and_old_and_new(
+    admin_client, admin_user, acme
+):
     from audit.models import AuditEvent
 
     existing = BindingFactory(

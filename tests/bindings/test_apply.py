@@ -510,7 +510,9 @@ def test_no_secret_value_reaches_the_audit(monkeypatch, settings):
     monkeypatch.setenv("OPS_AGENT_TOKEN", "Bearer s3cr3t-agent-token")
     headers = {"Authorization": {"fromEnv": "OPS_AGENT_TOKEN"}}
 
-    services.apply_manifests(as_yaml(CONNECTION, binding(agent={"url": "http://a.example/", "headers": headers})))
+    services.apply_manifests(
+        as_yaml(CONNECTION, binding(agent={"url": "http://a.example/", "headers": headers}))
+    )
     services.apply_manifests(
         as_yaml(
             CONNECTION,
