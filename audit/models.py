@@ -60,7 +60,8 @@ class AuditEvent(models.Model):
         if not self._state.adding:
             raise AppendOnly("audit rows are never updated")
         using = kwargs.get("using") or router.db_for_write(type(self), instance=self)
-        with transaction.atomic(using=using):
+        # The lock needs a transaction, not a savepoint: inside a service's transaction this adds nothing.
+        with transaction.atomic(using=using, savepoint=False):
             self.previous_hash = _chain_head(using)
             self.at = timezone.now()  # under the lock: time never goes back along the chain
             self.hash = chain.digest(
