@@ -20,7 +20,10 @@ CHAINED_FIELDS = ("at", "action", "binding_name", "actor_kind", "actor_id", "sub
 GENESIS = "0" * 64
 
 # What ``manage.py audit verify`` says of the first row that does not match (docs/security.md).
-NO_HASH = "it has no hash: it was written around the audit's one writer"
+NO_HASH = (
+    "it has no hash: it was written around the audit's one writer, or during an upgrade by the release"
+    " before the chain (the next append chains such rows at the end)"
+)
 NOT_ITS_HASH = "its content does not match its hash"
 NOT_FIRST = "its previous_hash is not the chain's start, though no row comes before it"
 NOT_NEXT = "its previous_hash is not the hash of row {previous_id}, the row before it"

@@ -43,9 +43,15 @@ class AuditEvent(models.Model):
     actor_id = models.CharField(max_length=160, blank=True)  # admin:<username>, a Django username up to 150
     subject = models.CharField(max_length=200, blank=True, help_text="What the event is about, by id.")
     details = models.JSONField(default=dict, blank=True)
-    previous_hash = models.CharField(max_length=64, blank=True, editable=False)
+    # Empty by the database's default for a row the release before the chain writes during an upgrade:
+    # the next append chains it (``_chain_head``).
+    previous_hash = models.CharField(max_length=64, blank=True, editable=False, db_default="")
     hash = models.CharField(
-        max_length=64, blank=True, editable=False, help_text="SHA-256 of this row and previous_hash."
+        max_length=64,
+        blank=True,
+        editable=False,
+        db_default="",
+        help_text="SHA-256 of this row and previous_hash.",
     )
 
     objects = AuditQuerySet.as_manager()
@@ -80,4 +86,22 @@ def _chain_head(using: str) -> str:
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [CHAIN_LOCK])
     last = AuditEvent._base_manager.using(using).order_by("-id").values_list("hash", flat=True).first()
-    return chain.GENESIS if last is None else last
+    if last is None:
+        return chain.GENESIS
+    return last or _chain_unhashed_tail(using)
+
+
+def _chain_unhashed_tail(using: str) -> str:
+    """Chains the rows after the last hashed one, in id order, and returns the last one's hash.
+
+    They were written without a hash by the release before the chain, while an upgrade rolled out
+    (the columns' database default). Their content is left as it is: on PostgreSQL the append-only
+    trigger lets an UPDATE fill an empty hash and nothing else (migration ``0003``)."""
+    rows = AuditEvent._base_manager.using(using)
+    head = rows.exclude(hash="").order_by("-id").values_list("id", "hash").first()
+    after_id, previous_hash = head if head is not None else (0, chain.GENESIS)
+    for row in rows.filter(id__gt=after_id).order_by("id").values("id", *chain.CHAINED_FIELDS):
+        row_hash = chain.digest(previous_hash, row)
+        rows.filter(pk=row["id"], hash="").update(previous_hash=previous_hash, hash=row_hash)
+        previous_hash = row_hash
+    return previous_hash

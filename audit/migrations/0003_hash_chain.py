@@ -5,6 +5,10 @@ append-only trigger (``0002``) is switched off for this one transaction so that 
 can be filled, and on again before it commits. ``at`` loses ``auto_now_add``: the model sets it under
 the chain's lock, before the hash is taken over it. ``actor_id`` widens to hold ``admin:`` and a
 Django username of up to 150 characters.
+
+While an upgrade rolls out, the release before goes on writing rows without the two columns: the
+database's default leaves their hash empty, and the next append chains them (``AuditEvent.save``).
+The trigger now lets an UPDATE do that and nothing else: fill an empty hash, the content unchanged.
 """
 
 import django.utils.timezone
@@ -13,6 +17,43 @@ from django.db import migrations, models
 from audit import chain
 
 TRIGGER = "audit_auditevent_append_only"
+
+REFUSAL = """
+    RAISE EXCEPTION USING
+        MESSAGE = 'audit rows are never ' || CASE TG_OP WHEN 'UPDATE' THEN 'updated' ELSE 'deleted' END,
+        ERRCODE = 'insufficient_privilege';
+"""
+
+CHAINING_ALLOWED = f"""
+CREATE OR REPLACE FUNCTION audit_auditevent_append_only() RETURNS trigger AS $$
+BEGIN
+    IF TG_OP = 'UPDATE' AND OLD.hash = '' AND NEW.hash <> ''
+        AND (NEW.id, NEW.at, NEW.action, NEW.binding_name, NEW.actor_kind, NEW.actor_id, NEW.subject, NEW.details)
+            IS NOT DISTINCT FROM
+            (OLD.id, OLD.at, OLD.action, OLD.binding_name, OLD.actor_kind, OLD.actor_id, OLD.subject, OLD.details)
+    THEN
+        RETURN NEW;
+    END IF;
+{REFUSAL}
+END;
+$$ LANGUAGE plpgsql;
+"""
+
+NOTHING_ALLOWED = f"""
+CREATE OR REPLACE FUNCTION audit_auditevent_append_only() RETURNS trigger AS $$
+BEGIN
+{REFUSAL}
+END;
+$$ LANGUAGE plpgsql;
+"""
+
+
+def _on_postgresql(sql: str):
+    def run(apps, schema_editor):
+        if schema_editor.connection.vendor == "postgresql":
+            schema_editor.execute(sql)
+
+    return run
 
 
 def chain_existing_rows(apps, schema_editor):
@@ -45,14 +86,21 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="auditevent",
             name="previous_hash",
-            field=models.CharField(blank=True, editable=False, max_length=64),
+            field=models.CharField(blank=True, db_default="", editable=False, max_length=64),
         ),
         migrations.AddField(
             model_name="auditevent",
             name="hash",
             field=models.CharField(
-                blank=True, editable=False, help_text="SHA-256 of this row and previous_hash.", max_length=64
+                blank=True,
+                db_default="",
+                editable=False,
+                help_text="SHA-256 of this row and previous_hash.",
+                max_length=64,
             ),
         ),
         migrations.RunPython(chain_existing_rows, migrations.RunPython.noop, elidable=False),
+        migrations.RunPython(
+            _on_postgresql(CHAINING_ALLOWED), _on_postgresql(NOTHING_ALLOWED), elidable=False
+        ),
     ]

@@ -9,6 +9,7 @@ from django.core.management.base import CommandError
 from django.db import connection
 
 from audit import chain, services
+from audit.models import AuditEvent
 
 pytestmark = pytest.mark.django_db
 
@@ -89,14 +90,33 @@ def test_a_row_removed_from_the_database_breaks_the_chain_at_the_row_after_it(ro
     )
 
 
-def test_a_row_inserted_around_the_writer_is_named(rows):
-    around_the_model(
-        "INSERT INTO audit_auditevent (at, action, binding_name, actor_kind, actor_id, subject, details,"
-        " previous_hash, hash) VALUES (%s, 'interaction.decided', 'ops', 'user', 'U0EVE', '', '{}', '', '')",
-        rows[-1].at,
+def written_without_a_hash(at) -> None:
+    """An INSERT that names no hash column, as the release before the chain writes a row (the append-only
+    trigger lets an INSERT through)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO audit_auditevent (at, action, binding_name, actor_kind, actor_id, subject, details)"
+            " VALUES (%s, 'interaction.decided', 'ops', 'user', 'U0ADA', 'interaction 5', '{}')",
+            [at],
+        )
+
+
+def test_a_row_written_without_a_hash_is_named(rows):
+    written_without_a_hash(rows[-1].at)
+    [unhashed] = AuditEvent.objects.filter(hash="")
+
+    assert str(refused()) == (
+        f"The audit chain breaks at row {unhashed.pk}: it has no hash: it was written around the audit's one "
+        "writer, or during an upgrade by the release before the chain (the next append chains such rows at "
+        "the end). Rows before it that match: 4."
     )
 
-    assert (
-        "it has no hash: it was written around the audit's one writer. Rows before it that match: 4."
-        in str(refused())
-    )
+
+def test_rows_the_release_before_wrote_during_an_upgrade_are_chained_by_the_next_append(rows):
+    written_without_a_hash(rows[-1].at)
+    written_without_a_hash(rows[-1].at)
+
+    services.record("interaction.timed_out", subject="interaction 6")
+
+    assert verify() == "The audit chain holds: every row matches its hash and the row before it. Rows: 7."
+    assert not AuditEvent.objects.filter(hash="").exists()

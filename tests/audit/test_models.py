@@ -147,3 +147,20 @@ def test_twenty_writers_at_once_keep_one_chain():
     assert failures == []
     assert services.verify() == (writers, None)
     assert len(set(AuditEvent.objects.values_list("previous_hash", flat=True))) == writers  # no fork
+
+
+@pytest.mark.postgres
+@on_postgresql
+def test_postgresql_lets_an_update_fill_an_empty_hash_and_nothing_else(row):
+    raw(
+        "INSERT INTO audit_auditevent (at, action, binding_name, actor_kind, actor_id, subject, details)"
+        " VALUES (now(), 'interaction.decided', 'ops', 'user', 'U0ADA', 'interaction 2', '{}')"
+    )()
+    unhashed = AuditEvent.objects.get(hash="").pk
+    fill = "UPDATE audit_auditevent SET previous_hash = %s, hash = %s"
+
+    assert refused_by_the_database(
+        raw(f"{fill}, actor_id = 'U0EVE' WHERE id = %s", row.hash, "a" * 64, unhashed)
+    )
+    assert refused_by_the_database(raw(f"{fill} WHERE id = %s", chain.GENESIS, "b" * 64, row.pk))
+    assert not refused_by_the_database(raw(f"{fill} WHERE id = %s", row.hash, "c" * 64, unhashed))
