@@ -361,17 +361,18 @@ APPROVAL_RULE_CHANGED = "binding.approval_rule_changed"
 
 
 def _audit_approval_rules(before: BindingSpec | None, after: BindingSpec, actor: str) -> None:
-    """One row per approval rule whose value changes; a new Binding's rules change from None."""
+    """One row per approval rule whose value changes; a new Binding's rules change from None, and a
+    rule its manifest leaves out when unset changes to or from None."""
     old = manifest.approval_rules(before) if before is not None else {}
     new = manifest.approval_rules(after)
     for name in manifest.APPROVAL_RULE_FIELDS:
-        if name in new and (before is None or old.get(name) != new[name]):
+        if (name in old or name in new) and (before is None or old.get(name) != new.get(name)):
             audit.record(
                 APPROVAL_RULE_CHANGED,
                 binding_name=after.name,
                 actor_id=actor,
                 subject=f"binding:{after.name}",
-                details={"field": f"spec.interactions.{name}", "old": old.get(name), "new": new[name]},
+                details={"field": f"spec.interactions.{name}", "old": old.get(name), "new": new.get(name)},
             )
 
 

@@ -494,6 +494,22 @@ def test_a_rule_is_audited_once_its_name_is_listed(monkeypatch):
     assert rule_changes()[-1][1:] == ("spec.interactions.askUser", False, True)
 
 
+def test_a_rule_the_manifest_leaves_out_when_unset_is_audited_to_and_from_none(monkeypatch):
+    def rules(spec) -> dict[str, Any]:  # as a manifest writes remindBefore only when it is set
+        timeout = manifest.format_duration(spec.interactions.timeout)
+        return {"remindBefore": "10m"} if timeout == "2h" else {}
+
+    monkeypatch.setattr(manifest, "approval_rules", rules)
+    services.apply_manifests(as_yaml(CONNECTION, binding()))
+    services.apply_manifests(as_yaml(CONNECTION, binding(**{"interactions.timeout": "2h"})))
+    services.apply_manifests(as_yaml(CONNECTION, binding()))
+
+    assert [change[1:] for change in rule_changes()] == [
+        ("spec.interactions.remindBefore", None, "10m"),
+        ("spec.interactions.remindBefore", "10m", None),
+    ]
+
+
 def test_apply_without_a_login_name_is_audited_by_its_uid(monkeypatch):
     def no_login_name() -> str:
         raise KeyError("getpwuid(): uid not found")
