@@ -30,7 +30,9 @@ class AuditEventAdmin(ReadOnlyAdmin):
     list_filter = ["action", "binding_name", "actor_id", ("at", admin.DateFieldListFilter), "actor_kind"]
     search_fields = ["subject", "actor_id", "binding_name"]
     date_hierarchy = "at"
-    readonly_fields = ["at", "action", "binding_name", "actor_kind", "actor_id", "subject", "details"]
+    readonly_fields = [
+        "at", "action", "binding_name", "actor_kind", "actor_id", "subject", "details", "previous_hash", "hash",
+    ]  # fmt: skip
 
     def get_urls(self) -> list[URLPattern]:
         export = path(

@@ -1,4 +1,5 @@
-"""The audit as CSV: the rows a filtered list shows, with the columns its detail pages show."""
+"""The audit as CSV: the rows a filtered list shows, with the columns its detail pages show, and each
+row's place in the hash chain (``previous_hash``, ``hash``), so that an export can be checked too."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from django.db.models import QuerySet
 
 from .models import AuditEvent
 
-COLUMNS = ["id", "at", "action", "binding_name", "actor_kind", "actor_id", "subject", "details"]
+COLUMNS = [
+    "id", "at", "action", "binding_name", "actor_kind", "actor_id", "subject", "details", "previous_hash", "hash",
+]  # fmt: skip
 BATCH_ROWS = 1000
 
 

@@ -1,6 +1,9 @@
 from typing import Any
 
-from django.db import models
+from django.db import connections, models, router, transaction
+from django.utils import timezone
+
+from . import chain
 
 
 class AppendOnly(Exception):
@@ -14,21 +17,42 @@ class AuditQuerySet(models.QuerySet):
     def delete(self) -> tuple[int, dict[str, int]]:
         raise AppendOnly("audit rows are never deleted")
 
+    def bulk_create(self, *args: Any, **kwargs: Any) -> Any:
+        raise AppendOnly("audit rows are appended one at a time, each chained to the one before")
+
+
+# Appends on PostgreSQL take this transaction-scoped advisory lock: one writer at a time reads the
+# chain's head and inserts after it, so concurrent writers never fork the chain. SQLite serializes
+# writes itself. The number is arbitrary, fixed, and used for nothing else.
+CHAIN_LOCK = 0x6B6F7572_61756474  # "kouraudt"
+
 
 class AuditEvent(models.Model):
-    """One decision or sweep, recorded append-only: the model refuses updates and deletes.
+    """One decision, sweep or change, recorded append-only: the model refuses updates and deletes.
 
     ``details`` holds shapes and counts (how many tools, which verdicts), never message text, answer
-    text, tool arguments or rejection text.
+    text, tool arguments or rejection text. Each row is hash-chained to the one before it in id order
+    (``audit.chain``): ``save`` of a new row takes the chain's lock, reads the last row's hash and
+    writes both in the caller's transaction.
     """
 
-    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    at = models.DateTimeField(default=timezone.now, editable=False, db_index=True)
     action = models.CharField(max_length=64, db_index=True)
     binding_name = models.CharField(max_length=100, blank=True, db_index=True)
     actor_kind = models.CharField(max_length=16, choices=[("user", "Slack user"), ("system", "System")])
-    actor_id = models.CharField(max_length=64, blank=True)
+    actor_id = models.CharField(max_length=160, blank=True)  # admin:<username>, a Django username up to 150
     subject = models.CharField(max_length=200, blank=True, help_text="What the event is about, by id.")
     details = models.JSONField(default=dict, blank=True)
+    # Empty by the database's default for a row the release before the chain writes during an upgrade:
+    # the next append chains it (``_chain_head``).
+    previous_hash = models.CharField(max_length=64, blank=True, editable=False, db_default="")
+    hash = models.CharField(
+        max_length=64,
+        blank=True,
+        editable=False,
+        db_default="",
+        help_text="SHA-256 of this row and previous_hash.",
+    )
 
     objects = AuditQuerySet.as_manager()
 
@@ -41,7 +65,43 @@ class AuditEvent(models.Model):
     def save(self, *args: Any, **kwargs: Any) -> None:
         if not self._state.adding:
             raise AppendOnly("audit rows are never updated")
-        super().save(*args, **kwargs)
+        using = kwargs.get("using") or router.db_for_write(type(self), instance=self)
+        # The lock needs a transaction, not a savepoint: inside a service's transaction this adds nothing.
+        with transaction.atomic(using=using, savepoint=False):
+            self.previous_hash = _chain_head(using)
+            self.at = timezone.now()  # under the lock: time never goes back along the chain
+            self.hash = chain.digest(
+                self.previous_hash, {name: getattr(self, name) for name in chain.CHAINED_FIELDS}
+            )
+            super().save(*args, **kwargs)
 
     def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
         raise AppendOnly("audit rows are never deleted")
+
+
+def _chain_head(using: str) -> str:
+    """The last row's hash, read under the chain's lock (held to the end of the transaction)."""
+    connection = connections[using]
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [CHAIN_LOCK])
+    last = AuditEvent._base_manager.using(using).order_by("-id").values_list("hash", flat=True).first()
+    if last is None:
+        return chain.GENESIS
+    return last or _chain_unhashed_tail(using)
+
+
+def _chain_unhashed_tail(using: str) -> str:
+    """Chains the rows after the last hashed one, in id order, and returns the last one's hash.
+
+    They were written without a hash by the release before the chain, while an upgrade rolled out
+    (the columns' database default). Their content is left as it is: on PostgreSQL the append-only
+    trigger lets an UPDATE fill an empty hash and nothing else (migration ``0003``)."""
+    rows = AuditEvent._base_manager.using(using)
+    head = rows.exclude(hash="").order_by("-id").values_list("id", "hash").first()
+    after_id, previous_hash = head if head is not None else (0, chain.GENESIS)
+    for row in rows.filter(id__gt=after_id).order_by("id").values("id", *chain.CHAINED_FIELDS):
+        row_hash = chain.digest(previous_hash, row)
+        rows.filter(pk=row["id"], hash="").update(previous_hash=previous_hash, hash=row_hash)
+        previous_hash = row_hash
+    return previous_hash

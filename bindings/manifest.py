@@ -1462,6 +1462,25 @@ def _direct_messages_manifest(direct_messages: DirectMessagesSpec) -> dict[str, 
     return body
 
 
+# The approval rules of ``spec.interactions``, by manifest name: a change of any, through apply or the
+# admin, is audited field by field (``bindings.services.save_binding``). A rule added to the manifest
+# is audited once its name is listed here; a name the manifest does not write yet is passed over.
+APPROVAL_RULE_FIELDS = (
+    "toolApprovals", "approverGroups", "separateApprover", "tools", "timeout", "remindBefore", "denyReasons",
+)  # fmt: skip
+
+
+def approval_rules(spec: BindingSpec) -> dict[str, Any]:
+    """A Binding's approval rules as its manifest writes them, as plain JSON values: a secret appears
+    only as the name of its variable (``fromEnv``), never resolved."""
+    interactions = binding_manifest(spec)["spec"]["interactions"]
+    return {
+        name: json.loads(json.dumps(interactions[name]))
+        for name in APPROVAL_RULE_FIELDS
+        if name in interactions
+    }
+
+
 def _trigger_manifest(trigger: TriggerSpec) -> dict[str, Any]:
     body: dict[str, Any] = {
         "name": trigger.name,

@@ -7,6 +7,7 @@ share the validator and the write path.
 
 from __future__ import annotations
 
+import getpass
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -336,10 +337,12 @@ def save_connection(spec: ConnectionSpec, connection: Connection | None = None) 
 def save_binding(spec: BindingSpec, binding: Binding | None = None, *, actor: str = "") -> Binding:
     """Write a validated spec to ``binding`` (a new row when None), channels included.
 
-    A new agent address or new headers are audited with who made the change (``actor``: the admin
-    user, or ``manage.py apply``): they decide where the Binding's service identity is sent.
+    Audited with who made the change (``actor``: ``admin:<user>``, or ``apply:<operating-system
+    user>``): a new agent address or new headers, which decide where the Binding's service identity
+    is sent; and each approval rule that changes, with its old and new value.
     """
     before = binding_spec(binding) if binding is not None and binding.pk else None
+    _audit_approval_rules(before, spec, actor)
     if before is None or (before.agent.url, before.agent.headers) != (spec.agent.url, spec.agent.headers):
         audit.record(
             "binding.agent_changed",
@@ -369,6 +372,25 @@ def save_binding(spec: BindingSpec, binding: Binding | None = None, *, actor: st
         if channel not in held
     )
     return binding
+
+
+APPROVAL_RULE_CHANGED = "binding.approval_rule_changed"
+
+
+def _audit_approval_rules(before: BindingSpec | None, after: BindingSpec, actor: str) -> None:
+    """One row per approval rule whose value changes; a new Binding's rules change from None, and a
+    rule its manifest leaves out when unset changes to or from None."""
+    old = manifest.approval_rules(before) if before is not None else {}
+    new = manifest.approval_rules(after)
+    for name in manifest.APPROVAL_RULE_FIELDS:
+        if (name in old or name in new) and (before is None or old.get(name) != new.get(name)):
+            audit.record(
+                APPROVAL_RULE_CHANGED,
+                binding_name=after.name,
+                actor_id=actor,
+                subject=f"binding:{after.name}",
+                details={"field": f"spec.interactions.{name}", "old": old.get(name), "new": new.get(name)},
+            )
 
 
 def _release_channels(binding: Binding, keep: Sequence[str]) -> None:
@@ -461,8 +483,17 @@ def _apply(validation: Validation, dry_run: bool) -> list[Applied]:
             _release_channels(existing_binding, spec.channels)
     for spec, existing_binding, applied in binding_plan:
         if applied.action != Action.UNCHANGED:
-            save_binding(spec, existing_binding, actor="manage.py apply")
+            save_binding(spec, existing_binding, actor=apply_actor())
     return resources
+
+
+def apply_actor() -> str:
+    """Who applies, for the audit: the operating-system user running ``manage.py apply``."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no login name in the environment and no passwd entry for the uid
+        user = f"uid {os.getuid()}"
+    return f"apply:{user}"
 
 
 def _applied(

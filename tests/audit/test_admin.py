@@ -3,13 +3,15 @@ never added to, changed or deleted."""
 
 import csv
 import io
-from datetime import timedelta
+import json
+from datetime import datetime, timedelta
 
 import pytest
 from asgiref.sync import async_to_sync
 from django.urls import reverse
 from django.utils import timezone
 
+from audit import chain
 from audit.services import record
 from interactions.models import Interaction
 from tests.factories import StaffUserFactory, TurnFactory
@@ -146,7 +148,22 @@ def test_an_exported_row_has_what_its_detail_page_shows_and_nothing_else(admin_c
         "actor_id": "U0ADA",
         "subject": "interaction 12",
         "details": '{"approved":1,"denied":1}',
+        "previous_hash": rows[0].previous_hash,
+        "hash": rows[0].hash,
     }
+
+
+def test_an_export_is_checkable_on_its_own_each_row_chained_to_the_one_before(admin_client, rows):
+    exported = export(admin_client)
+    exported.sort(key=lambda row: int(row["id"]))
+    previous_hash = chain.GENESIS
+
+    for row in exported:
+        content = {**row, "at": datetime.fromisoformat(row["at"]), "details": json.loads(row["details"])}
+        assert row["previous_hash"] == previous_hash
+        assert chain.digest(previous_hash, content) == row["hash"]
+        previous_hash = row["hash"]
+    assert len(exported) == 2
 
 
 def test_the_list_offers_the_export_with_its_filters_but_not_its_page(admin_client, rows):

@@ -1,9 +1,12 @@
-"""The audit only grows: the model refuses changes everywhere, PostgreSQL refuses them in SQL too."""
+"""The audit only grows: the model refuses changes everywhere, PostgreSQL refuses them in SQL too;
+each row is chained to the one before, one chain however many write at once."""
+
+import threading
 
 import pytest
 from django.db import DatabaseError, connection, transaction
 
-from audit import services
+from audit import chain, services
 from audit.models import AppendOnly, AuditEvent
 
 on_postgresql = pytest.mark.skipif(
@@ -80,3 +83,84 @@ def test_a_transactional_test_still_empties_the_table_after_it():
 @pytest.mark.django_db(transaction=True)
 def test_the_table_is_empty_again_for_the_next_test():
     assert AuditEvent.objects.count() == 0
+
+
+# -- the hash chain ------------------------------------------------------------------------------------
+
+
+def test_each_row_is_chained_to_the_one_written_before_it(db):
+    first = services.record("interaction.decided", actor_id="U0ADA", subject="interaction 1")
+    second = services.record("interaction.timed_out", subject="interaction 2")
+
+    assert first.previous_hash == chain.GENESIS
+    assert second.previous_hash == first.hash
+    assert services.verify() == (2, None)  # each hash matches the row as the database reads it back
+
+
+def test_rows_are_appended_one_at_a_time_never_in_bulk(db):
+    with pytest.raises(AppendOnly):
+        AuditEvent.objects.bulk_create([AuditEvent(action="interaction.decided")])
+
+
+def test_a_row_inside_a_transaction_that_rolls_back_leaves_the_chain_whole(db):
+    services.record("interaction.decided", subject="interaction 1")
+
+    def failing_writer() -> None:
+        with transaction.atomic():
+            services.record("interaction.decided", subject="interaction 2")
+            raise RuntimeError("the writer's transaction fails")
+
+    with pytest.raises(RuntimeError):
+        failing_writer()
+    services.record("interaction.decided", subject="interaction 3")
+
+    assert services.verify() == (2, None)
+
+
+@pytest.mark.postgres
+@pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="SQLite serializes every write, so appends cannot race there; set DATABASE_URL to PostgreSQL",
+)
+@pytest.mark.django_db(transaction=True)
+def test_twenty_writers_at_once_keep_one_chain():
+    writers = 20
+    start = threading.Barrier(writers)
+    failures: list[BaseException] = []
+
+    def append(n: int) -> None:
+        try:
+            start.wait()
+            with transaction.atomic():  # as a service's transaction: the lock is held to its commit
+                services.record("interaction.decided", actor_id=f"U{n:08d}", subject=f"interaction {n}")
+        except BaseException as error:  # reported by the test, not lost in its thread
+            failures.append(error)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=append, args=(n,)) for n in range(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert failures == []
+    assert services.verify() == (writers, None)
+    assert len(set(AuditEvent.objects.values_list("previous_hash", flat=True))) == writers  # no fork
+
+
+@pytest.mark.postgres
+@on_postgresql
+def test_postgresql_lets_an_update_fill_an_empty_hash_and_nothing_else(row):
+    raw(
+        "INSERT INTO audit_auditevent (at, action, binding_name, actor_kind, actor_id, subject, details)"
+        " VALUES (now(), 'interaction.decided', 'ops', 'user', 'U0ADA', 'interaction 2', '{}')"
+    )()
+    unhashed = AuditEvent.objects.get(hash="").pk
+    fill = "UPDATE audit_auditevent SET previous_hash = %s, hash = %s"
+
+    assert refused_by_the_database(
+        raw(f"{fill}, actor_id = 'U0EVE' WHERE id = %s", row.hash, "a" * 64, unhashed)
+    )
+    assert refused_by_the_database(raw(f"{fill} WHERE id = %s", chain.GENESIS, "b" * 64, row.pk))
+    assert not refused_by_the_database(raw(f"{fill} WHERE id = %s", row.hash, "c" * 64, unhashed))

@@ -572,6 +572,25 @@ def test_a_superuser_changes_the_agents_address_and_the_audit_says_who(admin_cli
     )
 
 
+def test_an_approval_rule_changed_in_the_admin_is_audited_with_who_and_old_and_new(
+    admin_client, admin_user, acme
+):
+    from audit.models import AuditEvent
+
+    existing = BindingFactory(
+        name="ops", connection=acme, channels=["C0123456789"], interaction_timeout=timedelta(minutes=30)
+    )
+
+    response = admin_client.post(
+        reverse("admin:bindings_binding_change", args=[existing.pk]), binding_form(interaction_timeout="2h")
+    )
+
+    assert response.status_code == 302
+    [event] = AuditEvent.objects.filter(action="binding.approval_rule_changed")
+    assert event.actor_id == f"admin:{admin_user.get_username()}"
+    assert event.details == {"field": "spec.interactions.timeout", "old": "30m", "new": "2h"}
+
+
 def test_the_admin_form_refuses_a_header_variable_the_operator_did_not_list(admin_client, acme):
     response = admin_client.post(
         reverse("admin:bindings_binding_add"), binding_form(agent_headers="Authorization: SECRET_KEY")

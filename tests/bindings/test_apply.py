@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from typing import Any
 
@@ -9,7 +10,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from bindings import services
+from bindings import manifest, services
 from bindings.models import Binding, BindingChannel, Connection
 from tests.factories import BindingFactory, ConnectionFactory
 
@@ -423,7 +424,118 @@ def test_a_new_agent_address_or_new_headers_are_audited_with_who_applied_them():
 
     events = list(AuditEvent.objects.filter(action="binding.agent_changed").order_by("id"))
     assert [(e.actor_id, e.details["url"], e.details["previous_url"]) for e in events] == [
-        ("manage.py apply", "http://a.example/", None),
-        ("manage.py apply", "http://b.example/", "http://a.example/"),
+        (services.apply_actor(), "http://a.example/", None),
+        (services.apply_actor(), "http://b.example/", "http://a.example/"),
     ]
     assert events[1].details["header_variables"] == ["TRIAGE_ID"]
+
+
+# -- approval rules: each change audited with who, the field, old and new ----------------------------
+
+
+def approving(*groups: str, **fields: Any) -> dict[str, Any]:
+    """The minimal Binding on a kagent agent whose tool calls the given Slack user groups approve."""
+    approvals = {"interactions.toolApprovals": True, "interactions.approverGroups": list(groups)}
+    return binding(**{"agent.dialect": "kagent-v1", **approvals, **fields})
+
+
+def rule_changes() -> list[tuple[str, str, Any, Any]]:
+    from audit.models import AuditEvent
+
+    events = AuditEvent.objects.filter(action=services.APPROVAL_RULE_CHANGED).order_by("id")
+    return [(e.actor_id, e.details["field"], e.details["old"], e.details["new"]) for e in events]
+
+
+def test_a_new_bindings_approval_rules_are_audited_from_none_with_the_operating_system_user(monkeypatch):
+    monkeypatch.setattr("getpass.getuser", lambda: "ada")
+
+    result = services.apply_manifests(as_yaml(CONNECTION, approving("S0ONCALL")))
+    assert result.ok, result.errors
+
+    assert rule_changes() == [
+        ("apply:ada", "spec.interactions.toolApprovals", None, True),
+        ("apply:ada", "spec.interactions.approverGroups", None, ["S0ONCALL"]),
+        ("apply:ada", "spec.interactions.timeout", None, "30m"),
+    ]
+
+
+def test_each_changed_approval_rule_is_one_row_with_its_old_and_new_value(monkeypatch):
+    services.apply_manifests(as_yaml(CONNECTION, approving("S0ONCALL")))
+    created = len(rule_changes())
+    monkeypatch.setattr("getpass.getuser", lambda: "grace")
+
+    services.apply_manifests(
+        as_yaml(CONNECTION, approving("S0ONCALL", "S0SRE", **{"interactions.timeout": "2h"}))
+    )
+
+    assert rule_changes()[created:] == [
+        ("apply:grace", "spec.interactions.approverGroups", ["S0ONCALL"], ["S0ONCALL", "S0SRE"]),
+        ("apply:grace", "spec.interactions.timeout", "30m", "2h"),
+    ]
+
+
+def test_a_change_that_leaves_the_approval_rules_alone_audits_no_rule():
+    services.apply_manifests(as_yaml(CONNECTION, approving("S0ONCALL")))
+    created = len(rule_changes())
+
+    result = services.apply_manifests(as_yaml(CONNECTION, approving("S0ONCALL", output="final")))
+
+    assert [str(applied) for applied in result.resources][-1] == "binding/ops configured: spec.output"
+
+    assert len(rule_changes()) == created
+
+
+def test_a_rule_is_audited_once_its_name_is_listed(monkeypatch):
+    services.apply_manifests(as_yaml(CONNECTION, binding()))
+    monkeypatch.setattr(manifest, "APPROVAL_RULE_FIELDS", (*manifest.APPROVAL_RULE_FIELDS, "askUser"))
+
+    services.apply_manifests(as_yaml(CONNECTION, binding(**{"interactions.askUser": True})))
+
+    assert rule_changes()[-1][1:] == ("spec.interactions.askUser", False, True)
+
+
+def test_a_rule_the_manifest_leaves_out_when_unset_is_audited_to_and_from_none(monkeypatch):
+    def rules(spec) -> dict[str, Any]:  # as a manifest writes remindBefore only when it is set
+        timeout = manifest.format_duration(spec.interactions.timeout)
+        return {"remindBefore": "10m"} if timeout == "2h" else {}
+
+    monkeypatch.setattr(manifest, "approval_rules", rules)
+    services.apply_manifests(as_yaml(CONNECTION, binding()))
+    services.apply_manifests(as_yaml(CONNECTION, binding(**{"interactions.timeout": "2h"})))
+    services.apply_manifests(as_yaml(CONNECTION, binding()))
+
+    assert [change[1:] for change in rule_changes()] == [
+        ("spec.interactions.remindBefore", None, "10m"),
+        ("spec.interactions.remindBefore", "10m", None),
+    ]
+
+
+def test_apply_without_a_login_name_is_audited_by_its_uid(monkeypatch):
+    def no_login_name() -> str:
+        raise KeyError("getpwuid(): uid not found")
+
+    monkeypatch.setattr("getpass.getuser", no_login_name)
+
+    assert services.apply_actor() == f"apply:uid {os.getuid()}"
+
+
+def test_no_secret_value_reaches_the_audit(monkeypatch, settings):
+    from audit.models import AuditEvent
+
+    settings.AGENT_HEADER_VARIABLES = ["OPS_AGENT_TOKEN"]
+    monkeypatch.setenv("OPS_AGENT_TOKEN", "Bearer s3cr3t-agent-token")
+    headers = {"Authorization": {"fromEnv": "OPS_AGENT_TOKEN"}}
+
+    services.apply_manifests(
+        as_yaml(CONNECTION, binding(agent={"url": "http://a.example/", "headers": headers}))
+    )
+    services.apply_manifests(
+        as_yaml(
+            CONNECTION,
+            binding(agent={"url": "http://b.example/", "headers": headers}, **{"interactions.timeout": "1h"}),
+        )
+    )
+
+    written = repr(list(AuditEvent.objects.values_list()))
+    assert "OPS_AGENT_TOKEN" in written  # the variable is named
+    assert "s3cr3t" not in written

@@ -199,11 +199,13 @@ def browse_filter_and_export_the_audit(page: Any) -> None:
 
     page.click("#site-name a")
     page.click("tr.model-auditevent th a")
-    # The three rows recorded, and the operator's own: the Binding's agent address they set.
-    expect(page.locator("#result_list tbody tr")).to_have_count(4)
+    # The three rows recorded, and the operator's own: the Binding's agent address they set, and its
+    # three approval rules (toolApprovals, approverGroups, timeout), each from none.
+    expect(page.locator("#result_list tbody tr")).to_have_count(7)
     expect(page.locator("#result_list tbody tr")).to_contain_text(["binding.agent_changed"])
+    expect(page.locator("#result_list tbody tr", has_text="binding.approval_rule_changed")).to_have_count(3)
     page.click("#changelist-filter a:text-is('ops')")
-    expect(page.locator("#result_list tbody tr")).to_have_count(3)
+    expect(page.locator("#result_list tbody tr")).to_have_count(6)
     page.click("#changelist-filter a:text-is('interaction.timed_out')")
     expect(page.locator("#result_list tbody tr")).to_have_count(1)
     assert result_subjects(page) == ["interaction 13"]
