@@ -27,9 +27,18 @@ from bindings.manifest import (
     Problem,
     Validation,
 )
-from bindings.models import Binding, BindingChannel, Connection, trigger_rows, trigger_specs
+from bindings.models import (
+    Binding,
+    BindingChannel,
+    Connection,
+    MissingSecret,
+    trigger_rows,
+    trigger_specs,
+)
 from kourier.a2a.factory import agent_card_problem
 from kourier.a2a.kagent_agents import KagentAgentNotFound, find_kagent_agent, line_of
+from kourier.slack.clients import SlackError, call_outcome, connection_workspace, error_name
+from kourier.slack.identity import token_identity
 
 
 class Action(StrEnum):
@@ -144,7 +153,14 @@ def binding_spec(binding: Binding) -> BindingSpec:
 
 
 def binding_warnings(binding: Binding) -> list[ManifestWarning]:
-    return manifest.binding_warnings(binding_spec(binding))
+    """What the Binding's change page warns of: the manifest's warnings and unset variables (no
+    network: the agent card is fetched when the Binding is saved)."""
+    spec = binding_spec(binding)
+    return [*manifest.binding_warnings(spec), *unset_variable_warnings(Validation(bindings=[spec]))]
+
+
+def connection_warnings(connection: Connection) -> list[ManifestWarning]:
+    return unset_variable_warnings(Validation(connections=[connection_spec(connection)]))
 
 
 # --- Validation against the database -----------------------------------------------------------------
@@ -548,6 +564,45 @@ def note_slack_identity(connection_id: int, *, team_id: str, bot_user_id: str) -
         team_id=team_id, bot_user_id=bot_user_id
     )
     _identities_noted[connection_id] = (team_id, bot_user_id)
+
+
+@dataclass(frozen=True)
+class TokenTest:
+    """What Slack said of a Connection's bot token: its workspace and bot user, or why not."""
+
+    ok: bool
+    team: str = ""
+    team_id: str = ""
+    bot_user_id: str = ""
+    error: str = ""
+
+    def __str__(self) -> str:
+        if self.ok:
+            return f"The bot token works: workspace {self.team} ({self.team_id}), bot user {self.bot_user_id}."
+        return f"The bot token does not work: {self.error}."
+
+
+def try_bot_token(connection: Connection, *, actor: str = "") -> TokenTest:
+    """Asks Slack (``auth.test``) whom the Connection's bot token belongs to, keeps the workspace and
+    bot user it names, and audits the test with its outcome (never the token)."""
+    try:
+        identity = async_to_sync(token_identity)(
+            connection.bot_token(), workspace=connection_workspace(connection.pk)
+        )
+    except MissingSecret as exc:
+        tested = TokenTest(ok=False, error=f"{exc.variable} is not set in this process")
+    except SlackError as exc:
+        tested = TokenTest(ok=False, error=f"Slack answered {error_name(exc) or call_outcome(exc)}")
+    else:
+        tested = TokenTest(True, identity.team, identity.team_id, identity.bot_user_id)
+        note_slack_identity(connection.pk, team_id=identity.team_id, bot_user_id=identity.bot_user_id)
+    audit.record(
+        "connection.token_tested",
+        actor_id=actor,
+        subject=connection.subject,
+        details={"ok": tested.ok, "team_id": tested.team_id, "error": tested.error},
+    )
+    return tested
 
 
 def forget_noted_identities() -> None:
