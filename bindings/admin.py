@@ -29,6 +29,10 @@ from bindings.models import Binding, Connection
 _read_live_state: Callable[[int], Any] | None = None
 
 
+# How often the live page reloads itself (a meta refresh: no script), unless paused.
+LIVE_REFRESH_SECONDS = 30
+
+
 def hand_in_live_state(reader: Callable[[int], Any]) -> None:
     global _read_live_state
     _read_live_state = reader
@@ -264,6 +268,8 @@ class BindingAdmin(ManifestAdmin):
             "original": binding,
             "state": _read_live_state(binding.pk),
             "as_of": timezone.now(),
+            # Paused (?refresh=off), the page stays as it is while the operator reads it.
+            "refresh_seconds": None if request.GET.get("refresh") == "off" else LIVE_REFRESH_SECONDS,
         }
         return TemplateResponse(request, "admin/bindings/binding/live.html", context)
 

@@ -11,12 +11,16 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.formats import date_format
 
+from alerts.models import Alert
 from audit.models import AuditEvent
 from bindings import manifest
 from bindings.models import Binding, Connection
 from kourier.simulator import defaults
+from kourier.slack import failures
+from kourier.slack.clients import connection_workspace
 from sessions.models import Turn
 from tests.factories import (
+    AlertFactory,
     BindingFactory,
     ConnectionFactory,
     InteractionFactory,
@@ -605,6 +609,30 @@ def test_the_live_page_shows_sessions_turns_pending_interactions_and_the_last_fa
     assert "4\xa0minutes ago" in content
 
 
+def test_the_live_page_shows_slack_and_alert_failures_a_chart_of_the_hour_and_reloads_until_paused(
+    admin_client,
+):
+    existing = BindingFactory(name="ops")
+    now = timezone.now()
+    failures.remember(connection_workspace(existing.connection_id), "chat.postMessage", "not_in_channel")
+    alert = AlertFactory(binding=existing)
+    Alert.objects.filter(pk=alert.pk).update(
+        delivery_failed=True, last_delivery_error="channel_not_found", last_delivery_failed_at=now
+    )
+    TurnFactory(session__binding=existing, state=Turn.State.DONE, outcome="completed", ended_at=now)
+
+    page = admin_client.get(live_url(existing)).content.decode()
+    paused = admin_client.get(live_url(existing) + "?refresh=off").content.decode()
+
+    assert "not_in_channel (chat.postMessage)" in page
+    assert f'<a href="/admin/alerts/alert/{alert.pk}/change/">channel_not_found</a>' in page
+    assert "(given up)" in page
+    assert f"{timezone.localtime(now):%H:%M} completed: 1</title></rect>" in page
+    assert '<meta http-equiv="refresh" content="30">' in page
+    assert 'http-equiv="refresh"' not in paused
+    assert '<a href="?">Resume</a>' in paused
+
+
 def test_the_live_page_of_a_binding_that_is_gone_is_not_found(admin_client):
     assert admin_client.get(reverse("admin:bindings_binding_live", args=[999])).status_code == 404
 
@@ -640,8 +668,6 @@ def test_staff_who_may_change_a_binding_cannot_change_its_agents_address_or_head
 
 
 def test_a_superuser_changes_the_agents_address_and_the_audit_says_who(admin_client, admin_user, acme):
-    from audit.models import AuditEvent
-
     existing = BindingFactory(
         name="ops", connection=acme, channels=["C0123456789"], agent_url="http://127.0.0.1:8083/"
     )

@@ -188,10 +188,18 @@ def watch_its_live_state(page: Any, screenshots: Path) -> None:
     assert row_value(page, "#live-now", "Turns queued") == "1"
     assert row_value(page, "#live-now", "Turns running") == "1"
     assert row_value(page, "#live-now", "Interactions pending") == "1"
-    assert row_value(page, "#live-now", "Last failure").startswith("unreachable at ")
+    assert row_value(page, "#live-now", "Last agent failure").startswith("unreachable at ")
     expect(page.locator("#pending-interactions tbody tr")).to_have_count(1)
     expect(page.locator("#pending-interactions tbody tr")).to_contain_text("C0123456789")
+    # The hour's chart, drawn by the server: the failed turn is a red bar with its minute and outcome.
+    expect(page.locator("#turns-chart svg rect")).to_have_count(1)
+    assert page.locator("#turns-chart svg rect title").text_content().endswith(" unreachable: 1")
+    # It reloads itself until the operator pauses it to read.
+    expect(page.locator('meta[http-equiv="refresh"]')).to_have_count(1)
     page.screenshot(path=screenshots / "binding-live.png", full_page=True)
+    page.click("#live-refresh a:text-is('Pause')")
+    expect(page.locator('meta[http-equiv="refresh"]')).to_have_count(0)
+    expect(page.locator("#live-refresh")).to_contain_text("paused")
 
 
 def browse_filter_and_export_the_audit(page: Any) -> None:
