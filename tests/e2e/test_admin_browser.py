@@ -2,8 +2,9 @@
 product's web process (Daphne) over HTTP.
 
 They log in, add a Binding with a mistake and see the error next to its field, fix it and see the
-warning about toolApprovals without approverGroups, open the Binding's live page, browse, filter and
-export the audit, and find no way to edit or delete an audit row.
+warnings about toolApprovals without approverGroups and an agent card that cannot be fetched, open the
+Binding's live page (its chart of the hour, reloading itself until paused), browse, filter and export
+the audit, and find no way to edit or delete an audit row.
 
 Playwright's own browser download cannot be fetched here, so it drives the Chromium at
 KOURIER_CHROMIUM (default: ``chromium`` on PATH). Without Playwright or Chromium the test is skipped,
@@ -159,8 +160,9 @@ def add_a_binding_with_a_mistake_then_fix_it(page: Any) -> None:
 
     page.fill("#id_interaction_timeout", "30m")
     page.click('input[name="_continue"]')
+    # Saved, with what deserves a look: approvals open to anyone, and an agent not up (yet).
     expect(page.locator(".messagelist .warning")).to_contain_text(
-        "toolApprovals is true but approverGroups is empty"
+        ["toolApprovals is true but approverGroups is empty", "the agent card cannot be fetched"]
     )
     with synchronous_orm_calls():
         saved = Binding.objects.get(name="ops")
