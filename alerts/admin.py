@@ -70,7 +70,9 @@ class AlertAdmin(ReadOnlyAdmin):
     def thread(self, obj: Alert) -> str:
         """The alert's thread in Slack, once its message is posted (a held one's is its storm's)."""
         url = thread_url(obj.binding.connection.team_id, obj.channel_id, obj.root_ts)
-        return format_html('<a href="{}" target="_blank" rel="noopener">open in Slack</a>', url) if url else "—"
+        return (
+            format_html('<a href="{}" target="_blank" rel="noopener">open in Slack</a>', url) if url else "—"
+        )
 
     @admin.display(description="Delivery")
     def delivery(self, obj: Alert) -> str:

@@ -578,7 +578,9 @@ class TokenTest:
 
     def __str__(self) -> str:
         if self.ok:
-            return f"The bot token works: workspace {self.team} ({self.team_id}), bot user {self.bot_user_id}."
+            return (
+                f"The bot token works: workspace {self.team} ({self.team_id}), bot user {self.bot_user_id}."
+            )
         return f"The bot token does not work: {self.error}."
 
 

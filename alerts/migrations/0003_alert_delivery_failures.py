@@ -4,35 +4,44 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('alerts', '0002_alert_threads_per_group'),
+        ("alerts", "0002_alert_threads_per_group"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='alert',
-            name='delivery_failed',
-            field=models.BooleanField(default=False, help_text='Slack refused its posts for good; no sweep tries again.'),
+            model_name="alert",
+            name="delivery_failed",
+            field=models.BooleanField(
+                default=False, help_text="Slack refused its posts for good; no sweep tries again."
+            ),
         ),
         migrations.AddField(
-            model_name='alert',
-            name='delivery_failures',
-            field=models.PositiveSmallIntegerField(default=0, help_text='Transient failures in a row, since the last post that went through.'),
+            model_name="alert",
+            name="delivery_failures",
+            field=models.PositiveSmallIntegerField(
+                default=0, help_text="Transient failures in a row, since the last post that went through."
+            ),
         ),
         migrations.AddField(
-            model_name='alert',
-            name='last_delivery_error',
-            field=models.CharField(blank=True, help_text="Why its last delivery failed: Slack's error, or the fault.", max_length=100),
+            model_name="alert",
+            name="last_delivery_error",
+            field=models.CharField(
+                blank=True,
+                help_text="Why its last delivery failed: Slack's error, or the fault.",
+                max_length=100,
+            ),
         ),
         migrations.AddField(
-            model_name='alert',
-            name='last_delivery_failed_at',
+            model_name="alert",
+            name="last_delivery_failed_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='alert',
-            name='next_delivery_at',
-            field=models.DateTimeField(blank=True, help_text='After a transient failure: not tried again before then.', null=True),
+            model_name="alert",
+            name="next_delivery_at",
+            field=models.DateTimeField(
+                blank=True, help_text="After a transient failure: not tried again before then.", null=True
+            ),
         ),
     ]

@@ -479,12 +479,11 @@ class KourierAsyncWebClient(AsyncWebClient):
         try:
             response = await self._call_with_retries(api_method, **kwargs)
         except Exception as exc:
-            outcome = call_outcome(exc)
+            outcome, error = call_outcome(exc), _fault_name(exc)
             metrics.slack_call(api_method, outcome)
-            if failures.worth_showing(outcome, _fault_name(exc)):
-                await shared_cache.arun(
-                    lambda: failures.remember(self.workspace, api_method, _fault_name(exc), self._clock())
-                )
+            if failures.worth_showing(outcome, error):
+                at = self._clock()
+                await shared_cache.arun(lambda: failures.remember(self.workspace, api_method, error, at))
             raise
         metrics.slack_call(api_method, CALL_OK)
         return response
@@ -613,10 +612,10 @@ class KourierWebClient(WebClient):
         try:
             response = self._call_with_retries(api_method, **kwargs)
         except Exception as exc:
-            outcome = call_outcome(exc)
+            outcome, error = call_outcome(exc), _fault_name(exc)
             metrics.slack_call(api_method, outcome)
-            if failures.worth_showing(outcome, _fault_name(exc)):
-                failures.remember(self.workspace, api_method, _fault_name(exc), self._clock())
+            if failures.worth_showing(outcome, error):
+                failures.remember(self.workspace, api_method, error, self._clock())
             raise
         metrics.slack_call(api_method, CALL_OK)
         return response

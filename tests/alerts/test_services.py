@@ -372,7 +372,9 @@ QUICK = clients.RetryPolicy(backoff=0.01, max_backoff=0.02)
 @pytest.fixture
 def quick_slack(monkeypatch):
     """The Slack client's own retries, without their waits."""
-    monkeypatch.setattr(services, "async_web_client", functools.partial(clients.async_web_client, policy=QUICK))
+    monkeypatch.setattr(
+        services, "async_web_client", functools.partial(clients.async_web_client, policy=QUICK)
+    )
 
 
 def delivery_logs(caplog):
@@ -381,6 +383,15 @@ def delivery_logs(caplog):
         for record in caplog.records
         if record.name == "alerts.services" and record.getMessage().startswith("alert.delivery")
     ]
+
+
+def wait_after_a_failed_delivery(thread: Alert) -> timedelta:
+    """Delivers the alert, which fails; how long from before the attempt until it is tried again."""
+    before = timezone.now()
+    assert not services.deliver(thread.pk)
+    thread.refresh_from_db()
+    assert thread.next_delivery_at is not None
+    return thread.next_delivery_at - before
 
 
 @pytest.mark.parametrize("error", ["channel_not_found", "not_in_channel", "invalid_auth", "is_archived"])
@@ -426,10 +437,7 @@ def test_a_transient_failure_is_tried_again_by_the_sweep_after_a_backoff_that_do
     thread = Alert.objects.get()
 
     with caplog.at_level(logging.INFO, logger="alerts.services"):
-        before = timezone.now()
-        assert not services.deliver(thread.pk)
-        thread.refresh_from_db()
-        first_wait = thread.next_delivery_at - before
+        first_wait = wait_after_a_failed_delivery(thread)
         calls = slack_fake.count("chat.postMessage")
         assert not services.deliver(thread.pk)  # within the backoff: not tried
         assert slack_fake.count("chat.postMessage") == calls
@@ -437,10 +445,7 @@ def test_a_transient_failure_is_tried_again_by_the_sweep_after_a_backoff_that_do
         assert services.alerts_owing_posts(thread.next_delivery_at) == [thread.pk]
 
         Alert.objects.filter(pk=thread.pk).update(next_delivery_at=timezone.now())
-        before = timezone.now()
-        assert not services.deliver(thread.pk)
-        thread.refresh_from_db()
-        second_wait = thread.next_delivery_at - before
+        second_wait = wait_after_a_failed_delivery(thread)
 
         slack_fake.clear_faults()
         Alert.objects.filter(pk=thread.pk).update(next_delivery_at=timezone.now())
@@ -451,10 +456,12 @@ def test_a_transient_failure_is_tried_again_by_the_sweep_after_a_backoff_that_do
     assert timedelta(seconds=59) < second_wait <= timedelta(seconds=61)
     thread.refresh_from_db()
     assert (thread.delivery_failed, thread.delivery_failures, thread.next_delivery_at) == (False, 0, None)
-    assert thread.root_ts and thread.last_delivery_error == "internal_error"  # the 503's body
-    assert delivery_logs(caplog) == [
-        (logging.WARNING, "alert.delivery_deferred", thread.last_delivery_error, None)
-    ] * 2
+    assert thread.root_ts
+    assert thread.last_delivery_error == "internal_error"  # the 503's body
+    assert (
+        delivery_logs(caplog)
+        == [(logging.WARNING, "alert.delivery_deferred", thread.last_delivery_error, None)] * 2
+    )
 
 
 def test_the_backoff_doubles_up_to_an_hour():

@@ -363,7 +363,9 @@ def test_an_agent_whose_card_is_served_and_variables_that_are_set_draw_no_warnin
 
 def test_a_triggers_token_variable_that_is_not_set_is_warned_of_by_its_place(monkeypatch):
     monkeypatch.delenv("ALERTS_TOKEN", raising=False)
-    document = binding(triggers=[{"name": "prometheus", "kind": "alertmanager", "token": {"fromEnv": "ALERTS_TOKEN"}}])
+    document = binding(
+        triggers=[{"name": "prometheus", "kind": "alertmanager", "token": {"fromEnv": "ALERTS_TOKEN"}}]
+    )
     validation = manifest.validate([manifest.Document(data=document)], connections=["acme"])
 
     assert [str(w) for w in services.unset_variable_warnings(validation)] == [

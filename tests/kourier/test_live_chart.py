@@ -23,7 +23,12 @@ def test_a_minutes_turns_stack_by_outcome_with_failures_on_top_scaled_to_the_bus
     first, completed, failed = chart.bars
     assert (first.x, first.height, first.title) == (1, 50, "09:31 completed: 2")
     assert (completed.x, completed.y, completed.height, completed.colour) == (591, 25, 75, live_chart.GOOD)
-    assert (failed.y, failed.height, failed.colour, failed.title) == (0, 25, live_chart.BAD, "10:30 unreachable: 1")
+    assert (failed.y, failed.height, failed.colour, failed.title) == (
+        0,
+        25,
+        live_chart.BAD,
+        "10:30 unreachable: 1",
+    )
     assert [(e.outcome, e.count) for e in chart.legend] == [("completed", 5), ("unreachable", 1)]
 
 

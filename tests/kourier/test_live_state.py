@@ -160,7 +160,9 @@ def test_the_last_hours_turns_are_counted_per_minute_by_outcome_and_timed_to_the
     session = SessionFactory(binding=binding)
     for outcome in ("completed", "completed", "unreachable"):
         TurnFactory(session=session, state=Turn.State.DONE, outcome=outcome, ended_at=now)
-    TurnFactory(session=session, state=Turn.State.DONE, outcome="completed", ended_at=now - timedelta(hours=2))
+    TurnFactory(
+        session=session, state=Turn.State.DONE, outcome="completed", ended_at=now - timedelta(hours=2)
+    )
     TurnFactory(state=Turn.State.DONE, outcome="completed", ended_at=now)  # another Binding's
     replied = TurnFactory(session=session, state=Turn.State.RUNNING)
     TurnFactory(session=session, state=Turn.State.RUNNING, reply_ts="")  # no reply yet
@@ -186,5 +188,8 @@ def test_the_last_slack_failure_is_its_connections_and_the_last_alert_failure_it
 
     state = binding_live_state(binding.pk, now=now)
 
-    assert (state.last_slack_failure.method, state.last_slack_failure.error) == ("chat.postMessage", "not_in_channel")
+    assert (state.last_slack_failure.method, state.last_slack_failure.error) == (
+        "chat.postMessage",
+        "not_in_channel",
+    )
     assert state.last_alert_failure == AlertFailure(thread.pk, "channel_not_found", now, given_up=True)
