@@ -58,6 +58,22 @@ class Alert(models.Model):
     thread_started_at = models.DateTimeField(null=True, blank=True)
     # Who posts the alert's messages: one worker at a time, claimed by conditional update.
     posting_until = models.DateTimeField(null=True, blank=True)
+    # Delivery's faults (services.deliver): a transient one (rate limit, Slack's 5xx, a timeout) waits
+    # until next_delivery_at, doubling each time; a permanent one (channel_not_found, invalid_auth,
+    # ...) gives up: delivery_failed, and nothing is tried again until the operator asks for it.
+    delivery_failed = models.BooleanField(
+        default=False, help_text="Slack refused its posts for good; no sweep tries again."
+    )
+    delivery_failures = models.PositiveSmallIntegerField(
+        default=0, help_text="Transient failures in a row, since the last post that went through."
+    )
+    next_delivery_at = models.DateTimeField(
+        null=True, blank=True, help_text="After a transient failure: not tried again before then."
+    )
+    last_delivery_error = models.CharField(
+        max_length=100, blank=True, help_text="Why its last delivery failed: Slack's error, or the fault."
+    )
+    last_delivery_failed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -31,7 +31,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from bindings.manifest import ThreadPer, TriggerSpec
-from bindings.models import Binding
+from bindings.models import Binding, MissingSecret
 from kourier.db import insert_unless_taken
 from kourier.queue import enqueue_after_commit
 from kourier.slack.alerts import (
@@ -40,7 +40,14 @@ from kourier.slack.alerts import (
     post_alert_once,
     workspace_url,
 )
-from kourier.slack.clients import async_web_client, connection_workspace
+from kourier.slack.clients import (
+    SlackError,
+    async_web_client,
+    call_outcome,
+    connection_workspace,
+    error_name,
+    may_pass,
+)
 from sessions.services import file_system_note, start_alert_thread
 
 from . import messages
@@ -385,11 +392,24 @@ def _owe(thread: Alert, name: str, text: str, *, once: bool = False) -> None:
 
 # --- Posting -----------------------------------------------------------------------------------------
 
+# After a transient failure delivery waits this long, doubled for each failure in a row, at most the cap.
+DELIVERY_BACKOFF = timedelta(seconds=30)
+DELIVERY_BACKOFF_CAP = timedelta(hours=1)
+
+
+def delivery_backoff(failures: int) -> timedelta:
+    return min(DELIVERY_BACKOFF_CAP, DELIVERY_BACKOFF * 2 ** max(0, failures - 1))
+
+
+def _deliverable(now: datetime) -> Q:
+    """Neither given up (a permanent failure) nor waiting out the backoff of a transient one."""
+    return Q(delivery_failed=False) & (Q(next_delivery_at=None) | Q(next_delivery_at__lte=now))
+
 
 def _claim(alert_id: int, now: datetime) -> bool:
     until = now + timedelta(seconds=settings.SESSION_LEASE_SECONDS)
     claimed = (
-        Alert.objects.filter(pk=alert_id)
+        Alert.objects.filter(_deliverable(now), pk=alert_id)
         .filter(Q(posting_until=None) | Q(posting_until__lt=now))
         .update(posting_until=until)
     )
@@ -415,15 +435,78 @@ def deliver(alert_id: int) -> bool:
     One worker at a time (a claim that expires like a session's lease, so a killed worker's alert is
     taken up by beat's ``deliver-alerts``). False: another worker holds it; it looks again before
     it lets go, so nothing owed is left behind.
+
+    A Slack refusal that will not pass (``channel_not_found``, ``invalid_auth``, ...) or a bot token
+    that is not set gives up: the alert is marked failed with why, logged once at ERROR, and no sweep
+    tries again. A transient fault (a rate limit, Slack's 5xx, a timeout) is tried again by the sweep
+    after ``delivery_backoff``. Either way the caller gets False and nothing is raised. An alert
+    given up on or waiting out its backoff is not claimed (False).
     """
     while _claim(alert_id, timezone.now()):
         try:
             _deliver(alert_id)
+        except (SlackError, MissingSecret) as exc:
+            _delivery_failed(alert_id, exc, timezone.now())
+            return False
+        else:
+            Alert.objects.filter(pk=alert_id).exclude(delivery_failures=0, next_delivery_at=None).update(
+                delivery_failures=0, next_delivery_at=None
+            )
         finally:
             Alert.objects.filter(pk=alert_id).update(posting_until=None)
         if not owes_posts(alert_id):
             return True
     return False
+
+
+def delivery_failure_reason(exc: Exception) -> str:
+    """What the admin and the log say of a failed delivery: Slack's error, or the fault's kind."""
+    if isinstance(exc, MissingSecret):
+        return f"{exc.path}: {exc.variable} is not set"
+    return error_name(exc) or call_outcome(exc)
+
+
+def _delivery_failed(alert_id: int, exc: Exception, now: datetime) -> None:
+    """Records why delivery failed; the caller holds the alert's claim, so the count is its own."""
+    alert = Alert.objects.select_related("binding").get(pk=alert_id)
+    reason = delivery_failure_reason(exc)[:100]
+    log = {"alert_id": alert_id, "binding": alert.binding.name, "error": reason}
+    if isinstance(exc, MissingSecret) or not may_pass(exc):
+        Alert.objects.filter(pk=alert_id).update(
+            delivery_failed=True,
+            next_delivery_at=None,
+            last_delivery_error=reason,
+            last_delivery_failed_at=now,
+        )
+        logger.error("alert.delivery_failed", extra=log)
+        return
+    failures = alert.delivery_failures + 1
+    backoff = delivery_backoff(failures)
+    Alert.objects.filter(pk=alert_id).update(
+        delivery_failures=failures,
+        next_delivery_at=now + backoff,
+        last_delivery_error=reason,
+        last_delivery_failed_at=now,
+    )
+    logger.warning(
+        "alert.delivery_deferred",
+        extra={**log, "failures": failures, "retry_in_seconds": int(backoff.total_seconds())},
+    )
+
+
+def deliver_again(alert_ids: Sequence[int]) -> int:
+    """Clears the failure of alerts given up on (the operator fixed the channel or the token) and
+    delivers them again after commit; how many there were."""
+    failed = Alert.objects.filter(pk__in=alert_ids).filter(
+        Q(delivery_failed=True) | ~Q(next_delivery_at=None)
+    )
+    again = list(failed.values_list("pk", flat=True))
+    Alert.objects.filter(pk__in=again).update(
+        delivery_failed=False, delivery_failures=0, next_delivery_at=None
+    )
+    for alert_id in again:
+        enqueue_after_commit(DELIVER_ALERT, alert_id)
+    return len(again)
 
 
 def _deliver(alert_id: int) -> None:
@@ -461,7 +544,14 @@ def _deliver(alert_id: int) -> None:
 
 
 def alerts_owing_posts(now: datetime) -> list[int]:
-    """Alerts with posts owed and nobody posting them (a worker died, or its task was lost)."""
+    """Alerts with posts owed and nobody posting them (a worker died, its task was lost, or a transient
+    failure's backoff is over); not those given up on."""
     unclaimed = Q(posting_until=None) | Q(posting_until__lt=now)
     owing = Q(posts__state=AlertPost.State.INTENDED) | _OWES_ITS_START
-    return list(Alert.objects.filter(unclaimed).filter(owing).values_list("pk", flat=True).distinct())
+    return list(
+        Alert.objects.filter(unclaimed)
+        .filter(_deliverable(now))
+        .filter(owing)
+        .values_list("pk", flat=True)
+        .distinct()
+    )

@@ -13,9 +13,9 @@ from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, QuerySet
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.urls import URLPattern, path
+from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html_join
 from django.utils.safestring import mark_safe
@@ -27,6 +27,10 @@ from bindings.models import Binding, Connection
 # What the live page shows: a Binding's threads are the apps above bindings, which bindings may not
 # import (the layers in pyproject.toml); the project hands the reader in at start-up (kourier/apps.py).
 _read_live_state: Callable[[int], Any] | None = None
+
+
+# How often the live page reloads itself (a meta refresh: no script), unless paused.
+LIVE_REFRESH_SECONDS = 30
 
 
 def hand_in_live_state(reader: Callable[[int], Any]) -> None:
@@ -43,6 +47,14 @@ def _variables_status(variables: list[tuple[str, str]]) -> str:
         "{}: <code>{}</code> ({})",
         ((label, name, "set" if os.environ.get(name) else "not set") for label, name in variables),
     )
+
+
+def _warn_once(request: HttpRequest, warnings: list[Any]) -> None:
+    """Adds the warnings the page does not show already (a save just before may have said them)."""
+    shown = {str(message) for message in messages.get_messages(request)}
+    for warning in warnings:
+        if str(warning) not in shown:
+            messages.warning(request, str(warning))
 
 
 class ManifestAdmin(admin.ModelAdmin):
@@ -104,6 +116,41 @@ class ConnectionAdmin(ManifestAdmin):
 
     def save_spec(self, spec: Any, obj: Connection, request: HttpRequest) -> None:
         services.save_connection(spec, obj)
+
+    def get_urls(self) -> list[URLPattern]:
+        # Ahead of Django's own: its "<object_id>/" catch-all would take ".../test-token/" too.
+        test_token = path(
+            "<path:object_id>/test-token/",
+            self.admin_site.admin_view(self.test_token_view),
+            name=f"{self.opts.app_label}_{self.opts.model_name}_test_token",
+        )
+        return [test_token, *super().get_urls()]
+
+    def test_token_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """POST: asks Slack whom the bot token belongs to (auth.test) and says so on the change page."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        connection = self.get_object(request, unquote(object_id))
+        if connection is None:
+            raise Http404(f"No Connection has the id {object_id!r}.")
+        if not self.has_change_permission(request, connection):
+            raise PermissionDenied
+        tested = services.try_bot_token(connection, actor=f"admin:{request.user.get_username()}")
+        messages.add_message(request, messages.SUCCESS if tested.ok else messages.ERROR, str(tested))
+        return HttpResponseRedirect(reverse("admin:bindings_connection_change", args=[connection.pk]))
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        if request.method == "GET":
+            connection = self.get_object(request, object_id)
+            if connection is not None:
+                _warn_once(request, services.connection_warnings(connection))
+        return super().change_view(request, object_id, form_url, extra_context)
 
 
 SUPERUSER_ONLY_FIELDS = ("agent_url", "agent_headers")
@@ -230,6 +277,8 @@ class BindingAdmin(ManifestAdmin):
             "original": binding,
             "state": _read_live_state(binding.pk),
             "as_of": timezone.now(),
+            # Paused (?refresh=off), the page stays as it is while the operator reads it.
+            "refresh_seconds": None if request.GET.get("refresh") == "off" else LIVE_REFRESH_SECONDS,
         }
         return TemplateResponse(request, "admin/bindings/binding/live.html", context)
 
@@ -243,8 +292,5 @@ class BindingAdmin(ManifestAdmin):
         if request.method == "GET":
             binding = self.get_object(request, object_id)
             if binding is not None:
-                shown = {str(message) for message in messages.get_messages(request)}
-                for warning in services.binding_warnings(binding):
-                    if str(warning) not in shown:
-                        messages.warning(request, str(warning))
+                _warn_once(request, services.binding_warnings(binding))
         return super().change_view(request, object_id, form_url, extra_context)

@@ -32,11 +32,15 @@ from bindings.models import (
     Binding,
     BindingChannel,
     Connection,
+    MissingSecret,
     direct_messages_row,
     trigger_rows,
     trigger_specs,
 )
+from kourier.a2a.factory import agent_card_problem
 from kourier.a2a.kagent_agents import KagentAgentNotFound, find_kagent_agent, line_of
+from kourier.slack.clients import SlackError, call_outcome, connection_workspace, error_name
+from kourier.slack.identity import token_identity
 
 
 class Action(StrEnum):
@@ -154,7 +158,14 @@ def binding_spec(binding: Binding) -> BindingSpec:
 
 
 def binding_warnings(binding: Binding) -> list[ManifestWarning]:
-    return manifest.binding_warnings(binding_spec(binding))
+    """What the Binding's change page warns of: the manifest's warnings and unset variables (no
+    network: the agent card is fetched when the Binding is saved)."""
+    spec = binding_spec(binding)
+    return [*manifest.binding_warnings(spec), *unset_variable_warnings(Validation(bindings=[spec]))]
+
+
+def connection_warnings(connection: Connection) -> list[ManifestWarning]:
+    return unset_variable_warnings(Validation(connections=[connection_spec(connection)]))
 
 
 # --- Validation against the database -----------------------------------------------------------------
@@ -218,7 +229,10 @@ def refuse_unlisted_header_variables(validation: Validation) -> Validation:
 
 def check_connection(document: Mapping[str, Any]) -> Validation:
     """Validate one Connection manifest (as a dict) the way ``apply`` would: the admin form's check."""
-    return manifest.validate([Document(data=document)])
+    validation = manifest.validate([Document(data=document)])
+    if validation.ok:
+        validation.warnings += unset_variable_warnings(validation)
+    return validation
 
 
 def check_binding(document: Mapping[str, Any], *, binding: Binding | None = None) -> Validation:
@@ -232,7 +246,61 @@ def check_binding(document: Mapping[str, Any], *, binding: Binding | None = None
     )
     if validation.ok:
         find_kagent_agents(validation)
+    if validation.ok:
+        validation.warnings += operator_warnings(validation)
     return validation
+
+
+# --- What this process can tell the operator before it is too late --------------------------------
+
+
+def unset_variable_warnings(validation: Validation) -> list[ManifestWarning]:
+    """A warning per ``fromEnv`` whose variable is not set (or empty) in this process: accepted, since
+    the service's processes may have it, but a process without it fails where it reads it."""
+    named: list[tuple[str, str, str]] = []  # (subject, path, variable)
+    for connection in validation.connections:
+        subject = manifest.subject_for(manifest.Kind.CONNECTION.value, connection.name)
+        named += [
+            (subject, "spec.botToken.fromEnv", connection.bot_token_env),
+            (subject, "spec.signingSecret.fromEnv", connection.signing_secret_env),
+        ]
+        if connection.app_token_env:
+            named.append((subject, "spec.appToken.fromEnv", connection.app_token_env))
+    for binding in validation.bindings:
+        subject = manifest.subject_for(manifest.Kind.BINDING.value, binding.name)
+        named += [
+            (subject, f"spec.agent.headers.{header}.fromEnv", variable)
+            for header, variable in binding.agent.headers
+        ]
+        named += [
+            (subject, f"spec.triggers[{index}].token.fromEnv", trigger.token_env)
+            for index, trigger in enumerate(binding.triggers)
+        ]
+    return [
+        ManifestWarning(subject, path, f"{path}: {variable} is not set in this process")
+        for subject, path, variable in named
+        if not os.environ.get(variable)
+    ]
+
+
+def agent_card_warnings(validation: Validation) -> list[ManifestWarning]:
+    """A warning per Binding whose agent card cannot be fetched now (network I/O, a few seconds at
+    most each): accepted, since the agent may come up later, but its turns fail until it does. A
+    kagent agent by name was found through its card already."""
+    warnings = []
+    for binding in validation.bindings:
+        if binding.agent.kagent is not None or not binding.agent.url:
+            continue
+        problem = async_to_sync(agent_card_problem)(binding.agent.url, headers=_lookup_headers(binding.agent))
+        if problem is not None:
+            subject = manifest.subject_for(manifest.Kind.BINDING.value, binding.name)
+            message = f"spec.agent.url: the agent card cannot be fetched ({problem}); turns fail until it can"
+            warnings.append(ManifestWarning(subject, "spec.agent.url", message))
+    return warnings
+
+
+def operator_warnings(validation: Validation) -> list[ManifestWarning]:
+    return [*unset_variable_warnings(validation), *agent_card_warnings(validation)]
 
 
 # --- kagent agents by name --------------------------------------------------------------------------
@@ -425,6 +493,8 @@ def apply_manifests(text: str | Sequence[Document], dry_run: bool = False) -> Ap
         find_kagent_agents(found)
     if not found.ok:
         return ApplyResult(dry_run=dry_run, errors=found.errors, warnings=found.warnings)
+    # Warned of, not refused: with --dry-run too, before anything is written.
+    warnings = operator_warnings(found)
     addresses = {spec.name: spec.agent for spec in found.bindings}
     try:
         with transaction.atomic():
@@ -433,7 +503,9 @@ def apply_manifests(text: str | Sequence[Document], dry_run: bool = False) -> Ap
                 replace(spec, agent=addresses[spec.name]) if spec.agent.needs_lookup else spec
                 for spec in validation.bindings
             ]
-            result = ApplyResult(dry_run=dry_run, errors=validation.errors, warnings=validation.warnings)
+            result = ApplyResult(
+                dry_run=dry_run, errors=validation.errors, warnings=[*validation.warnings, *warnings]
+            )
             if validation.ok:
                 result.resources = _apply(validation, dry_run)
     except IntegrityError as exc:
@@ -534,6 +606,47 @@ def note_slack_identity(connection_id: int, *, team_id: str, bot_user_id: str) -
         team_id=team_id, bot_user_id=bot_user_id
     )
     _identities_noted[connection_id] = (team_id, bot_user_id)
+
+
+@dataclass(frozen=True)
+class TokenTest:
+    """What Slack said of a Connection's bot token: its workspace and bot user, or why not."""
+
+    ok: bool
+    team: str = ""
+    team_id: str = ""
+    bot_user_id: str = ""
+    error: str = ""
+
+    def __str__(self) -> str:
+        if self.ok:
+            return (
+                f"The bot token works: workspace {self.team} ({self.team_id}), bot user {self.bot_user_id}."
+            )
+        return f"The bot token does not work: {self.error}."
+
+
+def try_bot_token(connection: Connection, *, actor: str = "") -> TokenTest:
+    """Asks Slack (``auth.test``) whom the Connection's bot token belongs to, keeps the workspace and
+    bot user it names, and audits the test with its outcome (never the token)."""
+    try:
+        identity = async_to_sync(token_identity)(
+            connection.bot_token(), workspace=connection_workspace(connection.pk)
+        )
+    except MissingSecret as exc:
+        tested = TokenTest(ok=False, error=f"{exc.variable} is not set in this process")
+    except SlackError as exc:
+        tested = TokenTest(ok=False, error=f"Slack answered {error_name(exc) or call_outcome(exc)}")
+    else:
+        tested = TokenTest(True, identity.team, identity.team_id, identity.bot_user_id)
+        note_slack_identity(connection.pk, team_id=identity.team_id, bot_user_id=identity.bot_user_id)
+    audit.record(
+        "connection.token_tested",
+        actor_id=actor,
+        subject=connection.subject,
+        details={"ok": tested.ok, "team_id": tested.team_id, "error": tested.error},
+    )
+    return tested
 
 
 def forget_noted_identities() -> None:

@@ -13,7 +13,7 @@ from django.http import HttpRequest
 # (section, its app index or "" when it spans apps, the models in the order shown as app_label.model)
 INDEX_SECTIONS: list[tuple[str, str, list[str]]] = [
     ("Bindings", "bindings", ["bindings.binding", "bindings.connection"]),
-    ("Activity", "", ["threads.session", "threads.turn", "interactions.interaction"]),
+    ("Activity", "", ["threads.session", "threads.turn", "interactions.interaction", "alerts.alert"]),
     ("Audit", "audit", ["audit.auditevent"]),
 ]
 

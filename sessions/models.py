@@ -125,7 +125,13 @@ class Turn(models.Model):
                 fields=["connection", "channel_id", "message_ts"], name="one_turn_per_message"
             )
         ]
-        indexes = [models.Index(fields=["session", "state", "message_ts"])]
+        indexes = [
+            models.Index(fields=["session", "state", "message_ts"]),
+            # A Binding's live page charts the last hour (kourier/live_state.py): turns ended, and
+            # turns taken, in it; without these it would read every turn of the Binding's sessions.
+            models.Index(fields=["ended_at"], name="turn_ended_at"),
+            models.Index(fields=["created_at"], name="turn_created_at"),
+        ]
 
     def __str__(self) -> str:
         return f"turn {self.channel_id}/{self.message_ts}"

@@ -9,6 +9,7 @@ from django.contrib.auth.models import Permission, User
 from django.utils import timezone
 from factory.django import DjangoModelFactory
 
+from alerts.models import Alert
 from bindings.models import Binding, BindingChannel, Connection
 from interactions.models import Interaction
 from kourier.slack.outbox import PostKind
@@ -124,6 +125,24 @@ class InteractionFactory(DjangoModelFactory[Interaction]):
     kind = Interaction.Kind.QUESTION
     pause = factory.LazyFunction(dict)
     deadline = factory.LazyFunction(lambda: timezone.now() + timedelta(hours=1))
+
+
+# --- alerts ------------------------------------------------------------------------------------------
+
+
+class AlertFactory(DjangoModelFactory[Alert]):
+    """An alert thread of one alert, firing, its message not yet posted."""
+
+    class Meta:
+        model = Alert
+
+    binding = factory.SubFactory(BindingFactory)
+    trigger = "prometheus"
+    key = factory.Sequence(lambda n: f"fingerprint-{n}")
+    title = "PodCrashLooping"
+    channel_id = "C0123456789"
+    first_fired_at = factory.LazyFunction(timezone.now)
+    message_text = "PodCrashLooping"
 
 
 # --- people of the admin -----------------------------------------------------------------------------

@@ -44,7 +44,8 @@ The sync client (``web_client``) follows the same budgets and retries, without t
 posts are not in threads.
 
 Every call is counted once by method and how it ended (``call_outcome``), and every 429 Slack
-answers by method (kourier/metrics.py).
+answers by method (kourier/metrics.py). A failure an operator should see is kept as the workspace's
+last (failures.py), for a Binding's live page.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ from slack_sdk.web.slack_response import SlackResponse
 
 from kourier import metrics, shared_cache
 
+from . import failures
 from .threads import find_post, find_started_stream
 
 logger = logging.getLogger(__name__)
@@ -477,7 +479,11 @@ class KourierAsyncWebClient(AsyncWebClient):
         try:
             response = await self._call_with_retries(api_method, **kwargs)
         except Exception as exc:
-            metrics.slack_call(api_method, call_outcome(exc))
+            outcome, error = call_outcome(exc), _fault_name(exc)
+            metrics.slack_call(api_method, outcome)
+            if failures.worth_showing(outcome, error):
+                at = self._clock()
+                await shared_cache.arun(lambda: failures.remember(self.workspace, api_method, error, at))
             raise
         metrics.slack_call(api_method, CALL_OK)
         return response
@@ -606,7 +612,10 @@ class KourierWebClient(WebClient):
         try:
             response = self._call_with_retries(api_method, **kwargs)
         except Exception as exc:
-            metrics.slack_call(api_method, call_outcome(exc))
+            outcome, error = call_outcome(exc), _fault_name(exc)
+            metrics.slack_call(api_method, outcome)
+            if failures.worth_showing(outcome, error):
+                failures.remember(self.workspace, api_method, error, self._clock())
             raise
         metrics.slack_call(api_method, CALL_OK)
         return response

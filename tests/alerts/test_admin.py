@@ -11,7 +11,7 @@ from alerts.models import Alert
 from alerts.payloads import AlertNotice, AlertStatus, Notification
 from bindings.manifest import TriggerKind, TriggerSpec
 from sessions.identity import SYSTEM_IDENTITY
-from tests.factories import BindingFactory, TurnFactory
+from tests.factories import BindingFactory, StaffUserFactory, TurnFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -57,3 +57,35 @@ def test_an_alert_threads_turn_is_filed_under_the_system_identity(admin_client):
     page = admin_client.get(reverse("admin:threads_turn_change", args=[turn.pk])).content.decode()
 
     assert SYSTEM_IDENTITY in page
+
+
+def test_each_thread_links_to_slack_and_says_how_its_delivery_failed(admin_client):
+    binding = BindingFactory(channels=["C0123456789"], connection__team_id="T0001")
+    group(binding, "DiskFull", "db-1")
+    group(binding, "CpuHigh", "web-1")
+    posted, failed = Alert.objects.get(title="DiskFull"), Alert.objects.get(kind=Alert.Kind.STORM)
+    Alert.objects.filter(pk=posted.pk).update(root_ts="1700000000.000100")
+    Alert.objects.filter(pk=failed.pk).update(delivery_failed=True, last_delivery_error="channel_not_found")
+
+    page = admin_client.get(reverse("admin:alerts_alert_changelist")).content.decode()
+
+    thread = "https://app.slack.com/client/T0001/C0123456789/thread/C0123456789-1700000000.000100"
+    assert f'<a href="{thread}" target="_blank" rel="noopener">open in Slack</a>' in page
+    assert '<span class="delivery-failed">failed: channel_not_found</span>' in page
+
+
+def test_deliver_again_clears_a_failure_for_those_who_may_change_alerts(admin_client, client):
+    binding = BindingFactory(channels=["C0123456789"])
+    group(binding, "DiskFull", "db-1")
+    alert = Alert.objects.get()
+    Alert.objects.filter(pk=alert.pk).update(delivery_failed=True, last_delivery_error="not_in_channel")
+    client.force_login(StaffUserFactory(permissions=["alerts.view_alert"]))
+    changelist = reverse("admin:alerts_alert_changelist")
+    action = {"action": "deliver_again", "_selected_action": [alert.pk]}
+
+    client.post(changelist, action)
+    assert Alert.objects.get().delivery_failed
+    response = admin_client.post(changelist, action, follow=True)
+
+    assert not Alert.objects.get().delivery_failed
+    assert "1 alert to deliver again." in response.content.decode()

@@ -2,6 +2,8 @@
 or held in the hour's storm thread), what each thread owes, and how ``deliver`` makes its posts and
 starts its session through the outbox, against the Slack fake."""
 
+import functools
+import logging
 import threading
 from datetime import UTC, datetime, timedelta
 
@@ -14,6 +16,7 @@ from alerts.models import Alert, AlertMember, AlertOccurrence, AlertPost
 from alerts.payloads import AlertNotice, AlertStatus, Notification
 from bindings.manifest import ThreadPer, TriggerKind, TriggerSpec
 from kourier.simulator import defaults
+from kourier.slack import clients
 from sessions.identity import SYSTEM_IDENTITY
 from sessions.models import Session, ThreadNote, Turn
 from tests.factories import BindingFactory
@@ -359,6 +362,134 @@ def test_every_alert_of_a_storm_is_a_row(binding):
 
     assert (AlertMember.objects.count(), AlertOccurrence.objects.count()) == (5, 5)
     assert Alert.objects.filter(storm__isnull=False).count() == 4
+
+
+# --- Delivery's faults ----------------------------------------------------------------------------------
+
+QUICK = clients.RetryPolicy(backoff=0.01, max_backoff=0.02)
+
+
+@pytest.fixture
+def quick_slack(monkeypatch):
+    """The Slack client's own retries, without their waits."""
+    monkeypatch.setattr(
+        services, "async_web_client", functools.partial(clients.async_web_client, policy=QUICK)
+    )
+
+
+def delivery_logs(caplog):
+    return [
+        (record.levelno, record.getMessage(), getattr(record, "error", None), record.exc_info)
+        for record in caplog.records
+        if record.name == "alerts.services" and record.getMessage().startswith("alert.delivery")
+    ]
+
+
+def wait_after_a_failed_delivery(thread: Alert) -> timedelta:
+    """Delivers the alert, which fails; how long from before the attempt until it is tried again."""
+    before = timezone.now()
+    assert not services.deliver(thread.pk)
+    thread.refresh_from_db()
+    assert thread.next_delivery_at is not None
+    return thread.next_delivery_at - before
+
+
+@pytest.mark.parametrize("error", ["channel_not_found", "not_in_channel", "invalid_auth", "is_archived"])
+def test_an_alert_slack_refuses_for_good_fails_with_why_logged_once_and_no_sweep_tries_again(
+    binding, slack_fake, caplog, error
+):
+    slack_fake.fail("chat.postMessage", error, times=None)
+    take(binding, pod("web-1"))
+    thread = Alert.objects.get()
+
+    with caplog.at_level(logging.INFO, logger="alerts.services"):
+        delivered = services.deliver(thread.pk)
+        owing = services.alerts_owing_posts(timezone.now() + timedelta(days=1))
+        again = services.deliver(thread.pk)
+
+    thread.refresh_from_db()
+    assert (delivered, again, owing) == (False, False, [])
+    assert (thread.delivery_failed, thread.last_delivery_error, thread.root_ts) == (True, error, "")
+    assert thread.last_delivery_failed_at is not None
+    assert slack_fake.count("chat.postMessage") == 1
+    assert delivery_logs(caplog) == [(logging.ERROR, "alert.delivery_failed", error, None)]
+
+
+def test_an_alert_whose_bot_token_is_not_set_fails_naming_the_variable(binding, monkeypatch):
+    monkeypatch.delenv("SLACK_BOT_TOKEN")
+    take(binding, pod("web-1"))
+    thread = Alert.objects.get()
+
+    assert not services.deliver(thread.pk)
+
+    thread.refresh_from_db()
+    assert (thread.delivery_failed, thread.last_delivery_error) == (
+        True,
+        "spec.botToken: SLACK_BOT_TOKEN is not set",
+    )
+
+
+def test_a_transient_failure_is_tried_again_by_the_sweep_after_a_backoff_that_doubles(
+    binding, slack_fake, caplog, quick_slack
+):
+    fault = slack_fake.fail("chat.postMessage", "http_503", times=None)
+    take(binding, pod("web-1"))
+    thread = Alert.objects.get()
+
+    with caplog.at_level(logging.INFO, logger="alerts.services"):
+        first_wait = wait_after_a_failed_delivery(thread)
+        calls = slack_fake.count("chat.postMessage")
+        assert not services.deliver(thread.pk)  # within the backoff: not tried
+        assert slack_fake.count("chat.postMessage") == calls
+        assert services.alerts_owing_posts(timezone.now()) == []
+        assert services.alerts_owing_posts(thread.next_delivery_at) == [thread.pk]
+
+        Alert.objects.filter(pk=thread.pk).update(next_delivery_at=timezone.now())
+        second_wait = wait_after_a_failed_delivery(thread)
+
+        slack_fake.clear_faults()
+        Alert.objects.filter(pk=thread.pk).update(next_delivery_at=timezone.now())
+        assert services.deliver(thread.pk)
+
+    assert fault.hits >= 2
+    assert timedelta(seconds=29) < first_wait <= timedelta(seconds=31)
+    assert timedelta(seconds=59) < second_wait <= timedelta(seconds=61)
+    thread.refresh_from_db()
+    assert (thread.delivery_failed, thread.delivery_failures, thread.next_delivery_at) == (False, 0, None)
+    assert thread.root_ts
+    assert thread.last_delivery_error == "internal_error"  # the 503's body
+    assert (
+        delivery_logs(caplog)
+        == [(logging.WARNING, "alert.delivery_deferred", thread.last_delivery_error, None)] * 2
+    )
+
+
+def test_the_backoff_doubles_up_to_an_hour():
+    assert [services.delivery_backoff(n).total_seconds() for n in (1, 2, 3, 8, 20)] == [
+        30,
+        60,
+        120,
+        3600,
+        3600,
+    ]
+
+
+def test_delivering_again_an_alert_given_up_on_posts_it_once_the_channel_is_fixed(
+    binding, slack_fake, django_capture_on_commit_callbacks
+):
+    slack_fake.fail("chat.postMessage", "not_in_channel")
+    take(binding, pod("web-1"))
+    thread = Alert.objects.get()
+    services.deliver(thread.pk)
+
+    with django_capture_on_commit_callbacks() as callbacks:
+        assert services.deliver_again([thread.pk]) == 1
+    assert enqueued(callbacks) == [("deliver_alert", (thread.pk,))]
+    assert services.deliver(thread.pk)
+
+    thread.refresh_from_db()
+    assert (thread.delivery_failed, thread.last_delivery_error) == (False, "not_in_channel")
+    assert slack_fake.thread(defaults.CHANNEL_ID, thread.root_ts)[0].text == thread.message_text
 
 
 # --- Races (PostgreSQL) -------------------------------------------------------------------------------

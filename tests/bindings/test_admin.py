@@ -11,10 +11,16 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.formats import date_format
 
+from alerts.models import Alert
+from audit.models import AuditEvent
 from bindings import manifest
 from bindings.models import Binding, Connection
+from kourier.simulator import defaults
+from kourier.slack import failures
+from kourier.slack.clients import connection_workspace
 from sessions.models import Turn
 from tests.factories import (
+    AlertFactory,
     BindingFactory,
     ConnectionFactory,
     InteractionFactory,
@@ -453,6 +459,97 @@ def test_a_binding_with_approver_groups_has_no_warning(admin_client, acme):
     assert messages_of(response) == []
 
 
+def test_saving_a_binding_warns_of_an_unset_header_variable_and_an_agent_card_it_cannot_fetch(
+    admin_client, acme, monkeypatch
+):
+    monkeypatch.delenv("OPS_AGENT_TOKEN", raising=False)
+
+    response = admin_client.post(
+        reverse("admin:bindings_binding_add"),
+        binding_form(agent_headers="Authorization: OPS_AGENT_TOKEN"),
+        follow=True,
+    )
+
+    assert Binding.objects.filter(name="ops").exists()
+    assert messages_of(response)[:2] == [
+        'Binding "ops": spec.agent.headers.Authorization.fromEnv: OPS_AGENT_TOKEN is not set in this process',
+        'Binding "ops": spec.agent.url: the agent card cannot be fetched (GET agent card: cannot connect '
+        "(ConnectError)); turns fail until it can",
+    ]
+
+
+def test_a_connections_page_warns_of_each_variable_unset_in_this_process(admin_client, acme, monkeypatch):
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-set")
+    monkeypatch.delenv("SLACK_SIGNING_SECRET", raising=False)
+
+    response = admin_client.get(reverse("admin:bindings_connection_change", args=[acme.pk]))
+
+    assert messages_of(response) == [
+        'Connection "acme": spec.signingSecret.fromEnv: SLACK_SIGNING_SECRET is not set in this process'
+    ]
+
+
+# --- Test token ----------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def slack_connection(acme, slack_fake, settings, monkeypatch):
+    settings.SLACK_API_URL = slack_fake.url
+    monkeypatch.setenv("SLACK_BOT_TOKEN", slack_fake.bot_token)
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", defaults.SIGNING_SECRET)
+    return acme
+
+
+def test_testing_a_token_shows_its_workspace_keeps_it_and_audits_the_test_not_the_token(
+    admin_client, slack_connection, slack_fake
+):
+    page = admin_client.get(reverse("admin:bindings_connection_change", args=[slack_connection.pk]))
+    test_token = reverse("admin:bindings_connection_test_token", args=[slack_connection.pk])
+
+    response = admin_client.post(test_token, follow=True)
+
+    assert f'action="{test_token}"' in page.content.decode()
+    assert messages_of(response) == ["The bot token works: workspace Kourier Test (T0001), bot user U0BOT."]
+    assert slack_fake.bot_token not in response.content.decode()
+    slack_connection.refresh_from_db()
+    assert (slack_connection.team_id, slack_connection.bot_user_id) == ("T0001", "U0BOT")
+    event = AuditEvent.objects.get(action="connection.token_tested")
+    assert (event.actor_id, event.subject, event.details) == (
+        "admin:admin",
+        'Connection "acme"',
+        {"ok": True, "team_id": "T0001", "error": ""},
+    )
+
+
+@pytest.mark.parametrize("error", ["invalid_auth", "token_revoked"])
+def test_a_token_slack_refuses_is_said_with_slacks_error(admin_client, slack_connection, slack_fake, error):
+    slack_fake.fail("auth.test", error)
+
+    response = admin_client.post(
+        reverse("admin:bindings_connection_test_token", args=[slack_connection.pk]), follow=True
+    )
+
+    assert messages_of(response) == [f"The bot token does not work: Slack answered {error}."]
+    assert AuditEvent.objects.get(action="connection.token_tested").details["ok"] is False
+
+
+def test_a_token_whose_variable_is_not_set_is_said_without_calling_slack(admin_client, acme, monkeypatch):
+    monkeypatch.delenv("SLACK_BOT_TOKEN", raising=False)
+
+    response = admin_client.post(reverse("admin:bindings_connection_test_token", args=[acme.pk]), follow=True)
+
+    assert "The bot token does not work: SLACK_BOT_TOKEN is not set in this process." in messages_of(response)
+
+
+def test_testing_a_token_is_a_post_by_someone_who_may_change_the_connection(client, admin_client, acme):
+    test_token = reverse("admin:bindings_connection_test_token", args=[acme.pk])
+    client.force_login(StaffUserFactory(permissions=["bindings.view_connection"]))
+
+    assert admin_client.get(test_token).status_code == 405
+    assert client.post(test_token).status_code == 403
+    assert not AuditEvent.objects.filter(action="connection.token_tested").exists()
+
+
 # --- Secrets -----------------------------------------------------------------------------------------
 
 
@@ -512,6 +609,30 @@ def test_the_live_page_shows_sessions_turns_pending_interactions_and_the_last_fa
     assert "4\xa0minutes ago" in content
 
 
+def test_the_live_page_shows_slack_and_alert_failures_a_chart_of_the_hour_and_reloads_until_paused(
+    admin_client,
+):
+    existing = BindingFactory(name="ops")
+    now = timezone.now()
+    failures.remember(connection_workspace(existing.connection_id), "chat.postMessage", "not_in_channel")
+    alert = AlertFactory(binding=existing)
+    Alert.objects.filter(pk=alert.pk).update(
+        delivery_failed=True, last_delivery_error="channel_not_found", last_delivery_failed_at=now
+    )
+    TurnFactory(session__binding=existing, state=Turn.State.DONE, outcome="completed", ended_at=now)
+
+    page = admin_client.get(live_url(existing)).content.decode()
+    paused = admin_client.get(live_url(existing) + "?refresh=off").content.decode()
+
+    assert "not_in_channel (chat.postMessage)" in page
+    assert f'<a href="/admin/alerts/alert/{alert.pk}/change/">channel_not_found</a>' in page
+    assert "(given up)" in page
+    assert f"{timezone.localtime(now):%H:%M} completed: 1</title></rect>" in page
+    assert '<meta http-equiv="refresh" content="30">' in page
+    assert 'http-equiv="refresh"' not in paused
+    assert '<a href="?">Resume</a>' in paused
+
+
 def test_the_live_page_of_a_binding_that_is_gone_is_not_found(admin_client):
     assert admin_client.get(reverse("admin:bindings_binding_live", args=[999])).status_code == 404
 
@@ -547,8 +668,6 @@ def test_staff_who_may_change_a_binding_cannot_change_its_agents_address_or_head
 
 
 def test_a_superuser_changes_the_agents_address_and_the_audit_says_who(admin_client, admin_user, acme):
-    from audit.models import AuditEvent
-
     existing = BindingFactory(
         name="ops", connection=acme, channels=["C0123456789"], agent_url="http://127.0.0.1:8083/"
     )

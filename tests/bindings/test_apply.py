@@ -319,19 +319,59 @@ def test_the_apply_command_refuses_a_file_it_cannot_read(tmp_path):
         call_command("apply", "-f", str(tmp_path / "missing.yaml"))
 
 
-def test_the_apply_command_prints_warnings_to_standard_error(tmp_path, capsys):
+@pytest.fixture
+def connection_variables(monkeypatch):
+    """The example Connection's variables, set in this process."""
+    for variable in ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN"):
+        monkeypatch.setenv(variable, "set")
+
+
+@pytest.mark.parametrize("dry_run", [False, True], ids=["applied", "dry run"])
+def test_the_apply_command_warns_of_an_unset_variable_and_an_agent_card_it_cannot_fetch_and_applies(
+    tmp_path, capsys, monkeypatch, connection_variables, dry_run
+):
+    monkeypatch.delenv("SLACK_APP_TOKEN")
+    monkeypatch.delenv("OPS_AGENT_TOKEN", raising=False)
     path = tmp_path / "ops.yaml"
     path.write_text(EXAMPLE.replace("toolApprovals: false", "toolApprovals: true"))
 
-    call_command("apply", "-f", str(path))
+    call_command("apply", "-f", str(path), *(["--dry-run"] if dry_run else []))
 
     captured = capsys.readouterr()
-    assert captured.err == (
+    assert captured.err.splitlines() == [
         'Warning: Binding "ops": spec.interactions.toolApprovals is true but approverGroups is empty: '
-        "any non-bot member of the channel may decide approvals\n"
-    )
+        "any non-bot member of the channel may decide approvals",
+        'Warning: Connection "acme": spec.appToken.fromEnv: SLACK_APP_TOKEN is not set in this process',
+        'Warning: Binding "ops": spec.agent.headers.Authorization.fromEnv: OPS_AGENT_TOKEN is not set in '
+        "this process",
+        'Warning: Binding "ops": spec.agent.url: the agent card cannot be fetched (GET agent card: cannot '
+        "connect (ConnectError)); turns fail until it can",
+    ]
     assert "Warning" not in captured.out
-    assert Binding.objects.get(name="ops").tool_approvals
+    assert Binding.objects.filter(name="ops", tool_approvals=True).exists() is not dry_run
+
+
+def test_an_agent_whose_card_is_served_and_variables_that_are_set_draw_no_warning(
+    a2a_agent, monkeypatch, connection_variables
+):
+    monkeypatch.setenv("OPS_AGENT_TOKEN", "set")
+    text = EXAMPLE.replace("http://127.0.0.1:8083/", f"{a2a_agent.url}/")
+
+    result = services.apply_manifests(text)
+
+    assert (result.ok, result.warnings) == (True, [])
+
+
+def test_a_triggers_token_variable_that_is_not_set_is_warned_of_by_its_place(monkeypatch):
+    monkeypatch.delenv("ALERTS_TOKEN", raising=False)
+    document = binding(
+        triggers=[{"name": "prometheus", "kind": "alertmanager", "token": {"fromEnv": "ALERTS_TOKEN"}}]
+    )
+    validation = manifest.validate([manifest.Document(data=document)], connections=["acme"])
+
+    assert [str(w) for w in services.unset_variable_warnings(validation)] == [
+        'Binding "ops": spec.triggers[0].token.fromEnv: ALERTS_TOKEN is not set in this process'
+    ]
 
 
 def test_the_export_command_prints_manifests_that_apply_back_unchanged(tmp_path, capsys):

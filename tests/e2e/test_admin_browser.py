@@ -2,8 +2,9 @@
 product's web process (Daphne) over HTTP.
 
 They log in, add a Binding with a mistake and see the error next to its field, fix it and see the
-warning about toolApprovals without approverGroups, open the Binding's live page, browse, filter and
-export the audit, and find no way to edit or delete an audit row.
+warnings about toolApprovals without approverGroups and an agent card that cannot be fetched, open the
+Binding's live page (its chart of the hour, reloading itself until paused), browse, filter and export
+the audit, and find no way to edit or delete an audit row.
 
 Playwright's own browser download cannot be fetched here, so it drives the Chromium at
 KOURIER_CHROMIUM (default: ``chromium`` on PATH). Without Playwright or Chromium the test is skipped,
@@ -159,8 +160,9 @@ def add_a_binding_with_a_mistake_then_fix_it(page: Any) -> None:
 
     page.fill("#id_interaction_timeout", "30m")
     page.click('input[name="_continue"]')
+    # Saved, with what deserves a look: approvals open to anyone, and an agent not up (yet).
     expect(page.locator(".messagelist .warning")).to_contain_text(
-        "toolApprovals is true but approverGroups is empty"
+        ["toolApprovals is true but approverGroups is empty", "the agent card cannot be fetched"]
     )
     with synchronous_orm_calls():
         saved = Binding.objects.get(name="ops")
@@ -188,10 +190,18 @@ def watch_its_live_state(page: Any, screenshots: Path) -> None:
     assert row_value(page, "#live-now", "Turns queued") == "1"
     assert row_value(page, "#live-now", "Turns running") == "1"
     assert row_value(page, "#live-now", "Interactions pending") == "1"
-    assert row_value(page, "#live-now", "Last failure").startswith("unreachable at ")
+    assert row_value(page, "#live-now", "Last agent failure").startswith("unreachable at ")
     expect(page.locator("#pending-interactions tbody tr")).to_have_count(1)
     expect(page.locator("#pending-interactions tbody tr")).to_contain_text("C0123456789")
+    # The hour's chart, drawn by the server: the failed turn is a red bar with its minute and outcome.
+    expect(page.locator("#turns-chart svg rect")).to_have_count(1)
+    assert page.locator("#turns-chart svg rect title").text_content().endswith(" unreachable: 1")
+    # It reloads itself until the operator pauses it to read.
+    expect(page.locator('meta[http-equiv="refresh"]')).to_have_count(1)
     page.screenshot(path=screenshots / "binding-live.png", full_page=True)
+    page.click("#live-refresh a:text-is('Pause')")
+    expect(page.locator('meta[http-equiv="refresh"]')).to_have_count(0)
+    expect(page.locator("#live-refresh")).to_contain_text("paused")
 
 
 def browse_filter_and_export_the_audit(page: Any) -> None:

@@ -33,7 +33,7 @@ def test_the_index_lists_bindings_then_activity_then_the_audit_then_the_rest(adm
 
     assert listed[:3] == [
         ("Bindings", ["Bindings", "Connections"]),
-        ("Activity", ["Sessions", "Turns", "Interactions"]),
+        ("Activity", ["Sessions", "Turns", "Interactions", "Alerts"]),
         ("Audit", ["Audit events"]),
     ]
     assert ("Authentication and Authorization", ["Groups", "Users"]) in listed[3:]

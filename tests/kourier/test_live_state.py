@@ -7,10 +7,20 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from alerts.models import Alert
 from interactions.models import Interaction
-from kourier.live_state import binding_live_state, read_live_state
+from kourier.live_state import AlertFailure, binding_live_state, read_live_state
+from kourier.slack import failures
+from kourier.slack.clients import connection_workspace
 from sessions.models import PostIntent, Turn
-from tests.factories import BindingFactory, InteractionFactory, PostIntentFactory, SessionFactory, TurnFactory
+from tests.factories import (
+    AlertFactory,
+    BindingFactory,
+    InteractionFactory,
+    PostIntentFactory,
+    SessionFactory,
+    TurnFactory,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -143,3 +153,43 @@ def test_the_last_failure_is_the_most_recently_ended_failed_turn_with_its_outcom
 
     assert failure is not None
     assert (failure.turn_id, failure.outcome, failure.at) == (latest.pk, "crashed", latest.ended_at)
+
+
+def test_the_last_hours_turns_are_counted_per_minute_by_outcome_and_timed_to_their_first_reply(binding):
+    now = timezone.now()
+    session = SessionFactory(binding=binding)
+    for outcome in ("completed", "completed", "unreachable"):
+        TurnFactory(session=session, state=Turn.State.DONE, outcome=outcome, ended_at=now)
+    TurnFactory(
+        session=session, state=Turn.State.DONE, outcome="completed", ended_at=now - timedelta(hours=2)
+    )
+    TurnFactory(state=Turn.State.DONE, outcome="completed", ended_at=now)  # another Binding's
+    replied = TurnFactory(session=session, state=Turn.State.RUNNING)
+    TurnFactory(session=session, state=Turn.State.RUNNING, reply_ts="")  # no reply yet
+    replied_ts = f"{replied.created_at.timestamp() + 3.5:.6f}"
+    Turn.objects.filter(pk=replied.pk).update(reply_ts=replied_ts)
+
+    state = binding_live_state(binding.pk, now=now)
+
+    assert [(e.outcome, e.count) for e in state.turns_chart.legend] == [("completed", 2), ("unreachable", 1)]
+    assert (state.reply_chart.replies, state.reply_chart.median_seconds) == (1, 3.5)
+
+
+def test_the_last_slack_failure_is_its_connections_and_the_last_alert_failure_its_own(binding):
+    now = timezone.now()
+    workspace = connection_workspace(binding.connection_id)
+    failures.remember(workspace, "chat.postMessage", "not_in_channel", at=now.timestamp())
+    thread = AlertFactory(binding=binding)
+    Alert.objects.filter(pk=thread.pk).update(
+        delivery_failed=True, last_delivery_error="channel_not_found", last_delivery_failed_at=now
+    )
+    other = AlertFactory()  # another Binding's, more recent
+    Alert.objects.filter(pk=other.pk).update(last_delivery_error="ratelimited", last_delivery_failed_at=now)
+
+    state = binding_live_state(binding.pk, now=now)
+
+    assert (state.last_slack_failure.method, state.last_slack_failure.error) == (
+        "chat.postMessage",
+        "not_in_channel",
+    )
+    assert state.last_alert_failure == AlertFailure(thread.pk, "channel_not_found", now, given_up=True)

@@ -11,6 +11,7 @@ from django.test import override_settings
 from slack_sdk.errors import SlackApiError
 
 from kourier.simulator import defaults
+from kourier.slack import failures
 from kourier.slack.clients import (
     PACE_WINDOW_SECONDS,
     RetryPolicy,
@@ -424,3 +425,36 @@ def test_a_call_that_failed_is_counted_by_why(slack_fake, client_for, fault, out
         call(client_for("async"), "reactions_remove", channel=defaults.CHANNEL_ID, timestamp="1.2", name="x")
 
     assert sample("kourier_slack_calls_total", method="reactions.remove", outcome=outcome) == before + 1
+
+
+# -- the last failure an operator should see ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_refusal_that_names_a_fault_of_the_setup_is_kept_as_the_workspaces_last_failure(
+    slack_fake, client_for, kind
+):
+    workspace = f"connection-{uuid.uuid4().hex}"
+    client = client_for(kind, workspace=workspace)
+    slack_fake.fail("reactions.add", "already_reacted")  # expected and handled: not shown
+    slack_fake.fail("chat.postMessage", "not_in_channel")
+
+    with pytest.raises(SlackApiError):
+        call(client, "reactions_add", channel=defaults.CHANNEL_ID, timestamp="1.1", name="eyes")
+    assert failures.last_failure(workspace) is None
+    with pytest.raises(SlackApiError):
+        call(client, "chat_postMessage", channel=defaults.CHANNEL_ID, text="hello")
+
+    kept = failures.last_failure(workspace)
+    assert (kept.method, kept.error) == ("chat.postMessage", "not_in_channel")
+
+
+def test_a_call_slack_never_answered_is_kept_as_the_workspaces_last_failure(slack_fake, client_for):
+    workspace = f"connection-{uuid.uuid4().hex}"
+    slack_fake.fail("users.info", "http_503", times=None)
+
+    with pytest.raises(SlackApiError):
+        call(client_for("async", workspace=workspace), "users_info", user=defaults.ADA)
+
+    kept = failures.last_failure(workspace)
+    assert (kept.method, kept.error) == ("users.info", "internal_error")
