@@ -2,6 +2,8 @@ from typing import Any
 
 from .models import AuditEvent
 
+DJANGO_USER = "django-user"  # a decision made outside Slack: actor_id is the Django username
+
 
 def record(
     action: str,
@@ -10,12 +12,14 @@ def record(
     actor_id: str = "",
     subject: str = "",
     details: dict[str, Any] | None = None,
+    actor_kind: str | None = None,
 ) -> AuditEvent:
-    """Appends one audit row. An empty actor_id means the system acted (a sweep, a trigger)."""
+    """Appends one audit row. An empty actor_id means the system acted (a sweep, a trigger); otherwise
+    a Slack user did, unless ``actor_kind`` says a Django user (``DJANGO_USER``) did."""
     return AuditEvent.objects.create(
         action=action,
         binding_name=binding_name,
-        actor_kind="user" if actor_id else "system",
+        actor_kind=actor_kind or ("user" if actor_id else "system"),
         actor_id=actor_id,
         subject=subject,
         details=details or {},

@@ -247,6 +247,8 @@ class InteractionsSpec:
     tool_approvals: bool = DEFAULT_TOOL_APPROVALS
     approver_groups: tuple[str, ...] = ()  # in the order given: membership is read in that order
     timeout: timedelta = DEFAULT_INTERACTION_TIMEOUT
+    # Beyond the spec (issue 21): remind the approvers this long before the deadline; None: never.
+    remind_before: timedelta | None = None
 
 
 @dataclass(frozen=True)
@@ -387,7 +389,7 @@ AGENT_FIELDS = ("url", "kagent", "dialect", "protocolVersion", "headers", "userI
 KAGENT_FIELDS = ("controller", "namespace", "name")
 CHAT_FIELDS = ("threadReplies", "acknowledgment", "progress")
 ACKNOWLEDGMENT_FIELDS = ("enabled", "emoji")
-INTERACTIONS_FIELDS = ("askUser", "toolApprovals", "approverGroups", "timeout")
+INTERACTIONS_FIELDS = ("askUser", "toolApprovals", "approverGroups", "timeout", "remindBefore")
 SESSION_FIELDS = ("threadTTL",)
 REPLIES_FIELDS = ("allowMentions", "maxMessages")
 DOCUMENT_FIELDS = ("apiVersion", "kind", "metadata", "spec")
@@ -1087,12 +1089,30 @@ def _read_interactions(check: _Checker, value: Any) -> InteractionsSpec | None:
         groups = read
         if groups_value and _get(section, "toolApprovals") is not True:
             check.error(path, "approver groups need toolApprovals: true")
+    remind_before = _read_remind_before(check, section, timeout)
     return InteractionsSpec(
         ask_user=ask_user,
         tool_approvals=tool_approvals,
         approver_groups=tuple(group for _, group in groups),
         timeout=timeout,
+        remind_before=remind_before,
     )
+
+
+def _read_remind_before(check: _Checker, section: dict[str, Any], timeout: timedelta) -> timedelta | None:
+    value = _get(section, "remindBefore")
+    if value is _MISSING:
+        return None
+    path = "spec.interactions.remindBefore"
+    remind_before = check.duration(value, path, timedelta(0))  # refused: the zero is never used
+    if _get(section, "toolApprovals") is not True:
+        check.error(path, "a reminder needs toolApprovals: true")
+    elif remind_before >= timeout:
+        check.error(
+            path,
+            f"must be shorter than spec.interactions.timeout ({format_duration(timeout)}) (got {_show(value)})",
+        )
+    return remind_before
 
 
 def binding_warnings(spec: BindingSpec) -> list[ManifestWarning]:
@@ -1171,7 +1191,7 @@ def validate(
 _FIELD_ORDER = [
     "apiVersion", "kind", "metadata", "spec.connection", "spec.channels", "spec.agent.url", "spec.agent.kagent", "spec.agent.dialect",
     "spec.agent.protocolVersion", "spec.agent.headers", "spec.agent.userIdentity", "spec.output", "spec.chat", "spec.interactions.askUser",
-    "spec.interactions.toolApprovals", "spec.interactions.approverGroups", "spec.interactions.timeout",
+    "spec.interactions.toolApprovals", "spec.interactions.approverGroups", "spec.interactions.timeout", "spec.interactions.remindBefore",
     "spec.session", "spec.triggers", "spec.replies", "spec.budget", "spec.botToken", "spec.signingSecret", "spec.appToken", "spec",
 ]  # fmt: skip
 
@@ -1242,6 +1262,11 @@ def binding_manifest(spec: BindingSpec) -> dict[str, Any]:
                 "toolApprovals": interactions.tool_approvals,
                 "approverGroups": _FlowList(interactions.approver_groups),
                 "timeout": format_duration(interactions.timeout),
+                **(
+                    {"remindBefore": format_duration(interactions.remind_before)}
+                    if interactions.remind_before is not None
+                    else {}
+                ),
             },
             "session": {"threadTTL": format_duration(spec.session.thread_ttl)},
             "triggers": [_trigger_manifest(trigger) for trigger in spec.triggers],
