@@ -118,7 +118,7 @@ def decide(
     now = now or timezone.now()
     if not user.is_active or not user.has_perm(PERMISSION):
         raise NotDecided(
-            f"{user.get_username() or 'This user'} may not decide tool approvals: "
+            f"The Django user {user.get_username()!r} may not decide tool approvals: "
             f"it takes the {PERMISSION} permission."
         )
     interaction = Interaction.objects.select_related("session__binding").filter(pk=interaction_id).first()
