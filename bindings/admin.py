@@ -150,7 +150,15 @@ class BindingAdmin(ManifestAdmin):
         ),
         (
             "Interactions",
-            {"fields": ["ask_user", "tool_approvals", "approver_groups", "interaction_timeout"]},
+            {
+                "fields": [
+                    "ask_user",
+                    "tool_approvals",
+                    "approver_groups",
+                    "interaction_timeout",
+                    "remind_before",
+                ]
+            },
         ),
         ("Session", {"fields": ["thread_ttl"]}),
         ("Replies", {"fields": ["allow_mentions", "max_messages"]}),

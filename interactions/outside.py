@@ -17,7 +17,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser
 from django.utils import timezone
 
 from . import approvals, services
@@ -105,7 +106,7 @@ def verdicts_for(
 
 def decide(
     interaction_id: int,
-    user: AbstractBaseUser | AnonymousUser,
+    user: AbstractBaseUser | AnonymousUser,  # with PermissionsMixin's has_perm, as Django's User
     *,
     where: str,
     approve: Iterable[str] = (),
@@ -116,7 +117,7 @@ def decide(
 ) -> Taken:
     """Decides an open tool approval as ``user``, from ``where`` (``ADMIN`` or ``CLI``)."""
     now = now or timezone.now()
-    if not user.is_active or not user.has_perm(PERMISSION):
+    if not user.is_active or not user.has_perm(PERMISSION):  # type: ignore[attr-defined,union-attr]
         raise NotDecided(
             f"The Django user {user.get_username()!r} may not decide tool approvals: "
             f"it takes the {PERMISSION} permission."

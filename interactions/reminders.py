@@ -66,7 +66,7 @@ def due(*, now: datetime | None = None) -> list[int]:
         for pk, deadline, remind_before in candidates.values_list(
             "pk", "deadline", "session__binding__remind_before"
         ).order_by("deadline")
-        if deadline - remind_before <= now
+        if remind_before is not None and deadline - remind_before <= now
     ]
 
 

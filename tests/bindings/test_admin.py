@@ -587,3 +587,19 @@ def test_the_admin_form_refuses_a_header_variable_the_operator_did_not_list(admi
 def test_the_triggers_help_text_shows_the_path_a_trigger_is_served_at(admin_client):
     response = admin_client.get(reverse("admin:bindings_binding_add"))
     assert "POST /triggers/&lt;binding&gt;/&lt;name&gt; with the token" in response.content.decode()
+
+
+def test_a_reminder_before_the_deadline_is_saved_by_the_admin_and_shown_again(admin_client, acme):
+    from datetime import timedelta
+
+    from bindings.models import Binding
+
+    admin_client.post(
+        reverse("admin:bindings_binding_add"),
+        binding_form(dialect="kagent-v1", tool_approvals="on", approver_groups="S01", remind_before="10m"),
+    )
+    saved = Binding.objects.get(name="ops")
+    page = admin_client.get(reverse("admin:bindings_binding_change", args=[saved.pk]))
+
+    assert saved.remind_before == timedelta(minutes=10)
+    assert 'name="remind_before" value="10m"' in page.content.decode()

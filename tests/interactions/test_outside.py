@@ -74,7 +74,10 @@ class TestADecisionOutsideSlack:
         row = AuditEvent.objects.get(action=approvals.DECIDED)
         assert (row.actor_kind, row.actor_id) == ("django-user", "ada")
         assert row.details["decided_in"] == "cli"
-        assert (row.details["approved_tools"], row.details["denied_tools"]) == (["add_numbers"], ["check_status"])
+        assert (row.details["approved_tools"], row.details["denied_tools"]) == (
+            ["add_numbers"],
+            ["check_status"],
+        )
         turn = Turn.objects.get(pk=taken.turn_id)
         assert (turn.kind, turn.answers, turn.user_id) == (Turn.Kind.ANSWER, [True, False], "")
         assert PromptClosing.objects.filter(interaction=interaction).exists()
@@ -100,7 +103,9 @@ class TestADecisionOutsideSlack:
         outside.decide(interaction.pk, ada, where=outside.ADMIN, deny_all=True)
         refused = press(interaction)
         assert isinstance(refused, Refused)
-        assert refused.message == "Someone already decided on this approval request; your decision was not sent."
+        assert (
+            refused.message == "Someone already decided on this approval request; your decision was not sent."
+        )
 
 
 @pytest.mark.django_db
@@ -193,14 +198,17 @@ class TestTheCommand:
             "interactions", "decide", str(interaction.pk), "--approve", "check_status",
             "--deny", "add_numbers", "--as", "ada", stdout=out,
         )  # fmt: skip
-        assert out.getvalue() == f"Interaction {interaction.pk} decided as ada; the agent is sent the decision.\n"
+        assert (
+            out.getvalue()
+            == f"Interaction {interaction.pk} decided as ada; the agent is sent the decision.\n"
+        )
         interaction.refresh_from_db()
         assert (interaction.answered_by, interaction.decided_in) == ("ada", "cli")
         assert interaction.answer_turn.answers == [False, True]
 
     def test_bad_input_is_a_clear_error_that_decides_nothing(self, ada):
         interaction = opened()
-        with pytest.raises(CommandError, match="^There is no Django user 'nobody'; nothing was decided.$"):
+        with pytest.raises(CommandError, match=r"^There is no Django user 'nobody'; nothing was decided\.$"):
             call_command("interactions", "decide", str(interaction.pk), "--approve-all", "--as", "nobody")
         with pytest.raises(CommandError, match="has no tool named nope"):
             call_command("interactions", "decide", str(interaction.pk), "--deny", "nope", "--as", "ada")
@@ -219,16 +227,23 @@ class TestTheAdmin:
         interaction = opened()
         client.force_login(ada)
         page = client.get(self.page(interaction)).content.decode()
-        assert page.count('value="approve"') == 2 and page.count('value="deny"') == 2
-        assert self.decide_url(interaction) in page and "csrfmiddlewaretoken" in page
+        assert page.count('value="approve"') == 2
+        assert page.count('value="deny"') == 2
+        assert self.decide_url(interaction) in page
+        assert "csrfmiddlewaretoken" in page
 
     def test_a_post_decides_per_tool_and_says_so(self, client, ada):
         interaction = opened()
         client.force_login(ada)
         response = client.post(
-            self.decide_url(interaction), {"decide": "submit", "verdict-0": "deny", "verdict-1": "approve"}, follow=True
+            self.decide_url(interaction),
+            {"decide": "submit", "verdict-0": "deny", "verdict-1": "approve"},
+            follow=True,
         )
-        assert f"Interaction {interaction.pk} decided: the agent is sent the decision." in response.content.decode()
+        assert (
+            f"Interaction {interaction.pk} decided: the agent is sent the decision."
+            in response.content.decode()
+        )
         interaction.refresh_from_db()
         assert (interaction.answered_by, interaction.decided_in) == ("ada", "admin")
         assert interaction.answer_turn.answers == [False, True]
@@ -304,5 +319,10 @@ def test_a_decision_from_the_admin_and_a_press_at_once_make_one_decision():
             thread.join()
         assert len([r for r in results if isinstance(r, Taken)]) == 1, results
         assert len(results) == 2
-        assert AuditEvent.objects.filter(action=approvals.DECIDED, subject=services.subject(interaction.pk)).count() == 1
+        assert (
+            AuditEvent.objects.filter(
+                action=approvals.DECIDED, subject=services.subject(interaction.pk)
+            ).count()
+            == 1
+        )
         assert Turn.objects.filter(kind=Turn.Kind.ANSWER, session=interaction.session).count() == 1

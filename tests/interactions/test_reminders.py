@@ -45,7 +45,9 @@ def approval(slack_fake, slack_client, settings, monkeypatch, transactional_db):
     settings.SLACK_API_URL = slack_fake.url
     monkeypatch.setenv("SLACK_BOT_TOKEN", slack_fake.bot_token)
 
-    def approval(*, due_in: timedelta, remind_before: timedelta | None = REMIND_BEFORE, groups=()) -> Interaction:
+    def approval(
+        *, due_in: timedelta, remind_before: timedelta | None = REMIND_BEFORE, groups=()
+    ) -> Interaction:
         binding = BindingFactory(
             channels=[defaults.CHANNEL_ID],
             dialect="kagent-v1",
@@ -64,10 +66,16 @@ def approval(slack_fake, slack_client, settings, monkeypatch, transactional_db):
         )
         tool = ToolToApprove(approval_id="adk-0", call_id="call-0", name="deploy", args={})
         request = ApprovalRequest(
-            tools=(tool,), task_id="task-1", context_id="ctx-1", answer_format=AnswerFormat.HITL_V1, agent=None
+            tools=(tool,),
+            task_id="task-1",
+            context_id="ctx-1",
+            answer_format=AnswerFormat.HITL_V1,
+            agent=None,
         )
         interaction = approvals.open_approval(turn.pk, request)
-        prompt_ts = slack_client.chat_postMessage(channel=defaults.CHANNEL_ID, thread_ts=root, text="prompt")["ts"]
+        prompt_ts = slack_client.chat_postMessage(channel=defaults.CHANNEL_ID, thread_ts=root, text="prompt")[
+            "ts"
+        ]
         Interaction.objects.filter(pk=interaction.pk).update(
             prompt_ts=prompt_ts, deadline=timezone.now() + due_in
         )
