@@ -326,3 +326,34 @@ def test_a_decision_from_the_admin_and_a_press_at_once_make_one_decision():
             == 1
         )
         assert Turn.objects.filter(kind=Turn.Kind.ANSWER, session=interaction.session).count() == 1
+
+
+@pytest.mark.django_db
+def test_every_refusal_is_written_in_the_docs_word_for_word(ada):
+    from pathlib import Path
+
+    docs = (Path(__file__).parents[2] / "docs" / "manifests.md").read_text()
+    interaction = opened("A", "B")
+
+    def said(interaction_id=interaction.pk, user=ada, **choices) -> str:
+        with pytest.raises(outside.NotDecided) as raised:
+            outside.decide(interaction_id, user, where=outside.CLI, **choices)
+        return str(raised.value).replace(str(interaction_id), "ID")
+
+    refusals = [
+        said(998, approve_all=True),
+        said(approve=["TOOL"]),
+        said(approve=["A", "B"], deny=["B"]).replace("B is both", "TOOL is both"),
+        said(approve=["A"]).replace("undecided: B", "undecided: TOOL"),
+        said(approve_all=True, deny=["A"]),
+        said(user=StaffUserFactory(username="NAME"), approve_all=True),
+    ]
+    Interaction.objects.filter(pk=interaction.pk).update(kind=Interaction.Kind.QUESTION)
+    refusals.append(said(approve_all=True))
+    Interaction.objects.filter(pk=interaction.pk).update(kind=Interaction.Kind.APPROVAL)
+    press(interaction)
+    refusals.append(said(approve_all=True))
+    Interaction.objects.filter(pk=interaction.pk).update(state=Interaction.State.TIMED_OUT)
+    refusals.append(said(approve_all=True))
+    for refusal in refusals:
+        assert f"`{refusal}`" in docs, refusal

@@ -178,3 +178,12 @@ def test_two_sweeps_at_once_remind_once(approval, slack_fake):
         thread.join()
     assert sorted(counts) == [0, 1]
     assert reminders_in(slack_fake, interaction) == [expected(interaction)]
+
+
+def test_the_reminder_is_written_in_the_docs_word_for_word():
+    from pathlib import Path
+
+    documented = reminders.REMINDER.format(
+        who="<!subteam^S0123456789> ", deadline="<!date^EPOCH^{time}|HH:MM UTC>"
+    )
+    assert f"\n{documented}\n" in (Path(__file__).parents[2] / "docs" / "manifests.md").read_text()
