@@ -31,7 +31,7 @@ class AuditEvent(models.Model):
         help_text="Who acted: a Slack user (actor_id is their Slack ID), a Django user deciding outside "
         "Slack, in the admin or by manage.py (actor_id is their username), or the system.",
     )
-    actor_id = models.CharField(max_length=64, blank=True)
+    actor_id = models.CharField(max_length=150, blank=True)  # a Django username may be this long
     subject = models.CharField(max_length=200, blank=True, help_text="What the event is about, by id.")
     details = models.JSONField(default=dict, blank=True)
 
