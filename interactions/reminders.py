@@ -20,7 +20,7 @@ from asgiref.sync import async_to_sync
 from django.utils import timezone
 
 from kourier.slack.clients import SlackError, async_web_client, connection_workspace, error_name
-from kourier.slack.outbox import PostKind, notice_key, post_notice
+from kourier.slack.outbox import Intent, PostKind, notice_key, post_notice
 from sessions.identity import is_person
 from sessions.outbox import TurnOutbox
 
@@ -92,7 +92,7 @@ class _ReminderOutbox(TurnOutbox):
     """The turn's outbox, keeping no text with the intent: a reminder is owed only while its approval
     is open, so the owed-notices sweep (which posts a kept text later) must not post it."""
 
-    async def intend(self, key: str, kind: PostKind, notice_text: str = ""):  # type: ignore[no-untyped-def]
+    async def intend(self, key: str, kind: PostKind, notice_text: str = "") -> Intent:
         return await super().intend(key, kind, "")
 
 
