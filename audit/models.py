@@ -39,7 +39,12 @@ class AuditEvent(models.Model):
     at = models.DateTimeField(default=timezone.now, editable=False, db_index=True)
     action = models.CharField(max_length=64, db_index=True)
     binding_name = models.CharField(max_length=100, blank=True, db_index=True)
-    actor_kind = models.CharField(max_length=16, choices=[("user", "Slack user"), ("system", "System")])
+    actor_kind = models.CharField(
+        max_length=16,
+        choices=[("user", "Slack user"), ("django-user", "Django user"), ("system", "System")],
+        help_text="Who acted: a Slack user (actor_id is their Slack ID), a Django user deciding outside "
+        "Slack, in the admin or by manage.py (actor_id is their username), or the system.",
+    )
     actor_id = models.CharField(max_length=160, blank=True)  # admin:<username>, a Django username up to 150
     subject = models.CharField(max_length=200, blank=True, help_text="What the event is about, by id.")
     details = models.JSONField(default=dict, blank=True)

@@ -3,6 +3,8 @@ from typing import Any
 from . import chain
 from .models import AuditEvent
 
+DJANGO_USER = "django-user"  # a decision made outside Slack: actor_id is the Django username
+
 
 def record(
     action: str,
@@ -11,13 +13,15 @@ def record(
     actor_id: str = "",
     subject: str = "",
     details: dict[str, Any] | None = None,
+    actor_kind: str | None = None,
 ) -> AuditEvent:
     """Appends one audit row, chained to the last (in the caller's transaction, if any). An empty
-    actor_id means the system acted (a sweep, a trigger)."""
+    actor_id means the system acted (a sweep, a trigger); otherwise a Slack user did, unless
+    ``actor_kind`` says a Django user (``DJANGO_USER``) did."""
     return AuditEvent.objects.create(
         action=action,
         binding_name=binding_name,
-        actor_kind="user" if actor_id else "system",
+        actor_kind=actor_kind or ("user" if actor_id else "system"),
         actor_id=actor_id,
         subject=subject,
         details=details or {},

@@ -204,6 +204,7 @@ class BindingAdmin(ManifestAdmin):
                     "approver_groups",
                     "interaction_timeout",
                     "deny_reasons",
+                    "remind_before",
                 ]
             },
         ),

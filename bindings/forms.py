@@ -48,6 +48,7 @@ BINDING_FIELD_PATHS = {
     "spec.interactions.timeout": "interaction_timeout",
     "spec.interactions.denyReasons": "deny_reasons",
     "spec.feedback": "feedback",
+    "spec.interactions.remindBefore": "remind_before",
     "spec.session.threadTTL": "thread_ttl",
     "spec.triggers": "triggers",
     "spec.replies.allowMentions": "allow_mentions",
@@ -308,6 +309,11 @@ class BindingForm(ManifestForm):
         initial=manifest.format_duration(manifest.DEFAULT_INTERACTION_TIMEOUT),
         help_text="spec.interactions.timeout: such as 45s, 30m, 1h30m or 90d.",
     )
+    remind_before = forms.CharField(
+        required=False,
+        help_text="spec.interactions.remindBefore: remind the approvers this long before an approval's "
+        "deadline, such as 10m; shorter than the timeout. Empty: no reminder.",
+    )
     thread_ttl = forms.CharField(
         label="Thread TTL",
         required=False,
@@ -397,6 +403,7 @@ class BindingForm(ManifestForm):
                     "approverGroups": split_list(cleaned_data.get("approver_groups", "")),
                     "timeout": given("interaction_timeout"),
                     "denyReasons": cleaned_data.get("deny_reasons", False),
+                    "remindBefore": given("remind_before"),
                 },
                 "session": {"threadTTL": given("thread_ttl")},
                 "triggers": cleaned_data.get("triggers") or [],
@@ -462,6 +469,9 @@ def form_values(spec: BindingSpec) -> dict[str, Any]:
         "interaction_timeout": manifest.format_duration(spec.interactions.timeout),
         "deny_reasons": spec.interactions.deny_reasons,
         "feedback": spec.feedback,
+        "remind_before": ""
+        if spec.interactions.remind_before is None
+        else manifest.format_duration(spec.interactions.remind_before),
         "thread_ttl": manifest.format_duration(spec.session.thread_ttl),
         "allow_mentions": spec.replies.allow_mentions.value,
         "max_messages": spec.replies.max_messages,

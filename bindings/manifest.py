@@ -251,6 +251,8 @@ class InteractionsSpec:
     timeout: timedelta = DEFAULT_INTERACTION_TIMEOUT
     # Beyond the spec, opt-in: a denial asks the person why (a modal), and the model reads the reason.
     deny_reasons: bool = False
+    # Beyond the spec (issue 21): remind the approvers this long before the deadline; None: never.
+    remind_before: timedelta | None = None
 
 
 @dataclass(frozen=True)
@@ -427,7 +429,7 @@ AGENT_FIELDS = ("url", "kagent", "dialect", "protocolVersion", "headers", "userI
 KAGENT_FIELDS = ("controller", "namespace", "name")
 CHAT_FIELDS = ("threadReplies", "acknowledgment", "progress")
 ACKNOWLEDGMENT_FIELDS = ("enabled", "emoji")
-INTERACTIONS_FIELDS = ("askUser", "toolApprovals", "approverGroups", "timeout", "denyReasons")
+INTERACTIONS_FIELDS = ("askUser", "toolApprovals", "approverGroups", "timeout", "denyReasons", "remindBefore")
 SESSION_FIELDS = ("threadTTL",)
 REPLIES_FIELDS = ("allowMentions", "maxMessages")
 DOCUMENT_FIELDS = ("apiVersion", "kind", "metadata", "spec")
@@ -1241,13 +1243,31 @@ def _read_interactions(check: _Checker, value: Any) -> InteractionsSpec | None:
     deny_reasons = check.boolean(_get(section, "denyReasons"), "spec.interactions.denyReasons", False)
     if deny_reasons and _get(section, "toolApprovals") is not True:
         check.error("spec.interactions.denyReasons", "a reason with a denial needs toolApprovals: true")
+    remind_before = _read_remind_before(check, section, timeout)
     return InteractionsSpec(
         ask_user=ask_user,
         tool_approvals=tool_approvals,
         approver_groups=tuple(group for _, group in groups),
         timeout=timeout,
         deny_reasons=deny_reasons,
+        remind_before=remind_before,
     )
+
+
+def _read_remind_before(check: _Checker, section: dict[str, Any], timeout: timedelta) -> timedelta | None:
+    value = _get(section, "remindBefore")
+    if value is _MISSING:
+        return None
+    path = "spec.interactions.remindBefore"
+    remind_before = check.duration(value, path, timedelta(0))  # refused: the zero is never used
+    if _get(section, "toolApprovals") is not True:
+        check.error(path, "a reminder needs toolApprovals: true")
+    elif remind_before >= timeout:
+        check.error(
+            path,
+            f"must be shorter than spec.interactions.timeout ({format_duration(timeout)}) (got {_show(value)})",
+        )
+    return remind_before
 
 
 def binding_warnings(spec: BindingSpec) -> list[ManifestWarning]:
@@ -1352,7 +1372,7 @@ _FIELD_ORDER = [
     "apiVersion", "kind", "metadata", "spec.connection", "spec.channels", "spec.agent.url", "spec.agent.kagent", "spec.agent.dialect",
     "spec.agent.protocolVersion", "spec.agent.headers", "spec.agent.userIdentity", "spec.output", "spec.chat", "spec.interactions.askUser",
     "spec.interactions.toolApprovals", "spec.interactions.approverGroups", "spec.interactions.timeout",
-    "spec.interactions.denyReasons", "spec.session", "spec.triggers", "spec.replies", "spec.budget", "spec.feedback", "spec.directMessages", "spec.botToken", "spec.signingSecret", "spec.appToken", "spec",
+    "spec.interactions.denyReasons", "spec.interactions.remindBefore", "spec.session", "spec.triggers", "spec.replies", "spec.budget", "spec.feedback", "spec.directMessages", "spec.botToken", "spec.signingSecret", "spec.appToken", "spec",
 ]  # fmt: skip
 
 
@@ -1429,6 +1449,11 @@ def binding_manifest(spec: BindingSpec) -> dict[str, Any]:
                 "timeout": format_duration(interactions.timeout),
                 # Opt-in fields beyond the spec are written only when set: an export stays as it was.
                 **({"denyReasons": True} if interactions.deny_reasons else {}),
+                **(
+                    {"remindBefore": format_duration(interactions.remind_before)}
+                    if interactions.remind_before is not None
+                    else {}
+                ),
             },
             "session": {"threadTTL": format_duration(spec.session.thread_ttl)},
             "triggers": [_trigger_manifest(trigger) for trigger in spec.triggers],

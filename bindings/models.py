@@ -149,6 +149,11 @@ class Binding(models.Model):
     interaction_timeout = models.DurationField(default=manifest.DEFAULT_INTERACTION_TIMEOUT)
     deny_reasons = models.BooleanField(default=False)  # spec.interactions.denyReasons
     feedback = models.BooleanField(default=False)  # spec.feedback
+    remind_before = models.DurationField(
+        null=True,
+        blank=True,
+        help_text="spec.interactions.remindBefore: approvers are reminded this long before an approval's deadline.",
+    )
     thread_ttl = models.DurationField("thread TTL", default=manifest.DEFAULT_THREAD_TTL)
     # [{"name", "kind", "token_env", "channel"}]: the doors that start alert threads (spec.triggers).
     triggers = models.JSONField(default=list, blank=True)

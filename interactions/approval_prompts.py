@@ -261,6 +261,19 @@ def decided_line(user_id: str, at_epoch: int, at_text: str) -> str:
     return f"Decided by <@{user_id}> <!date^{at_epoch}^{{date_short_pretty}} at {{time}}|at {at_text} UTC>."
 
 
+# Where a decision made outside Slack was made (interactions/outside.py), as the ended prompt says it.
+DECIDED_IN = {"admin": "in the admin", "cli": "from the command line"}
+
+
+def decided_outside_line(name: str, where: str, at_epoch: int, at_text: str) -> str:
+    """The ending of a prompt decided by a Django user: their name (escaped: it is theirs, not Slack's)
+    and where, e.g. "Decided by ada in the admin at ..."."""
+    return (
+        f"Decided by {escape(name)} {DECIDED_IN[where]} "
+        f"<!date^{at_epoch}^{{date_short_pretty}} at {{time}}|at {at_text} UTC>."
+    )
+
+
 TIMED_OUT_LINE = "Nobody decided in time: every tool was denied, and the agent was told so."
 
 

@@ -97,14 +97,15 @@ def _ended_prompt(interaction: Interaction) -> tuple[list[dict[str, Any]], str]:
         turn = interaction.answer_turn
         verdicts = [bool(verdict) for verdict in (turn.answers if turn is not None else None) or []]
         at = interaction.answered_at
-        blocks = approval_prompts.decided_prompt(
-            request,
-            verdicts,
-            approval_prompts.decided_line(
-                interaction.answered_by, int(at.timestamp()), f"{at:%Y-%m-%d %H:%M}"
+        epoch, at_text = int(at.timestamp()), f"{at:%Y-%m-%d %H:%M}"
+        line = (
+            approval_prompts.decided_outside_line(
+                interaction.answered_by, interaction.decided_in, epoch, at_text
             )
-            + kept_answers.waiting(interaction),
+            if interaction.decided_in
+            else approval_prompts.decided_line(interaction.answered_by, epoch, at_text)
         )
+        blocks = approval_prompts.decided_prompt(request, verdicts, line + kept_answers.waiting(interaction))
     else:
         blocks = approval_prompts.timed_out_prompt(request)
     return blocks, approval_prompts.fallback_text(request)

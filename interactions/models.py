@@ -41,6 +41,17 @@ class Interaction(models.Model):
     copy_channel_id = models.CharField(max_length=32, blank=True)
     copy_ts = models.CharField(max_length=32, blank=True, help_text="The prompt's copy, once posted.")
     answered_by = models.CharField(max_length=32, blank=True)
+    answered_by = models.CharField(
+        max_length=150,
+        blank=True,
+        help_text="A Slack user's ID, or a Django username when decided_in is set.",
+    )
+    decided_in = models.CharField(
+        max_length=8,
+        blank=True,
+        choices=[("admin", "the admin"), ("cli", "the command line")],
+        help_text="Where an approval was decided outside Slack (interactions/outside.py); empty: in Slack.",
+    )
     answered_at = models.DateTimeField(null=True, blank=True)
     # A denial's reason (spec.interactions.denyReasons), redacted: the model reads it with the denial.
     deny_reason = models.TextField(blank=True)
@@ -63,9 +74,15 @@ class Interaction(models.Model):
     timeout_superseded_at = models.DateTimeField(
         null=True, blank=True, help_text="When a person's decision superseded that timeout in the audit."
     )
+    reminded_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When the approvers were reminded (interactions.remindBefore), claimed once by a conditional update.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        permissions = [("decide_interaction", "Can decide pending tool approvals outside Slack")]
         constraints = [
             models.UniqueConstraint(
                 fields=["session"], condition=Q(state="open"), name="one_open_interaction_per_session"

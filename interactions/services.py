@@ -17,7 +17,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from audit.services import record
+from audit.services import DJANGO_USER, record
 from kourier import metrics
 from kourier.queue import enqueue_after_commit
 from kourier.slack.clients import connection_workspace, web_client
@@ -124,16 +124,22 @@ def take(
     text: str = "",
     kept_press_id: int | None = None,
     reason: str = "",
+    decided_in: str = "",
     now: datetime | None = None,
 ) -> Taken | Refused:
     """The Interaction answered by ``user_id`` if it is still open, audited, and its answer turn queued:
-    one transaction."""
+    one transaction. ``decided_in`` names where a decision was made outside Slack (outside.py); then
+    ``user_id`` is a Django username, and the audit says so."""
     now = now or timezone.now()
     session = interaction.session
     with transaction.atomic():
         won = (
             Interaction.objects.filter(pk=interaction.pk, state=Interaction.State.OPEN).update(
-                state=Interaction.State.ANSWERED, answered_by=user_id, answered_at=now, deny_reason=reason
+                state=Interaction.State.ANSWERED,
+                answered_by=user_id,
+                answered_at=now,
+                deny_reason=reason,
+                decided_in=decided_in,
             )
             == 1
         )
@@ -146,10 +152,18 @@ def take(
             kind.taken,
             binding_name=session.binding.name if session.binding else "",
             actor_id=user_id,
+            actor_kind=DJANGO_USER if decided_in else None,
             subject=subject(interaction.pk),
-            details={**reading.audit, "reason": reason} if reason else reading.audit,
+            details={
+                **reading.audit,
+                **({"reason": reason} if reason else {}),
+                **({"decided_in": decided_in} if decided_in else {}),
+            },
         )
-        turn = queue_answer_turn(interaction, reading.answers, user_id, turn_key, kind=turn_kind, text=text)
+        # A Django user is nobody in the channel: the turn carries no Slack user of theirs.
+        turn = queue_answer_turn(
+            interaction, reading.answers, "" if decided_in else user_id, turn_key, kind=turn_kind, text=text
+        )
         if kind.taken_in_transaction is not None:
             kind.taken_in_transaction(interaction.pk, now)
         if kept_press_id is not None:

@@ -19,7 +19,7 @@ from sessions import notices
 from sessions.outbox import TurnOutbox
 from sessions.queue import DRIVE_SESSION
 
-from . import approvals, asking, closings, kept_answers, kept_presses, questions, services
+from . import approvals, asking, closings, kept_answers, kept_presses, questions, reminders, services
 from .models import Interaction
 
 logger = logging.getLogger(__name__)
@@ -73,6 +73,13 @@ def close_owed_prompts() -> Swept:
     """Sends again the rewrites of decided or answered prompts whose message was lost (a Redis that
     lost its data) or whose worker died holding it (closings.py)."""
     return Swept({"prompt rewrites sent again": closings.send_overdue()})
+
+
+@sweep("remind-approvers")
+def remind_approvers() -> Swept:
+    """Reminds the approvers of open tool approvals whose Binding sets remindBefore, once each, that
+    long before the deadline (reminders.py)."""
+    return Swept({"approvers reminded": sum(reminders.remind(pk) for pk in reminders.due())})
 
 
 @sweep("deliver-kept-answers")

@@ -56,3 +56,8 @@ def close_owed_prompts() -> dict[str, int]:
 @shared_task
 def deliver_kept_answers() -> dict[str, int]:
     return sweeps.deliver_kept_answers().counts
+
+
+@shared_task
+def remind_approvers() -> dict[str, int]:
+    return sweeps.remind_approvers().counts

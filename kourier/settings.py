@@ -236,6 +236,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "interactions.tasks.close_owed_prompts",
         "schedule": env("RECOVERY_INTERVAL_SECONDS"),
     },
+    "remind-approvers": {
+        "task": "interactions.tasks.remind_approvers",
+        "schedule": env("RECOVERY_INTERVAL_SECONDS"),
+    },
     "deliver-kept-answers": {
         "task": "interactions.tasks.deliver_kept_answers",
         "schedule": env("RECOVERY_INTERVAL_SECONDS"),

@@ -742,3 +742,19 @@ def test_a_binding_taking_direct_messages_keeps_them_when_edited(admin_client, a
     assert existing.output == "final"
     assert existing.direct_messages_spec().allowed_users == ("U0ADA",)
     assert existing.channel_ids() == []
+
+
+def test_a_reminder_before_the_deadline_is_saved_by_the_admin_and_shown_again(admin_client, acme):
+    from datetime import timedelta
+
+    from bindings.models import Binding
+
+    admin_client.post(
+        reverse("admin:bindings_binding_add"),
+        binding_form(dialect="kagent-v1", tool_approvals="on", approver_groups="S01", remind_before="10m"),
+    )
+    saved = Binding.objects.get(name="ops")
+    page = admin_client.get(reverse("admin:bindings_binding_change", args=[saved.pk]))
+
+    assert saved.remind_before == timedelta(minutes=10)
+    assert 'name="remind_before" value="10m"' in page.content.decode()

@@ -918,3 +918,40 @@ def test_a_reason_with_a_denial_needs_tool_approvals():
         "spec.interactions.denyReasons: a reason with a denial needs toolApprovals: true" in error
         for error in errors_of(document)
     )
+
+
+class TestRemindBefore:
+    """interactions.remindBefore (beyond the spec, issue 21): opt-in, shorter than the timeout."""
+
+    APPROVALS = {"agent": {"url": "http://a/", "dialect": "kagent-v1"}}
+
+    def test_unset_it_is_none_and_not_written_back(self):
+        [spec] = manifest.validate(documents(binding(**self.APPROVALS)), connections=["acme"]).bindings
+        assert spec.interactions.remind_before is None
+        assert "remindBefore" not in manifest.dump_manifests([spec])
+
+    def test_set_it_reads_and_is_written_back_the_same(self):
+        document = binding(**self.APPROVALS, interactions={"toolApprovals": True, "remindBefore": "10m"})
+        [spec] = manifest.validate(documents(document), connections=["acme"]).bindings
+        assert spec.interactions.remind_before == timedelta(minutes=10)
+        text = manifest.dump_manifests([spec])
+        assert "remindBefore: 10m" in text
+        [again] = manifest.validate(manifest.parse_documents(text)[0], connections=["acme"]).bindings
+        assert again == spec
+
+    @pytest.mark.parametrize(
+        ("interactions", "error"),
+        [
+            (
+                {"toolApprovals": True, "timeout": "30m", "remindBefore": "30m"},
+                'spec.interactions.remindBefore: must be shorter than spec.interactions.timeout (30m) (got "30m")',
+            ),
+            ({"remindBefore": "10m"}, "spec.interactions.remindBefore: a reminder needs toolApprovals: true"),
+            (
+                {"toolApprovals": True, "remindBefore": "soon"},
+                'spec.interactions.remindBefore: must be a duration such as 45s, 30m, 1h30m or 90d (got "soon")',
+            ),
+        ],
+    )
+    def test_what_cannot_remind_is_refused(self, interactions, error):
+        assert errors_of(binding(**self.APPROVALS, interactions=interactions)) == [f"{B}: {error}"]

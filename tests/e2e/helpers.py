@@ -2,6 +2,8 @@
 reading the thread as people see it, pressing a prompt's buttons, and the worlds they start. The
 test modules import from here, never from one another."""
 
+import subprocess
+import sys
 import time
 
 import pytest
@@ -13,6 +15,7 @@ from sessions.models import PostIntent, Turn
 from tests.fakes.a2a_agent import HITL_EXTENSION, ReceivedMessage, kagent
 from tests.fakes.a2a_agent.kagent import PendingTool
 from tests.fakes.a2a_agent.steps import Step, text, tool_result
+from tests.support.stack import REPO_ROOT
 
 ACK = "hourglass_flowing_sand"
 WAIT = 30.0  # a bound to fail on, not a speed: generous for a busy 2-core host
@@ -148,3 +151,16 @@ def pause_then_finish(tools):
         return [text("I need to run some tools."), *kagent.v1.approval_pause(tools)]
 
     return script
+
+
+def manage(world, *args: str) -> subprocess.CompletedProcess:
+    """Runs ``manage.py ARGS`` as an operator would beside the running product: its own process, the
+    product's environment."""
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        env=world.stack.env,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )

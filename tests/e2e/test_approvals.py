@@ -6,11 +6,14 @@ Slack fake or the agent."""
 import json
 import signal
 from datetime import timedelta
+from io import StringIO
 
 import pytest
+from django.core.management import CommandError, call_command
+from django.utils import timezone
 
 from audit.models import AuditEvent
-from interactions import deny_reasons
+from interactions import deny_reasons, reminders, sweeps
 from interactions.approval_prompts import APPROVE_ACTION, DECIDE_ACTION, DENY_ACTION, TIMED_OUT_LINE
 from interactions.approvals import APPROVAL
 from interactions.bound import ANOTHER_APP
@@ -31,11 +34,13 @@ from tests.e2e.helpers import (
     bot_messages,
     decisions_received,
     has_controls,
+    manage,
     pause_then_finish,
     press,
     wait_for,
     wait_for_prompt,
 )
+from tests.factories import StaffUserFactory
 from tests.fakes.a2a_agent import HITL_EXTENSION, kagent
 from tests.fakes.a2a_agent.kagent import PendingTool
 
@@ -524,3 +529,70 @@ def test_with_deny_reasons_a_denial_asks_why_in_a_modal_and_the_model_reads_the_
     [row] = AuditEvent.objects.filter(action="interaction.decided")
     assert row.details["reason"] == "db in maintenance, token=[redacted]"
     assert SECRET not in json.dumps(list(Interaction.objects.values()), default=str)
+
+
+def test_the_approvers_are_reminded_once_then_one_decides_from_the_command_line(
+    make_world, kagent_agent, settings, monkeypatch
+):
+    """interactions.remindBefore and manage.py interactions (issue 21, points 4 and 5). The sweep is
+    driven here (its time brought forward by moving the deadline) and the decision is made by
+    ``manage.py interactions decide`` in its own process beside the product's."""
+    world = approvals_world(
+        make_world, kagent_agent, approver_groups=[APPROVERS], remind_before=timedelta(minutes=10)
+    )
+    settings.SLACK_API_URL = world.slack.url
+    monkeypatch.setenv(world.connection.bot_token_env, defaults.BOT_TOKEN)
+    StaffUserFactory(username="ada", permissions=["interactions.decide_interaction"])
+    ts = world.mention("check the service")
+    prompt = wait_for_prompt(world, ts)
+    world.slack.wait_until(lambda: Interaction.objects.get().prompt_ts == prompt.ts, timeout=WAIT)
+    interaction = Interaction.objects.get()
+    assert sweeps.remind_approvers().counts == {"approvers reminded": 0}  # not its time yet
+    Interaction.objects.filter(pk=interaction.pk).update(deadline=timezone.now() + timedelta(minutes=5))
+    interaction.refresh_from_db()
+
+    assert sweeps.remind_approvers().counts == {"approvers reminded": 1}
+    assert sweeps.remind_approvers().counts == {"approvers reminded": 0}
+    reminder = reminders.reminder_text([APPROVERS], defaults.ADA, interaction.deadline)
+    assert reminder.startswith(f"<!subteam^{APPROVERS}> the agent's tool request")
+    assert [m.text for m in bot_messages(world, ts)].count(reminder) == 1
+
+    listed = StringIO()
+    call_command("interactions", "list", "--pending", stdout=listed)
+    assert (
+        listed.getvalue()
+        .splitlines()[1]
+        .startswith(
+            f"{interaction.pk}\t{world.binding.name}\t{world.channel}/{ts}\tadd_numbers, check_status\t"
+        )
+    )
+    decided = manage(
+        world, "interactions", "decide", str(interaction.pk), "--approve", "add_numbers", "--deny", "check_status",
+        "--as", "ada",
+    )  # fmt: skip
+    assert (decided.returncode, decided.stdout) == (
+        0,
+        f"Interaction {interaction.pk} decided as ada; the agent is sent the decision.\n",
+    )
+
+    world.slack.wait_until(lambda: len(kagent_agent.received) == 2, timeout=WAIT)
+    assert decisions_received(kagent_agent.received[1])["approvals"] == [
+        {"id": "adk-add", "approved": True},
+        {"id": "adk-check", "approved": False, "rejection_reason": DENIAL_REASON},
+    ]
+    world.slack.wait_until(
+        lambda: any("Ran 1 of 2 tools." in m.text for m in bot_messages(world, ts)), timeout=WAIT
+    )
+    world.slack.wait_until(
+        lambda: (
+            "Decided by ada from the command line"
+            in json.dumps(world.slack.message(world.channel, prompt.ts).blocks)
+        ),
+        timeout=WAIT,
+    )
+    [row] = AuditEvent.objects.filter(action="interaction.decided")
+    assert (row.actor_kind, row.actor_id, row.details["decided_in"]) == ("django-user", "ada", "cli")
+    with pytest.raises(CommandError, match="was decided already; this decision was not sent"):
+        call_command("interactions", "decide", str(interaction.pk), "--deny-all", "--as", "ada")
+    assert sweeps.remind_approvers().counts == {"approvers reminded": 0}
+    assert [m.text for m in bot_messages(world, ts)].count(reminder) == 1

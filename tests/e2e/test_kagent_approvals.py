@@ -5,10 +5,14 @@ decide with signed block_actions (or nobody does, and the sweep denies), and the
 says which tools ran and what the model was told."""
 
 import json
+import re
 from datetime import timedelta
 
+import httpx
 import pytest
+from django.contrib.auth.hashers import make_password
 
+from audit.models import AuditEvent
 from interactions import deny_reasons
 from interactions.approval_prompts import DECIDE_ACTION, TIMED_OUT_LINE
 from interactions.models import Interaction
@@ -17,6 +21,7 @@ from kourier.simulator import defaults
 from sessions import notices
 from sessions.models import Turn
 from tests.e2e.helpers import bot_messages, has_controls, wait_for_prompt
+from tests.factories import StaffUserFactory
 from tests.support.kagent_runtime.lines import KAGENT_1_0
 from tests.support.kagent_runtime.script import Call, RemoteAgent, Script, Tool, ask_agent
 from tests.support.kagent_runtime.script import Turn as ModelTurn
@@ -225,3 +230,63 @@ class TestSubAgentApproval:
         assert parent_after_child.function_responses["call_ops"] == {
             "result": "Remote agent 'ops_agent' resume failed: Validation failed"
         }
+
+
+@pytest.mark.parametrize("kagent_line", [KAGENT_1_0], ids=[KAGENT_1_0.name])
+def test_a_decision_made_in_the_admin_runs_only_the_approved_tool_and_the_prompt_says_where(
+    make_world, start_kagent_runtime, kagent_line
+):
+    """Issue 21, point 5: a Django user with the decide permission decides in the admin (the web
+    process, its login and CSRF), through the press's own path; one line suffices, the path past the
+    decision being the press's own that every line runs above."""
+    runtime = start_kagent_runtime(both_tools("Added the numbers; the status check was denied."))
+    world = approvals_world(make_world, runtime)
+    StaffUserFactory(
+        username="ada",
+        password=make_password("correct horse"),
+        permissions=["interactions.decide_interaction", "interactions.view_interaction"],
+    )
+    ts = world.mention("add 2 and 3, then check the db")
+    prompt = wait_for_prompt(world, ts, timeout=WAIT)
+    interaction = Interaction.objects.get()
+
+    with httpx.Client(base_url=world.stack.base_url, follow_redirects=True, timeout=WAIT) as admin:
+        login = admin.get("/admin/login/")
+        admin.post(
+            "/admin/login/",
+            data={"username": "ada", "password": "correct horse", "csrfmiddlewaretoken": csrf_of(login.text)},
+        )
+        page = admin.get(f"/admin/interactions/interaction/{interaction.pk}/change/")
+        assert page.text.count('value="approve"') == 2  # Approve and Deny per tool
+        decided = admin.post(
+            f"/admin/interactions/interaction/{interaction.pk}/decide/",
+            data={
+                "csrfmiddlewaretoken": csrf_of(page.text),
+                "decide": "submit",
+                "verdict-0": "approve",  # add_numbers, the first tool shown
+                "verdict-1": "deny",
+            },
+        )
+    assert f"Interaction {interaction.pk} decided: the agent is sent the decision." in decided.text
+
+    assert wait_for_the_decision_turn(world).outcome == Turn.Outcome.COMPLETED
+    assert [run.name for run in runtime.tool_runs()] == ["add_numbers"]
+    _, after_decision = runtime.model_requests()
+    assert after_decision.function_responses == {
+        "call_add": {"sum": 5},
+        "call_check": rejected(DENIAL_REASON),
+    }
+    assert any(m.text == "Added the numbers; the status check was denied." for m in bot_messages(world, ts))
+    world.slack.wait_until(
+        lambda: (
+            "Decided by ada in the admin" in json.dumps(world.slack.message(world.channel, prompt.ts).blocks)
+        ),
+        timeout=WAIT,
+    )
+    assert not has_controls(world.slack.message(world.channel, prompt.ts).blocks)
+    [row] = AuditEvent.objects.filter(action="interaction.decided")
+    assert (row.actor_kind, row.actor_id, row.details["decided_in"]) == ("django-user", "ada", "admin")
+
+
+def csrf_of(html: str) -> str:
+    return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html).group(1)  # type: ignore[union-attr]

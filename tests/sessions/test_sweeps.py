@@ -95,6 +95,7 @@ class TestTheSweepCommand:
             "deliver-kept-answers",
             "post-owed-notices",
             "recover-sessions",
+            "remind-approvers",
             "remove-stale-acknowledgments",
             "retry-kept-presses",
             "time-out-interactions",
