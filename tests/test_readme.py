@@ -132,6 +132,8 @@ def with_fragment(fragment: dict) -> list[dict]:
     """The README's manifests with one fragment merged into the resource whose fields it shows."""
     connection, binding = yaml.safe_load_all(the_manifests())
     target = connection if "botToken" in fragment else binding
+    if "directMessages" in fragment:  # a Binding takes direct messages instead of channels
+        target["spec"].pop("channels", None)
     for key, value in fragment.items():
         if key == "agent" and "kagent" in value:  # an agent by name, instead of the url
             target["spec"][key] = value
