@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from kourier.management.commands.serve import Command
-from kourier.simulator import defaults
+from kourier.simulator import defaults, demo
 from tests.support.private_redis import free_port
 from tests.support.stack import REPO_ROOT
 
@@ -87,6 +87,11 @@ def test_serve_runs_web_worker_beat_and_a_private_redis_and_stops_them_all(tmp_p
         assert scraped.status_code == 200
         assert "kourier_live_state_readable 1.0" in scraped.text
         assert not stale_metrics.exists()
+        # No Slack app is configured: the workspace simulator runs, #demo bound to the demo agent.
+        simulator = httpx.get(f"http://127.0.0.1:{web_port}/simulator/")
+        assert simulator.status_code == 200
+        assert '<label for="message">Message</label>' in simulator.text
+        assert_the_demo_answers_a_mention(f"http://127.0.0.1:{web_port}")
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=60)
@@ -94,8 +99,32 @@ def test_serve_runs_web_worker_beat_and_a_private_redis_and_stops_them_all(tmp_p
     output = (tmp_path / "serve.log").read_text()
     assert f"Admin: http://127.0.0.1:{web_port}/admin/" in output
     assert "createsuperuser" in output
+    assert f"Workspace simulator: http://127.0.0.1:{web_port}/simulator/" in output
     assert not port_is_open(redis_port)
     assert not port_is_open(web_port)
+
+
+def assert_the_demo_answers_a_mention(base: str) -> None:
+    """Through the page's API, as the page does: Ada mentions the bot by name; the demo agent answers
+    in the thread."""
+    page = httpx.get(f"{base}/simulator/")
+    said = httpx.post(
+        f"{base}/simulator/api/messages",
+        json={"as": "U0ADA", "channel": demo.CHANNEL_ID, "text": "@Agent Kourier hello"},
+        cookies=page.cookies,
+        headers={"X-CSRFToken": page.cookies["csrftoken"]},
+    )
+    assert said.status_code == 200, said.text
+    assert said.json()["text"] == f"<@{demo.BOT_USER_ID}> hello"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        channel = httpx.get(f"{base}/simulator/api/channel", params={"as": "U0ADA", "channel": demo.CHANNEL_ID})
+        [root] = channel.json()["messages"]
+        answers = [m for m in root["replies"] if m["author"]["is_bot"] and not m["streaming"]]
+        if answers and "I am the demo agent" in answers[0]["text"]:
+            return
+        time.sleep(0.2)  # polling as the page does, not timing a race
+    raise AssertionError(f"the demo agent did not answer: {channel.text}")
 
 
 SOCKET_MODE_MANIFEST = """\
@@ -136,6 +165,8 @@ def test_serve_starts_the_socket_process_when_a_connection_has_an_app_token(tmp_
         wait_for_ready(f"http://127.0.0.1:{web_port}/readyz", process)
         slack_fake.wait_for_socket_connections(1, timeout=60)
         assert len([command for command in children_of(process.pid) if "manage.py socket" in command]) == 1
+        # A Slack app is configured: no simulator.
+        assert httpx.get(f"http://127.0.0.1:{web_port}/simulator/").status_code == 404
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=60)

@@ -236,7 +236,7 @@ class Command(BaseCommand):
             commands.append([python, "manage.py", "demo_agent", "--port", str(simulator.agent_port)])
         return children + [subprocess.Popen(command, env=env) for command in commands]
 
-    def _announce(self, host: str, port: int, simulator: Simulator | None) -> None:
+    def _announce(self, host: str, port: int, simulator: Simulator | None = None) -> None:
         base = f"http://{host}:{port}"
         first_user = (
             ""
