@@ -24,8 +24,8 @@ def typed_mentions_to_ids(text: str, people: Mapping[str, str], groups: Mapping[
     if not targets:
         return text
     names = sorted(targets, key=len, reverse=True)
-    # A name ends where a word does: "@ada" mentions Ada in "@ada, look" but not in "@adamant".
+    # A name starts and ends where a word does: "@ada, look" mentions Ada; "@adamant" and "mail@ada" do not.
     pattern = re.compile(
-        r"@(" + "|".join(re.escape(name) for name in names) + r")(?![\w-])", flags=re.IGNORECASE
+        r"(?<![\w@.])@(" + "|".join(re.escape(name) for name in names) + r")(?![\w-])", flags=re.IGNORECASE
     )
     return pattern.sub(lambda match: targets[match.group(1).lower()], text)

@@ -12,8 +12,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from kourier.management.commands.serve import Command
+from bindings.models import Binding
+from kourier.management.commands.serve import Command, Simulator, simulator_wanted
 from kourier.simulator import defaults, demo
+from tests.factories import ConnectionFactory
 from tests.support.private_redis import free_port
 from tests.support.stack import REPO_ROOT
 
@@ -223,3 +225,53 @@ def test_make_serve_takes_its_port_and_readable_logs_from_the_command_line():
     [serve] = [line for line in planned.stdout.splitlines() if "manage.py serve" in line]
     assert serve.startswith("LOG_FORMAT=${LOG_FORMAT:-text} ")  # JSON stays the default elsewhere
     assert serve.endswith("manage.py serve --port 8123")
+
+
+class TestTheSimulatorRunsWhenNoSlackAppIsConfigured:
+    @pytest.fixture(autouse=True)
+    def no_slack_app(self, monkeypatch, settings):
+        settings.SIMULATOR = "auto"
+        for name in ("SLACK_BOT_TOKEN", "ACME_BOT_TOKEN", demo.BOT_TOKEN_ENV):
+            monkeypatch.setenv(name, "")
+
+    def test_with_no_token_and_no_connection_it_runs(self, db):
+        assert simulator_wanted()
+
+    def test_a_slack_bot_token_is_a_slack_app(self, db, monkeypatch):
+        monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-real")
+        assert not simulator_wanted()
+
+    def test_a_connection_whose_token_variable_is_set_is_a_slack_app(self, db, monkeypatch):
+        ConnectionFactory(name="acme", bot_token_env="ACME_BOT_TOKEN")
+        assert simulator_wanted()  # named, but its token is not there: not configured yet
+        monkeypatch.setenv("ACME_BOT_TOKEN", "xoxb-real")
+        assert not simulator_wanted()
+
+    def test_the_simulators_own_connection_is_not_a_slack_app(self, db, monkeypatch):
+        ConnectionFactory(name=demo.CONNECTION_NAME, bot_token_env=demo.BOT_TOKEN_ENV)
+        monkeypatch.setenv(demo.BOT_TOKEN_ENV, "xoxb-demo-left-from-a-run")
+        assert simulator_wanted()
+
+    def test_on_and_off_override_the_rule(self, db, monkeypatch, settings):
+        monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-real")
+        settings.SIMULATOR = "on"
+        assert simulator_wanted()
+        monkeypatch.delenv("SLACK_BOT_TOKEN")
+        settings.SIMULATOR = "off"
+        assert not simulator_wanted()
+
+
+def test_the_demo_manifest_applies_with_the_approver_group_and_the_readmes_trigger(db, monkeypatch):
+    simulator = Simulator("0.0.0.0", 8123)
+    simulator.start()
+    try:
+        for name in simulator.env():  # apply_demo_binding sets them for this process: put back after
+            monkeypatch.setenv(name, "")
+        simulator.apply_demo_binding()
+    finally:
+        simulator.stop()
+    binding = Binding.objects.get(name="ops")
+    assert binding.channel_ids() == [demo.CHANNEL_ID]
+    assert binding.agent_url == simulator.agent_url
+    assert (binding.tool_approvals, binding.approver_groups, binding.ask_user) == (True, [demo.ONCALL_ID], True)
+    assert simulator.events_url == "http://127.0.0.1:8123/slack/events"
