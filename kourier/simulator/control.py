@@ -110,7 +110,9 @@ class SimulatorApi:
         except Refusal as refusal:
             return _answer(refusal.status, {"ok": False, "error": refusal.error, "message": refusal.message})
         except Exception:  # a bug of the simulator's own: said as such, never as the product's fault
-            return _answer(500, {"ok": False, "error": "fake_internal_error", "message": "The simulator failed."})
+            return _answer(
+                500, {"ok": False, "error": "fake_internal_error", "message": "The simulator failed."}
+            )
 
     # Reading.
 
@@ -145,7 +147,9 @@ class SimulatorApi:
             shown["replies"] = sorted(replies, key=lambda m: float(m["ts"]))
             shown["status"] = self.fake.assistant_status(channel, root.ts)
             messages.append(shown)
-        messages += [self._ephemeral(e) | {"replies": [], "status": None} for e in ephemerals if not e.thread_ts]
+        messages += [
+            self._ephemeral(e) | {"replies": [], "status": None} for e in ephemerals if not e.thread_ts
+        ]
         return {"messages": sorted(messages, key=lambda m: float(m["ts"]))}
 
     # Acting.
@@ -203,8 +207,12 @@ class SimulatorApi:
 
         def act() -> Any:
             if choice is None:
-                return self.fake.press_button(person.id, channel, ts, action_id, block_id=block_id, choices=values)
-            return self.fake.choose(person.id, channel, ts, action_id, choice, block_id=block_id, choices=values)
+                return self.fake.press_button(
+                    person.id, channel, ts, action_id, block_id=block_id, choices=values
+                )
+            return self.fake.choose(
+                person.id, channel, ts, action_id, choice, block_id=block_id, choices=values
+            )
 
         delivery = self._as_person(act)
         return {"status": getattr(delivery, "status", None)}

@@ -53,7 +53,9 @@ def asset(request: HttpRequest, name: str) -> HttpResponse:
 def api(request: HttpRequest, name: str) -> HttpResponse:
     base = _fake_url()
     if len(request.body) > MAX_FORWARDED_BYTES:
-        return JsonResponse({"ok": False, "error": "request_too_large", "message": "The request is too large."}, status=413)
+        return JsonResponse(
+            {"ok": False, "error": "request_too_large", "message": "The request is too large."}, status=413
+        )
     try:
         answer = httpx.request(
             request.method or "GET",
@@ -65,9 +67,15 @@ def api(request: HttpRequest, name: str) -> HttpResponse:
         )
     except httpx.HTTPError:
         return JsonResponse(
-            {"ok": False, "error": "simulator_unreachable", "message": "The workspace simulator is not answering."},
+            {
+                "ok": False,
+                "error": "simulator_unreachable",
+                "message": "The workspace simulator is not answering.",
+            },
             status=502,
         )
     return HttpResponse(
-        answer.content, status=answer.status_code, content_type=answer.headers.get("content-type", "application/json")
+        answer.content,
+        status=answer.status_code,
+        content_type=answer.headers.get("content-type", "application/json"),
     )

@@ -35,7 +35,9 @@ class FakeHttpServer:
 
     def start(self) -> None:
         self._stopping.clear()
-        self._server = ThreadingHTTPServer(("127.0.0.1", self._port), _handler_class(self._handle, self._stopping))
+        self._server = ThreadingHTTPServer(
+            ("127.0.0.1", self._port), _handler_class(self._handle, self._stopping)
+        )
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever,

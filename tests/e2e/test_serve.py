@@ -120,7 +120,9 @@ def assert_the_demo_answers_a_mention(base: str) -> None:
     assert said.json()["text"] == f"<@{demo.BOT_USER_ID}> hello"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        channel = httpx.get(f"{base}/simulator/api/channel", params={"as": "U0ADA", "channel": demo.CHANNEL_ID})
+        channel = httpx.get(
+            f"{base}/simulator/api/channel", params={"as": "U0ADA", "channel": demo.CHANNEL_ID}
+        )
         [root] = channel.json()["messages"]
         answers = [m for m in root["replies"] if m["author"]["is_bot"] and not m["streaming"]]
         if answers and "I am the demo agent" in answers[0]["text"]:
@@ -232,7 +234,7 @@ class TestTheSimulatorRunsWhenNoSlackAppIsConfigured:
     def no_slack_app(self, monkeypatch, settings):
         settings.SIMULATOR = "auto"
         for name in ("SLACK_BOT_TOKEN", "ACME_BOT_TOKEN", demo.BOT_TOKEN_ENV):
-            monkeypatch.setenv(name, "")
+            monkeypatch.delenv(name, raising=False)
 
     def test_with_no_token_and_no_connection_it_runs(self, db):
         assert simulator_wanted()
@@ -273,5 +275,9 @@ def test_the_demo_manifest_applies_with_the_approver_group_and_the_readmes_trigg
     binding = Binding.objects.get(name="ops")
     assert binding.channel_ids() == [demo.CHANNEL_ID]
     assert binding.agent_url == simulator.agent_url
-    assert (binding.tool_approvals, binding.approver_groups, binding.ask_user) == (True, [demo.ONCALL_ID], True)
+    assert (binding.tool_approvals, binding.approver_groups, binding.ask_user) == (
+        True,
+        [demo.ONCALL_ID],
+        True,
+    )
     assert simulator.events_url == "http://127.0.0.1:8123/slack/events"

@@ -41,7 +41,11 @@ TRIGGER_TOKEN = "simulator-browser-trigger-token"
 
 def readme_trigger_curl() -> str:
     readme = (REPO_ROOT / "README.md").read_text()
-    [curl] = [block for block in re.findall(r"```sh\n(.*?)```", readme, flags=re.DOTALL) if block.startswith("curl ")]
+    [curl] = [
+        block
+        for block in re.findall(r"```sh\n(.*?)```", readme, flags=re.DOTALL)
+        if block.startswith("curl ")
+    ]
     return curl
 
 

@@ -28,10 +28,10 @@ from django.core.management.base import BaseCommand, CommandError
 
 from bindings import manifest, services
 from bindings.models import Connection
-from kourier.simulator import control, demo
-from kourier.simulator.fake import SlackFake
 from kourier.embedded_redis import start_private_redis
 from kourier.metrics import MULTIPROC_DIR_VARIABLE, mark_process_dead
+from kourier.simulator import control, demo
+from kourier.simulator.fake import SlackFake
 from kourier.web_processes import daphne_commands, default_web_processes, listen
 
 GRACEFUL_STOP_SECONDS = 30
@@ -246,8 +246,10 @@ class Command(BaseCommand):
         demo_lines = ""
         if simulator is not None:
             # A token made for this run is shown, so the README's curl can use it; the operator's own is not.
-            token = f"{demo.TRIGGER_TOKEN_ENV}={simulator.trigger_token}" if simulator.trigger_token_made else (
-                f"your {demo.TRIGGER_TOKEN_ENV}"
+            token = (
+                f"{demo.TRIGGER_TOKEN_ENV}={simulator.trigger_token}"
+                if simulator.trigger_token_made
+                else (f"your {demo.TRIGGER_TOKEN_ENV}")
             )
             demo_lines = (
                 f"Workspace simulator: {base}/simulator/ (no Slack app is configured: #demo is bound to "

@@ -37,7 +37,12 @@ PROMPT_BLOCKS = [
         "type": "actions",
         "block_id": "submit",
         "elements": [
-            {"type": "button", "action_id": "submit", "text": {"type": "plain_text", "text": "Submit"}, "value": "go"}
+            {
+                "type": "button",
+                "action_id": "submit",
+                "text": {"type": "plain_text", "text": "Submit"},
+                "value": "go",
+            }
         ],
     },
 ]
@@ -95,7 +100,10 @@ def test_a_typed_bot_name_reaches_the_app_as_a_signed_mention(
     assert (mention["user"], mention["channel"], mention["ts"]) == (ADA, CHANNEL, said.json()["ts"])
     assert all(request.signature_valid for request in receiver.received)
     [shown] = api.get("channel", params={"as": GRACE, "channel": CHANNEL}).json()["messages"]
-    assert (shown["author"]["name"], shown["text"]) == ("Ada Lovelace", f"<@{demo.BOT_USER_ID}> what can you do?")
+    assert (shown["author"]["name"], shown["text"]) == (
+        "Ada Lovelace",
+        f"<@{demo.BOT_USER_ID}> what can you do?",
+    )
 
 
 @pytest.mark.parametrize(
@@ -111,7 +119,11 @@ def test_a_typed_bot_name_reaches_the_app_as_a_signed_mention(
     ],
 )
 def test_a_message_slack_would_refuse_is_refused_and_neither_stored_nor_sent(
-    api: httpx.Client, demo_fake: SlackFake, receiver: Receiver, body: dict[str, Any], expected: tuple[int, str]
+    api: httpx.Client,
+    demo_fake: SlackFake,
+    receiver: Receiver,
+    body: dict[str, Any],
+    expected: tuple[int, str],
 ) -> None:
     answer = api.post("messages", json=body)
 

@@ -7,7 +7,10 @@ GROUPS = {"oncall": "S0ONCALL"}
 
 
 def test_the_bots_typed_name_becomes_its_mention():
-    assert typed_mentions_to_ids("@Agent Kourier what can you do?", PEOPLE, GROUPS) == "<@U0BOT> what can you do?"
+    assert (
+        typed_mentions_to_ids("@Agent Kourier what can you do?", PEOPLE, GROUPS)
+        == "<@U0BOT> what can you do?"
+    )
 
 
 def test_the_longest_name_wins_and_case_does_not_matter():

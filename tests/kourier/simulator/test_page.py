@@ -30,7 +30,9 @@ def test_without_the_simulator_every_path_is_not_found(client: Client) -> None:
         assert client.get("/simulator/api/world").status_code == 404
 
 
-def test_the_page_has_its_message_box_its_script_and_a_csrf_cookie(client: Client, running_fake: SlackFake) -> None:
+def test_the_page_has_its_message_box_its_script_and_a_csrf_cookie(
+    client: Client, running_fake: SlackFake
+) -> None:
     page = client.get("/simulator/")
 
     assert page.status_code == 200
