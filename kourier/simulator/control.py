@@ -12,6 +12,8 @@ unknown path, 405 for a wrong verb). Nothing of what people write is logged.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -29,6 +31,7 @@ from .views import CardView, EphemeralView, MessageView
 PREFIX = "/simulator/api/"
 MAX_TEXT_CHARACTERS = 40_000  # chat.postMessage's limit on text (msg_too_long past it)
 MAX_BODY_BYTES = 256 * 1024
+MAX_WAIT_SECONDS = 20.0  # a long poll's longest wait, well within the page's forwarding timeout
 
 
 class Refusal(Exception):
@@ -135,10 +138,32 @@ class SimulatorApi:
         }
 
     def channel(self, request: HttpRequest) -> dict[str, Any]:
+        """The channel as the person sees it, and its ``version``. With ``since`` (a version) and
+        ``wait`` (seconds, at most MAX_WAIT_SECONDS), the answer waits until what the person sees
+        differs from that version: the page long-polls, so an idle page costs one request a while."""
         query = {key: values[-1] for key, values in parse_qs(request.query).items()}
         person = self.directory.person(query.get("as"))
         channel = self.directory.channel(query.get("channel"))
-        ephemerals = self.fake.ephemerals(person.id, channel)
+        since = query.get("since")
+        try:
+            wait = min(max(float(query.get("wait") or 0), 0.0), MAX_WAIT_SECONDS)
+        except ValueError:
+            raise Refusal("invalid_arguments", "wait is a number of seconds.") from None
+        shown = self._channel_as(person.id, channel)
+        if since and wait:
+            latest = [shown]
+
+            def changed() -> bool:
+                latest[0] = self._channel_as(person.id, channel)
+                return latest[0]["version"] != since
+
+            with contextlib.suppress(TimeoutError):  # unchanged: the page asks again
+                self.fake.wait_until(changed, timeout=wait)
+            shown = latest[0]
+        return shown
+
+    def _channel_as(self, person: str, channel: str) -> dict[str, Any]:
+        ephemerals = self.fake.ephemerals(person, channel)
         messages = []
         for root in self.fake.messages(channel):
             replies = [self._message(view) for view in self.fake.thread(channel, root.ts)[1:]]
@@ -150,7 +175,9 @@ class SimulatorApi:
         messages += [
             self._ephemeral(e) | {"replies": [], "status": None} for e in ephemerals if not e.thread_ts
         ]
-        return {"messages": sorted(messages, key=lambda m: float(m["ts"]))}
+        messages.sort(key=lambda m: float(m["ts"]))
+        version = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:16]
+        return {"messages": messages, "version": version}
 
     # Acting.
 

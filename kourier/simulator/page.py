@@ -50,21 +50,22 @@ def asset(request: HttpRequest, name: str) -> HttpResponse:
 
 
 @require_http_methods(["GET", "POST"])
-def api(request: HttpRequest, name: str) -> HttpResponse:
+async def api(request: HttpRequest, name: str) -> HttpResponse:
+    """Async: the page's long poll (control.py's ``wait``) holds no thread while it waits."""
     base = _fake_url()
     if len(request.body) > MAX_FORWARDED_BYTES:
         return JsonResponse(
             {"ok": False, "error": "request_too_large", "message": "The request is too large."}, status=413
         )
     try:
-        answer = httpx.request(
-            request.method or "GET",
-            f"{base}simulator/api/{name}",
-            params=request.GET,
-            content=request.body if request.method == "POST" else None,
-            headers={"Content-Type": "application/json"},
-            timeout=FORWARD_TIMEOUT_SECONDS,
-        )
+        async with httpx.AsyncClient(timeout=FORWARD_TIMEOUT_SECONDS) as client:
+            answer = await client.request(
+                request.method or "GET",
+                f"{base}simulator/api/{name}",
+                params=[(key, value) for key, values in request.GET.lists() for value in values],
+                content=request.body if request.method == "POST" else None,
+                headers={"Content-Type": "application/json"},
+            )
     except httpx.HTTPError:
         return JsonResponse(
             {

@@ -3,7 +3,7 @@
 "use strict";
 
 (function () {
-  const POLL_MS = 400;
+  const WAIT_SECONDS = 20;  // a long poll: the answer comes when what this person sees changes
   const EMOJI = {
     "+1": "👍", thumbsup: "👍", "-1": "👎", thumbsdown: "👎", eyes: "👀", white_check_mark: "✅",
     heavy_check_mark: "✔️", x: "❌", tada: "🎉", rocket: "🚀", fire: "🔥", warning: "⚠️", rotating_light: "🚨",
@@ -18,6 +18,7 @@
     channel: null,
     thread: null,          // the ts of the open thread
     messages: [],
+    version: "",
     controls: {},          // message ts -> action_id -> value, as the person left the message's controls
     rendered: new Map(),   // "list:ts" -> {signature, node}
     names: {},             // user id -> name
@@ -31,13 +32,13 @@
     return match ? decodeURIComponent(match[1]) : "";
   }
 
-  async function call(name, body) {
-    const init = body === undefined ? {} : {
+  async function call(name, body, signal) {
+    const init = body === undefined ? {signal} : {
       method: "POST",
       headers: {"Content-Type": "application/json", "X-CSRFToken": csrfToken()},
       body: JSON.stringify(body),
     };
-    const response = await fetch(`/simulator/api/${name}` + (body === undefined ? "" : ""), init);
+    const response = await fetch(`/simulator/api/${name}`, init);
     let answer;
     try { answer = await response.json(); } catch (e) { answer = {ok: false, message: `The simulator answered ${response.status}.`}; }
     if (!response.ok || !answer.ok) {
@@ -388,19 +389,40 @@
     $("reply").focus();
   }
 
-  let polling = false;
+  // One request at a time, each answered when the channel changes for this person (or after
+  // WAIT_SECONDS). poll() after an action asks at once, without waiting.
+  let generation = 0;
   async function poll() {
-    if (polling || !state.person) return;
-    polling = true;
+    if (!state.person) return;
+    const mine = ++generation;
+    const params = new URLSearchParams({as: state.person, channel: state.channel});
     try {
-      const params = new URLSearchParams({as: state.person, channel: state.channel});
       const answer = await call(`channel?${params}`);
+      if (mine !== generation) return;
       state.messages = answer.messages;
+      state.version = answer.version;
       render();
     } catch (error) {
       showActionError(error.message);
-    } finally {
-      polling = false;
+    }
+  }
+
+  async function watch() {
+    for (;;) {
+      const person = state.person;
+      const params = new URLSearchParams({as: person, channel: state.channel, since: state.version, wait: WAIT_SECONDS});
+      state.watching = new AbortController();
+      try {
+        const answer = await call(`channel?${params}`, undefined, state.watching.signal);
+        if (person === state.person) {
+          state.messages = answer.messages;
+          state.version = answer.version;
+          render();
+        }
+      } catch (error) {
+        // Aborted (another person picked): ask again at once; else the service may be restarting.
+        if (error.name !== "AbortError") await new Promise((resolve) => setTimeout(resolve, 2000));
+      }
     }
   }
 
@@ -451,6 +473,8 @@
       state.rendered.clear();
       $("messages").innerHTML = "";
       $("thread-messages").innerHTML = "";
+      state.version = "";
+      if (state.watching) state.watching.abort();
       poll();
     });
     const channels = $("channels");
@@ -465,7 +489,7 @@
     submitOnEnter($("reply"), $("reply-composer"));
     $("close-thread").addEventListener("click", () => { state.thread = null; render(); });
     await poll();
-    setInterval(poll, POLL_MS);
+    watch();
   }
 
   start().catch((error) => showActionError(error.message));

@@ -3,6 +3,7 @@ bad input is refused with Slack's error names before anything is stored or sent.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -212,3 +213,23 @@ def test_a_private_message_shows_only_to_its_person_in_its_thread(api: httpx.Cli
 def test_reading_the_channel_needs_a_known_person_and_channel(api: httpx.Client) -> None:
     assert refusal(api.get("channel", params={"channel": CHANNEL})) == (400, "user_not_found")
     assert refusal(api.get("channel", params={"as": ADA, "channel": "C0NOPE"})) == (400, "channel_not_found")
+
+
+def test_a_long_poll_answers_when_the_channel_changes_for_the_person(
+    api: httpx.Client, bot: WebClient
+) -> None:
+    version = api.get("channel", params={"as": ADA, "channel": CHANNEL}).json()["version"]
+    unchanged = api.get("channel", params={"as": ADA, "channel": CHANNEL, "since": version, "wait": "0.2"})
+    assert unchanged.json()["version"] == version
+
+    threading.Timer(0.2, lambda: bot.chat_postMessage(channel=CHANNEL, text="Deployed.")).start()
+    changed = api.get(
+        "channel", params={"as": ADA, "channel": CHANNEL, "since": version, "wait": "10"}
+    ).json()
+
+    assert changed["version"] != version
+    assert [m["text"] for m in changed["messages"]] == ["Deployed."]
+    assert refusal(api.get("channel", params={"as": ADA, "channel": CHANNEL, "wait": "soon"})) == (
+        400,
+        "invalid_arguments",
+    )
