@@ -94,6 +94,7 @@ def test_a_visitor_tries_every_feature_in_demo(served: str, chromium: str) -> No
             page.set_default_timeout(TIMEOUT_MS)
             page.goto("/simulator/")
             expect(page.locator("#channel-name")).to_have_text("#demo")
+            expect(page.get_by_label("Message", exact=True)).to_be_enabled()
             mention_the_bot_and_watch_the_answer_stream_in(page)
             answer_the_release_plans_questions(page)
             approve_one_tool_and_deny_the_other_as_the_approver_group(page)

@@ -489,6 +489,10 @@
     submitOnEnter($("reply"), $("reply-composer"));
     $("close-thread").addEventListener("click", () => { state.thread = null; render(); });
     await poll();
+    // The boxes take input only once sending works (a person never types into a dead page).
+    $("message").disabled = false;
+    $("reply").disabled = false;
+    document.body.dataset.ready = "true";
     watch();
   }
 
