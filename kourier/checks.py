@@ -108,3 +108,35 @@ def check_metrics_token(app_configs, **kwargs):
             )
         ]
     return []
+
+
+SIMULATOR_CHOICES = ("auto", "on", "off")
+
+
+@register()
+def check_simulator(app_configs, **kwargs):
+    if settings.SIMULATOR not in SIMULATOR_CHOICES:
+        return [
+            Error(
+                f"SIMULATOR must be auto, on or off, got {settings.SIMULATOR!r}.",
+                hint="auto (the default): `make serve` runs the workspace simulator when no Slack app is configured.",
+                id="kourier.E020",
+            )
+        ]
+    return []
+
+
+@register(Tags.security, deploy=True)
+def check_simulator_is_off_in_production(app_configs, **kwargs):
+    # A simulated Slack in production would take the place of the real one: its bot token and signing
+    # secret are made up, and anyone who reaches /simulator/ could act as anyone.
+    if settings.SIMULATOR == "on" or settings.SIMULATOR_URL:
+        return [
+            Error(
+                "The workspace simulator is on: it stands in for Slack and lets anyone act as anyone.",
+                hint="Set SIMULATOR=off in production (and configure your Slack app); the simulator is "
+                "for trying Kourier with `make serve` on your machine.",
+                id="kourier.E021",
+            )
+        ]
+    return []

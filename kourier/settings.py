@@ -16,6 +16,8 @@ env = environ.Env(
     LOG_LEVEL=(str, "INFO"),
     LOG_FORMAT=(str, ""),
     SLACK_API_URL=(str, "https://slack.com/api/"),
+    SIMULATOR=(str, "auto"),
+    SIMULATOR_PORT=(int, 0),
     A2A_CONNECT_TIMEOUT=(float, 5.0),
     A2A_READ_TIMEOUT=(float, 300.0),
     A2A_REQUEST_TIMEOUT=(float, 3600.0),
@@ -92,6 +94,16 @@ REDIS_URL = env("REDIS_URL", default=EMBEDDED_REDIS_URL)
 REDIS_IS_EMBEDDED = "REDIS_URL" not in env.ENVIRON
 
 SLACK_API_URL = env("SLACK_API_URL")
+# The workspace simulator (kourier/simulator): a local Slack with #demo bound to the demo agent, which
+# `manage.py serve` runs beside the service. auto: when no Slack app is configured (no SLACK_BOT_TOKEN,
+# and no Connection whose bot token variable is set); on: always; off: never. Never in production:
+# `manage.py check --deploy` fails while it runs.
+SIMULATOR = env("SIMULATOR").strip().lower()
+# Set by `manage.py serve` for its processes while it runs the simulator: the fake's address, where
+# the page at /simulator/ forwards to. Not a setting to set by hand.
+SIMULATOR_URL = env("SIMULATOR_URL", default="")
+# Where the simulator's Web API listens on 127.0.0.1 (0: a free port).
+SIMULATOR_PORT = env("SIMULATOR_PORT")
 A2A_CONNECT_TIMEOUT = env("A2A_CONNECT_TIMEOUT")
 A2A_READ_TIMEOUT = env("A2A_READ_TIMEOUT")
 A2A_REQUEST_TIMEOUT = env("A2A_REQUEST_TIMEOUT")

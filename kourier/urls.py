@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import path
 
 from kourier import health, metrics_view
+from kourier.simulator import page as simulator_page
 
 # Slack's requests (POST /slack/events) are served ahead of Django: kourier/http_routes.py.
 urlpatterns = [
@@ -9,4 +10,8 @@ urlpatterns = [
     path("readyz", health.readyz, name="readyz"),
     path("metrics", metrics_view.scrape, name="metrics"),
     path("admin/", admin.site.urls),
+    # The workspace simulator's page (404 unless `manage.py serve` runs it).
+    path("simulator/", simulator_page.index, name="simulator"),
+    path("simulator/api/<slug:name>", simulator_page.api, name="simulator-api"),
+    path("simulator/<str:name>", simulator_page.asset, name="simulator-asset"),
 ]

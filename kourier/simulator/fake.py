@@ -22,7 +22,7 @@ from .errors import FakeMisuse
 from .faults import ArgsPredicate, Fault, FaultPlan
 from .methods import current_assistant_status
 from .modals import ModalView
-from .pipeline import RecordedCall, WebApi
+from .pipeline import HttpAnswer, HttpRequest, RecordedCall, WebApi
 from .rate_limits import RateLimiter
 from .server import FakeHttpServer
 from .shapes import message_json, rich_text_blocks
@@ -54,13 +54,14 @@ class SlackFake:
         stream_lifetime: float = DEFAULT_STREAM_LIFETIME,
         ack_timeout: float = ACK_TIMEOUT,
         socket_retry_delays: tuple[float, ...] = DEFAULT_RETRY_DELAYS,
+        port: int = 0,
     ) -> None:
         """``rate_limits=False`` admits every call; ``rate_limit_multiplier`` scales every budget.
 
         ``stream_lifetime`` is the default for workspaces added later (Slack: about five minutes).
         ``ack_timeout`` is how long deliveries wait for the app's 2xx or its Socket Mode ack (Slack:
         three seconds). ``socket_retry_delays``: when Slack sends an unacked Socket Mode event again
-        (Slack: nearly at once, ~1 min, ~5 min).
+        (Slack: nearly at once, ~1 min, ~5 min). ``port``: where the Web API listens (0: a free port).
         """
         self.clock = clock or SystemClock()
         self.rate_limits = RateLimiter(self.clock, enabled=rate_limits, multiplier=rate_limit_multiplier)
@@ -70,7 +71,8 @@ class SlackFake:
         self._deliveries: list[Delivery] = []
         self._deliverer = Deliverer(self._record_delivery, ack_timeout)
         self._api = WebApi(self._state, self.rate_limits, self._faults, self._echo_to_app)
-        self._server = FakeHttpServer(self._api.handle)
+        self._mounts: dict[str, Callable[[HttpRequest], HttpAnswer]] = {}
+        self._server = FakeHttpServer(self._route, port)
         self._socket = SocketModeServer(
             self._notify_changed,
             self._record_delivery,
@@ -105,6 +107,13 @@ class SlackFake:
         if not self._stopped:
             self._deliverer.close()
             self._stopped = True
+
+    def mount(self, prefix: str, handle: Callable[[HttpRequest], HttpAnswer]) -> None:
+        """Serve requests whose path starts with ``prefix`` with ``handle`` beside the Web API (the
+        simulator's page API, control.py), on the same port."""
+        if prefix.startswith(("/api/", "/actions/")):
+            raise FakeMisuse(f"{prefix} is Slack's own")
+        self._mounts[prefix] = handle
 
     def __enter__(self) -> SlackFake:
         return self.start()
@@ -960,6 +969,12 @@ class SlackFake:
             if envelope.envelope_id == envelope_id:
                 return envelope
         raise FakeMisuse(f"no envelope {envelope_id}")
+
+    def _route(self, request: HttpRequest) -> HttpAnswer:
+        for prefix, handle in self._mounts.items():
+            if request.path.startswith(prefix):
+                return handle(request)
+        return self._api.handle(request)
 
     def _notify_changed(self) -> None:
         with self._api.changed:

@@ -20,8 +20,9 @@ _POLL_SECONDS = 0.05
 
 
 class FakeHttpServer:
-    def __init__(self, handle: Callable[[HttpRequest], HttpAnswer]) -> None:
+    def __init__(self, handle: Callable[[HttpRequest], HttpAnswer], port: int = 0) -> None:
         self._handle = handle
+        self._port = port  # 0: a free one
         self._stopping = threading.Event()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -34,7 +35,9 @@ class FakeHttpServer:
 
     def start(self) -> None:
         self._stopping.clear()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_class(self._handle, self._stopping))
+        self._server = ThreadingHTTPServer(
+            ("127.0.0.1", self._port), _handler_class(self._handle, self._stopping)
+        )
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever,

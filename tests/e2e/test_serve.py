@@ -12,8 +12,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from kourier.management.commands.serve import Command
-from kourier.simulator import defaults
+from bindings.models import Binding
+from kourier.management.commands.serve import Command, Simulator, simulator_wanted
+from kourier.simulator import defaults, demo
+from tests.factories import ConnectionFactory
 from tests.support.private_redis import free_port
 from tests.support.stack import REPO_ROOT
 
@@ -87,6 +89,11 @@ def test_serve_runs_web_worker_beat_and_a_private_redis_and_stops_them_all(tmp_p
         assert scraped.status_code == 200
         assert "kourier_live_state_readable 1.0" in scraped.text
         assert not stale_metrics.exists()
+        # No Slack app is configured: the workspace simulator runs, #demo bound to the demo agent.
+        simulator = httpx.get(f"http://127.0.0.1:{web_port}/simulator/")
+        assert simulator.status_code == 200
+        assert '<label for="message">Message</label>' in simulator.text
+        assert_the_demo_answers_a_mention(f"http://127.0.0.1:{web_port}")
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=60)
@@ -94,8 +101,34 @@ def test_serve_runs_web_worker_beat_and_a_private_redis_and_stops_them_all(tmp_p
     output = (tmp_path / "serve.log").read_text()
     assert f"Admin: http://127.0.0.1:{web_port}/admin/" in output
     assert "createsuperuser" in output
+    assert f"Workspace simulator: http://127.0.0.1:{web_port}/simulator/" in output
     assert not port_is_open(redis_port)
     assert not port_is_open(web_port)
+
+
+def assert_the_demo_answers_a_mention(base: str) -> None:
+    """Through the page's API, as the page does: Ada mentions the bot by name; the demo agent answers
+    in the thread."""
+    page = httpx.get(f"{base}/simulator/")
+    said = httpx.post(
+        f"{base}/simulator/api/messages",
+        json={"as": "U0ADA", "channel": demo.CHANNEL_ID, "text": "@Agent Kourier hello"},
+        cookies=page.cookies,
+        headers={"X-CSRFToken": page.cookies["csrftoken"]},
+    )
+    assert said.status_code == 200, said.text
+    assert said.json()["text"] == f"<@{demo.BOT_USER_ID}> hello"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        channel = httpx.get(
+            f"{base}/simulator/api/channel", params={"as": "U0ADA", "channel": demo.CHANNEL_ID}
+        )
+        [root] = channel.json()["messages"]
+        answers = [m for m in root["replies"] if m["author"]["is_bot"] and not m["streaming"]]
+        if answers and "I am the demo agent" in answers[0]["text"]:
+            return
+        time.sleep(0.2)  # polling as the page does, not timing a race
+    raise AssertionError(f"the demo agent did not answer: {channel.text}")
 
 
 SOCKET_MODE_MANIFEST = """\
@@ -136,6 +169,8 @@ def test_serve_starts_the_socket_process_when_a_connection_has_an_app_token(tmp_
         wait_for_ready(f"http://127.0.0.1:{web_port}/readyz", process)
         slack_fake.wait_for_socket_connections(1, timeout=60)
         assert len([command for command in children_of(process.pid) if "manage.py socket" in command]) == 1
+        # A Slack app is configured: no simulator.
+        assert httpx.get(f"http://127.0.0.1:{web_port}/simulator/").status_code == 404
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=60)
@@ -192,3 +227,57 @@ def test_make_serve_takes_its_port_and_readable_logs_from_the_command_line():
     [serve] = [line for line in planned.stdout.splitlines() if "manage.py serve" in line]
     assert serve.startswith("LOG_FORMAT=${LOG_FORMAT:-text} ")  # JSON stays the default elsewhere
     assert serve.endswith("manage.py serve --port 8123")
+
+
+class TestTheSimulatorRunsWhenNoSlackAppIsConfigured:
+    @pytest.fixture(autouse=True)
+    def no_slack_app(self, monkeypatch, settings):
+        settings.SIMULATOR = "auto"
+        for name in ("SLACK_BOT_TOKEN", "ACME_BOT_TOKEN", demo.BOT_TOKEN_ENV):
+            monkeypatch.delenv(name, raising=False)
+
+    def test_with_no_token_and_no_connection_it_runs(self, db):
+        assert simulator_wanted()
+
+    def test_a_slack_bot_token_is_a_slack_app(self, db, monkeypatch):
+        monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-real")
+        assert not simulator_wanted()
+
+    def test_a_connection_whose_token_variable_is_set_is_a_slack_app(self, db, monkeypatch):
+        ConnectionFactory(name="acme", bot_token_env="ACME_BOT_TOKEN")
+        assert simulator_wanted()  # named, but its token is not there: not configured yet
+        monkeypatch.setenv("ACME_BOT_TOKEN", "xoxb-real")
+        assert not simulator_wanted()
+
+    def test_the_simulators_own_connection_is_not_a_slack_app(self, db, monkeypatch):
+        ConnectionFactory(name=demo.CONNECTION_NAME, bot_token_env=demo.BOT_TOKEN_ENV)
+        monkeypatch.setenv(demo.BOT_TOKEN_ENV, "xoxb-demo-left-from-a-run")
+        assert simulator_wanted()
+
+    def test_on_and_off_override_the_rule(self, db, monkeypatch, settings):
+        monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-real")
+        settings.SIMULATOR = "on"
+        assert simulator_wanted()
+        monkeypatch.delenv("SLACK_BOT_TOKEN")
+        settings.SIMULATOR = "off"
+        assert not simulator_wanted()
+
+
+def test_the_demo_manifest_applies_with_the_approver_group_and_the_readmes_trigger(db, monkeypatch):
+    simulator = Simulator("0.0.0.0", 8123)
+    simulator.start()
+    try:
+        for name in simulator.env():  # apply_demo_binding sets them for this process: put back after
+            monkeypatch.setenv(name, "")
+        simulator.apply_demo_binding()
+    finally:
+        simulator.stop()
+    binding = Binding.objects.get(name="ops")
+    assert binding.channel_ids() == [demo.CHANNEL_ID]
+    assert binding.agent_url == simulator.agent_url
+    assert (binding.tool_approvals, binding.approver_groups, binding.ask_user) == (
+        True,
+        [demo.ONCALL_ID],
+        True,
+    )
+    assert simulator.events_url == "http://127.0.0.1:8123/slack/events"

@@ -71,3 +71,18 @@ def test_with_production_settings_metrics_need_a_token():
         assert "kourier.E005" in {m.id for m in run_checks(include_deployment_checks=True)}
     with override_settings(METRICS_TOKEN="t"):
         assert "kourier.E005" not in {m.id for m in run_checks(include_deployment_checks=True)}
+
+
+def test_a_simulator_setting_other_than_auto_on_or_off_is_refused():
+    with override_settings(SIMULATOR="yes"):
+        [message] = [m for m in run_checks() if m.id == "kourier.E020"]
+    assert "SIMULATOR must be auto, on or off" in message.msg
+
+
+def test_the_deploy_check_fails_while_the_simulator_runs():
+    with override_settings(SIMULATOR="on", SIMULATOR_URL=""):
+        assert "kourier.E021" in {m.id for m in run_checks(include_deployment_checks=True)}
+    with override_settings(SIMULATOR="auto", SIMULATOR_URL="http://127.0.0.1:5000/"):
+        assert "kourier.E021" in {m.id for m in run_checks(include_deployment_checks=True)}
+    with override_settings(SIMULATOR="auto", SIMULATOR_URL=""):
+        assert "kourier.E021" not in {m.id for m in run_checks(include_deployment_checks=True)}

@@ -1,6 +1,11 @@
 """Runs the whole service on one machine: Daphne (one process per core), a Celery worker and Celery beat,
 and `manage.py socket` when a Connection has an app token (Socket Mode).
 
+With no Slack app configured (SIMULATOR=auto, the default) it also runs the workspace simulator: the
+Slack fake in this process, on 127.0.0.1, with the product's processes pointed at it (SLACK_API_URL),
+the demo agent as one more child, and #demo bound to it (kourier/simulator/demo.py's manifest,
+applied like any other). The page is the web processes' /simulator/.
+
 With no REDIS_URL it first starts the private Redis-compatible server of the embedded default.
 Each process is a child; a signal to this command stops them all, gracefully. The children write
 their metrics into one directory (PROMETHEUS_MULTIPROC_DIR, else var/metrics), emptied at start, so
@@ -8,6 +13,7 @@ that /metrics, whichever web process answers it, adds up every process of the ho
 """
 
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -20,9 +26,12 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from bindings import manifest, services
 from bindings.models import Connection
 from kourier.embedded_redis import start_private_redis
 from kourier.metrics import MULTIPROC_DIR_VARIABLE, mark_process_dead
+from kourier.simulator import control, demo
+from kourier.simulator.fake import SlackFake
 from kourier.web_processes import daphne_commands, default_web_processes, listen
 
 GRACEFUL_STOP_SECONDS = 30
@@ -41,6 +50,82 @@ def fresh_metrics_dir(directory: str | Path) -> Path:
 def uses_socket_mode() -> bool:
     """Whether a Connection has an app token: then `make serve` holds its websockets too."""
     return Connection.objects.exclude(app_token_env="").exists()
+
+
+def slack_app_configured() -> bool:
+    """A Slack app of the operator's own: SLACK_BOT_TOKEN set, or a Connection (other than the
+    simulator's) whose bot token variable is set."""
+    if os.environ.get("SLACK_BOT_TOKEN"):
+        return True
+    connections = Connection.objects.exclude(name=demo.CONNECTION_NAME)
+    return any(os.environ.get(name) for name in connections.values_list("bot_token_env", flat=True))
+
+
+def simulator_wanted() -> bool:
+    """SIMULATOR=on: always; off: never; auto: when no Slack app is configured."""
+    if settings.SIMULATOR == "auto":
+        return not slack_app_configured()
+    return settings.SIMULATOR == "on"
+
+
+def free_local_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Simulator:
+    """The simulated workspace of a `serve` run: the fake, the demo agent's address, the variables
+    the product's processes need to use them."""
+
+    def __init__(self, web_host: str, web_port: int) -> None:
+        self.secrets = demo.DemoSecrets.new()
+        self.trigger_token_made = not os.environ.get(demo.TRIGGER_TOKEN_ENV)
+        self.trigger_token = os.environ.get(demo.TRIGGER_TOKEN_ENV) or secrets.token_urlsafe(24)
+        self.agent_port = free_local_port()
+        self.fake: SlackFake = demo.build(self.secrets, port=settings.SIMULATOR_PORT)
+        control.mount_on(self.fake)
+        # The fake reaches the web processes where they listen; a wildcard host is reached on loopback.
+        local = "127.0.0.1" if web_host in ("0.0.0.0", "::", "") else web_host
+        local = f"[{local}]" if ":" in local else local
+        self.events_url = f"http://{local}:{web_port}/slack/events"
+
+    @property
+    def agent_url(self) -> str:
+        return f"http://127.0.0.1:{self.agent_port}/"
+
+    def start(self) -> None:
+        try:
+            self.fake.start()
+        except OSError as exc:
+            raise CommandError(
+                f"The workspace simulator cannot listen on port {settings.SIMULATOR_PORT}: {exc}. "
+                "Set SIMULATOR_PORT to another (0: a free one), or SIMULATOR=off."
+            ) from exc
+        self.fake.deliver_events_to(self.events_url, self.secrets.signing_secret)
+
+    def stop(self) -> None:
+        self.fake.stop()
+
+    def env(self) -> dict[str, str]:
+        return {
+            "SIMULATOR": "on",
+            "SIMULATOR_URL": self.fake.url.removesuffix("api/"),
+            "SLACK_API_URL": self.fake.url,
+            demo.BOT_TOKEN_ENV: self.secrets.bot_token,
+            demo.SIGNING_SECRET_ENV: self.secrets.signing_secret,
+            demo.TRIGGER_TOKEN_ENV: self.trigger_token,
+        }
+
+    def apply_demo_binding(self) -> None:
+        """#demo bound to the demo agent: the manifest applied as `manage.py apply` would (its secrets
+        are read from this process's environment, as every process's)."""
+        os.environ.update(self.env())
+        documents, problems = manifest.parse_documents(demo.manifest(self.agent_url), "simulator")
+        result = services.apply_manifests(documents) if not problems else None
+        if result is None or not result.ok:
+            errors = problems if result is None else result.errors
+            raise CommandError("The demo Binding was refused: " + "; ".join(str(e) for e in errors))
 
 
 def port_is_taken(host: str, port: int) -> bool:
@@ -95,25 +180,40 @@ class Command(BaseCommand):
         if settings.REDIS_IS_EMBEDDED:
             redis_server = start_private_redis(settings.EMBEDDED_REDIS_PORT, settings.VAR_DIR / "redis")
             self.stdout.write(f"Private Redis at {settings.REDIS_URL} (data in var/redis)")
+        simulator: Simulator | None = None
         try:
             call_command("migrate", interactive=False, verbosity=0)
             self.stdout.write("Database migrated.")
+            if simulator_wanted():
+                simulator = Simulator(host, port)
+                simulator.start()
+                simulator.apply_demo_binding()
             metrics_dir = fresh_metrics_dir(settings.PROMETHEUS_MULTIPROC_DIR or settings.VAR_DIR / "metrics")
-            children = self._start_children(host, port, concurrency, web_processes, metrics_dir)
-            self._announce(host, port)
+            children = self._start_children(host, port, concurrency, web_processes, metrics_dir, simulator)
+            self._announce(host, port, simulator)
             try:
                 self._wait(children)
             finally:
                 for child in children:  # their live gauges go; their counters stay counted
                     mark_process_dead(child.pid, str(metrics_dir))
         finally:
+            if simulator is not None:
+                simulator.stop()
             if redis_server is not None:
                 redis_server.stop()
 
     def _start_children(
-        self, host: str, port: int, concurrency: int, web_processes: int, metrics_dir: Path
+        self,
+        host: str,
+        port: int,
+        concurrency: int,
+        web_processes: int,
+        metrics_dir: Path,
+        simulator: Simulator | None,
     ) -> list[subprocess.Popen]:
         env = {**os.environ, "REDIS_URL": settings.REDIS_URL, MULTIPROC_DIR_VARIABLE: str(metrics_dir)}
+        if simulator is not None:
+            env |= simulator.env()
         # The web processes' /metrics adds up the one directory: no worker or beat serves its own (and
         # two could not listen on one port).
         env.pop("METRICS_PORT", None)
@@ -132,17 +232,33 @@ class Command(BaseCommand):
         if uses_socket_mode():
             commands.append([python, "manage.py", "socket"])
             self.stdout.write("Socket Mode: a Connection has an appToken; starting manage.py socket.")
+        if simulator is not None:
+            commands.append([python, "manage.py", "demo_agent", "--port", str(simulator.agent_port)])
         return children + [subprocess.Popen(command, env=env) for command in commands]
 
-    def _announce(self, host: str, port: int) -> None:
+    def _announce(self, host: str, port: int, simulator: Simulator | None = None) -> None:
         base = f"http://{host}:{port}"
         first_user = (
             ""
             if get_user_model().objects.exists()
             else "  (first user: .venv/bin/python manage.py createsuperuser)"
         )
+        demo_lines = ""
+        if simulator is not None:
+            # A token made for this run is shown, so the README's curl can use it; the operator's own is not.
+            token = (
+                f"{demo.TRIGGER_TOKEN_ENV}={simulator.trigger_token}"
+                if simulator.trigger_token_made
+                else (f"your {demo.TRIGGER_TOKEN_ENV}")
+            )
+            demo_lines = (
+                f"Workspace simulator: {base}/simulator/ (no Slack app is configured: #demo is bound to "
+                f"the demo agent; mention @Agent Kourier there)\n"
+                f"Start an alert thread there: the README's trigger example with {token}\n"
+            )
         self.stdout.write(
             self.style.SUCCESS(f"Agent Kourier is running at {base}/ (Slack events: {base}/slack/events)\n")
+            + demo_lines
             + f"Admin: {base}/admin/{first_user}\n"
             + "Stop with Ctrl-C."
         )
