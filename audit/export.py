@@ -15,7 +15,9 @@ from django.db.models import QuerySet
 
 from .models import AuditEvent
 
-COLUMNS = ["id", "at", "action", "binding_name", "actor_kind", "actor_id", "subject", "details"]
+COLUMNS = [
+    "id", "at", "action", "binding_name", "actor_kind", "actor_id", "requester", "policy", "subject", "details",
+]  # fmt: skip
 BATCH_ROWS = 1000
 
 

@@ -25,8 +25,14 @@ class AuditEvent(models.Model):
     at = models.DateTimeField(auto_now_add=True, db_index=True)
     action = models.CharField(max_length=64, db_index=True)
     binding_name = models.CharField(max_length=100, blank=True, db_index=True)
-    actor_kind = models.CharField(max_length=16, choices=[("user", "Slack user"), ("system", "System")])
+    actor_kind = models.CharField(
+        max_length=16, choices=[("user", "Slack user"), ("system", "System"), ("policy", "Policy")]
+    )
     actor_id = models.CharField(max_length=64, blank=True)
+    # A decision's: whose message started the turn (a Slack user, or the system identity), and the
+    # approval rules it was decided under ("binding", or the rule that matched: "tools[0] match=db_*").
+    requester = models.CharField(max_length=64, blank=True)
+    policy = models.CharField(max_length=500, blank=True)
     subject = models.CharField(max_length=200, blank=True, help_text="What the event is about, by id.")
     details = models.JSONField(default=dict, blank=True)
 

@@ -150,7 +150,16 @@ class BindingAdmin(ManifestAdmin):
         ),
         (
             "Interactions",
-            {"fields": ["ask_user", "tool_approvals", "approver_groups", "interaction_timeout"]},
+            {
+                "fields": [
+                    "ask_user",
+                    "tool_approvals",
+                    "approver_groups",
+                    "separate_approver",
+                    "tool_rules",
+                    "interaction_timeout",
+                ]
+            },
         ),
         ("Session", {"fields": ["thread_ttl"]}),
         ("Replies", {"fields": ["allow_mentions", "max_messages"]}),

@@ -37,6 +37,16 @@ class Interaction(models.Model):
     channel_id = models.CharField(max_length=32)
     prompt_ts = models.CharField(max_length=32, blank=True, help_text="The prompt's message, once posted.")
     answered_by = models.CharField(max_length=32, blank=True)
+    requested_by = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="Whose message started the task that paused: a Slack user, or the system identity.",
+    )
+    denied_by_policy = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="The tools (by index) an approval's rules denied at once: nobody asked (unattended: deny).",
+    )
     answered_at = models.DateTimeField(null=True, blank=True)
     answer_turn = models.OneToOneField(
         "threads.Turn", on_delete=models.SET_NULL, null=True, blank=True, related_name="answered_interaction"
