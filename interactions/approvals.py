@@ -334,6 +334,8 @@ def audit_timeout(interaction_id: int, *, now: datetime | None = None) -> bool:
             binding_name=binding.name if binding else "",
             subject=subject(interaction_id),
             details=decision_shape(tools, [False] * len(tools)),
+            requester=services.requester(interaction),
+            policy=policy_name(interaction),
         )
     return True
 
