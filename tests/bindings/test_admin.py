@@ -318,7 +318,6 @@ def test_a_binding_saved_by_the_admin_exports_like_one_applied(admin_client, acm
             "tool_rules",
             id="a tool rule with more than 10 groups",
         ),
-
         pytest.param(
             {"tool_approvals": "on"},
             binding(interactions={"toolApprovals": True}),

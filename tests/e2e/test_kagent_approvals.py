@@ -134,8 +134,11 @@ def test_when_nobody_decides_both_tools_are_denied_with_the_timeout_reason_and_t
     assert any(m.text == "Nobody approved, so I ran nothing." for m in bot_messages(world, ts))
 
 
+# The rules are Kourier's alone (the runtime sees a decision like any other, on both lines in the tests
+# above): one line is enough, the newest.
+@pytest.mark.parametrize("kagent_line", [KAGENT_1_0], ids=[KAGENT_1_0.name])
 def test_an_alerts_tool_its_rule_denies_is_denied_at_once_and_the_person_who_asked_may_not_approve(
-    make_world, start_kagent_runtime
+    make_world, start_kagent_runtime, kagent_line
 ):
     """Issue 21, opt-in: an alert thread's own turn has no requester, so check_status (its rule says
     unattended: deny) is denied at once with the policy's reason while add_numbers is put to people;

@@ -6,6 +6,7 @@ import logging
 import math
 import threading
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django import db
@@ -16,6 +17,7 @@ from interactions import approval_prompts, approvals, services, sweeps
 from interactions.decisions import NotADecision, Undecided, read_decision
 from interactions.kinds import Refusal, Refused, Taken
 from interactions.models import Interaction
+from kourier.a2a.dialects.kagent import POLICY_DENIAL_REASON
 from kourier.a2a.events import AnswerFormat, ApprovalRequest, ToolToApprove
 from kourier.a2a.follow import Cancelled
 from kourier.simulator import defaults
@@ -568,3 +570,25 @@ class TestNobodyAsked:
         interaction = opened(turn, TWO)
 
         assert (interaction.state, interaction.denied_by_policy) == (Interaction.State.OPEN, [])
+
+
+def test_the_approval_rules_fixed_wordings_read_as_docs_manifests_md_and_the_readme_show_them():
+    root = Path(__file__).resolve().parents[2]
+    documented = (root / "docs" / "manifests.md").read_text()
+    readme = " ".join((root / "README.md").read_text().split())
+
+    for wording in (
+        approvals.SEPARATE_APPROVER,
+        approvals.NOT_A_TOOL_APPROVER.format(tools="NAMES"),
+        approval_prompts.DENIED_BY_POLICY_LINE,
+        approval_prompts.DENIED_BY_POLICY_ENDING,
+        POLICY_DENIAL_REASON,
+    ):
+        assert f"`{wording}`" in documented
+    assert "`(Someone else must approve: NAMES.)`" in documented
+    assert f"> {approvals.SEPARATE_APPROVER}" in readme
+    assert f"> {approvals.NOT_A_TOOL_APPROVER.format(tools='db_drop')}" in readme
+    assert f"*{POLICY_DENIAL_REASON}*" in readme
+    assert approvals.separate_approver_refusal(TWO, [1]) == (
+        f"{approvals.SEPARATE_APPROVER} (Someone else must approve: check_status.)"
+    )
