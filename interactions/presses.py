@@ -14,6 +14,12 @@ may press):
   a Celery task with backoff, and sent again by beat's sweep when a worker died holding the try
   (kept_presses.py), so the retry outlives any restart.
 
+Beyond the spec, opt-in per Binding (policy.py): with ``interactions.tools`` each tool of the prompt
+is decided under its own rule's groups, so the presser must be in the groups of every tool (each
+group read once a press, the same failure rules), and a rule's own groups refuse in their own words;
+four eyes (``separateApprover``) needs the press's verdicts and is checked with them, in the take
+(``PauseKind.vet``).
+
 The first complete press wins (``services.take_press``); every press that is not taken is told why,
 in a message only the person sees.
 """
