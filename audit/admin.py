@@ -26,12 +26,13 @@ class AuditEventAdmin(ReadOnlyAdmin):
     by interaction (``interaction 12``), actor or Binding; each row has its detail page. The list, as
     filtered, and each detail page export as CSV (``export/`` with the list's query string)."""
 
-    list_display = ["at", "action", "binding_name", "actor_kind", "actor_id", "subject"]
+    list_display = ["at", "action", "binding_name", "actor_kind", "actor_id", "requester", "subject"]
     list_filter = ["action", "binding_name", "actor_id", ("at", admin.DateFieldListFilter), "actor_kind"]
     search_fields = ["subject", "actor_id", "binding_name"]
     date_hierarchy = "at"
     readonly_fields = [
-        "at", "action", "binding_name", "actor_kind", "actor_id", "subject", "details", "previous_hash", "hash",
+        "at", "action", "binding_name", "actor_kind", "actor_id", "requester", "policy", "subject", "details",
+        "previous_hash", "hash",
     ]  # fmt: skip
 
     def get_urls(self) -> list[URLPattern]:

@@ -16,7 +16,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 # What a row's hash covers, besides the hash before it. The id is not covered: it is the chain's order.
-CHAINED_FIELDS = ("at", "action", "binding_name", "actor_kind", "actor_id", "subject", "details")
+CHAINED_FIELDS = (
+    "at", "action", "binding_name", "actor_kind", "actor_id", "requester", "policy", "subject", "details",
+)  # fmt: skip
 GENESIS = "0" * 64
 
 # What ``manage.py audit verify`` says of the first row that does not match (docs/security.md).

@@ -17,7 +17,8 @@ from django.db.models import QuerySet
 from .models import AuditEvent
 
 COLUMNS = [
-    "id", "at", "action", "binding_name", "actor_kind", "actor_id", "subject", "details", "previous_hash", "hash",
+    "id", "at", "action", "binding_name", "actor_kind", "actor_id", "requester", "policy", "subject", "details",
+    "previous_hash", "hash",
 ]  # fmt: skip
 BATCH_ROWS = 1000
 

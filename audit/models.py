@@ -41,11 +41,21 @@ class AuditEvent(models.Model):
     binding_name = models.CharField(max_length=100, blank=True, db_index=True)
     actor_kind = models.CharField(
         max_length=16,
-        choices=[("user", "Slack user"), ("django-user", "Django user"), ("system", "System")],
+        choices=[
+            ("user", "Slack user"),
+            ("django-user", "Django user"),
+            ("system", "System"),
+            ("policy", "Policy"),
+        ],
         help_text="Who acted: a Slack user (actor_id is their Slack ID), a Django user deciding outside "
-        "Slack, in the admin or by manage.py (actor_id is their username), or the system.",
+        "Slack, in the admin or by manage.py (actor_id is their username), a Binding's rule (policy), "
+        "or the system.",
     )
     actor_id = models.CharField(max_length=160, blank=True)  # admin:<username>, a Django username up to 150
+    # A decision's: whose message started the turn (a Slack user, or the system identity), and the
+    # approval rules it was decided under ("binding", or the rule that matched: "tools[0] match=db_*").
+    requester = models.CharField(max_length=64, blank=True)
+    policy = models.CharField(max_length=500, blank=True)
     subject = models.CharField(max_length=200, blank=True, help_text="What the event is about, by id.")
     details = models.JSONField(default=dict, blank=True)
     # Empty by the database's default for a row the release before the chain writes during an upgrade:

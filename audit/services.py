@@ -14,17 +14,23 @@ def record(
     subject: str = "",
     details: dict[str, Any] | None = None,
     actor_kind: str | None = None,
+    requester: str = "",
+    policy: str = "",
+    by_policy: bool = False,
 ) -> AuditEvent:
     """Appends one audit row, chained to the last (in the caller's transaction, if any). An empty
     actor_id means the system acted (a sweep, a trigger); otherwise a Slack user did, unless
-    ``actor_kind`` says a Django user (``DJANGO_USER``) did."""
+    ``actor_kind`` says a Django user (``DJANGO_USER``) did; ``by_policy``, that a Binding's rule
+    decided (its ``policy`` says which)."""
     return AuditEvent.objects.create(
         action=action,
         binding_name=binding_name,
-        actor_kind=actor_kind or ("user" if actor_id else "system"),
+        actor_kind="policy" if by_policy else actor_kind or ("user" if actor_id else "system"),
         actor_id=actor_id,
         subject=subject,
         details=details or {},
+        requester=requester,
+        policy=policy[:500],
     )
 
 

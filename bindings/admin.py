@@ -202,9 +202,11 @@ class BindingAdmin(ManifestAdmin):
                     "ask_user",
                     "tool_approvals",
                     "approver_groups",
+                    "separate_approver",
+                    "tool_rules",
                     "interaction_timeout",
-                    "deny_reasons",
                     "remind_before",
+                    "deny_reasons",
                 ]
             },
         ),

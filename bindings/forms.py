@@ -49,6 +49,8 @@ BINDING_FIELD_PATHS = {
     "spec.interactions.denyReasons": "deny_reasons",
     "spec.feedback": "feedback",
     "spec.interactions.remindBefore": "remind_before",
+    "spec.interactions.separateApprover": "separate_approver",
+    "spec.interactions.tools": "tool_rules",
     "spec.session.threadTTL": "thread_ttl",
     "spec.triggers": "triggers",
     "spec.replies.allowMentions": "allow_mentions",
@@ -139,6 +141,55 @@ class TriggersField(forms.CharField):
                 trigger[option] = int(option_value) if option_value.isdigit() else option_value
             triggers.append(trigger)
         return triggers
+
+
+class ToolRulesField(forms.CharField):
+    """One rule per line, ``MATCH [approverGroups=S1,S2] [separateApprover=true] [unattended=deny]``, as
+    the manifest's list. Anything else is handed on as written, for the manifest to refuse in its words
+    (a line without a match, an unknown key)."""
+
+    widget = forms.Textarea(attrs={"rows": 3})
+
+    def to_python(self, value: Any) -> list[dict[str, Any]]:  # type: ignore[override]
+        rules: list[dict[str, Any]] = []
+        for number, line in enumerate(str(value or "").splitlines(), start=1):
+            words = [word for word in line.split() if "=" not in word]
+            options = [word.partition("=") for word in line.split() if "=" in word]
+            if not words and not options:
+                continue
+            if len(words) > 1:
+                raise forms.ValidationError(
+                    f"line {number}: write each rule as MATCH [approverGroups=S1,S2] [separateApprover=true] "
+                    "[unattended=deny], one tool name or glob per line"
+                )
+            rule: dict[str, Any] = {"match": words[0]} if words else {}
+            for option, _, option_value in options:
+                rule[option] = _rule_option(option, option_value)
+            rules.append(rule)
+        return rules
+
+
+def _rule_option(option: str, value: str) -> Any:
+    if option == "approverGroups":
+        return split_list(value)
+    if option == "separateApprover" and value in ("true", "false"):
+        return value == "true"
+    return value
+
+
+def tool_rules_text(rules: tuple[manifest.ToolRule, ...]) -> str:
+    """Tool rules as the admin's field shows them, one per line."""
+    lines = []
+    for rule in rules:
+        words = [rule.match]
+        if rule.approver_groups is not None:
+            words.append(f"approverGroups={','.join(rule.approver_groups)}")
+        if rule.separate_approver is not None:
+            words.append(f"separateApprover={'true' if rule.separate_approver else 'false'}")
+        if rule.unattended is not manifest.DEFAULT_UNATTENDED:
+            words.append(f"unattended={rule.unattended.value}")
+        lines.append(" ".join(words))
+    return "\n".join(lines)
 
 
 class ManifestForm(forms.ModelForm):
@@ -314,6 +365,21 @@ class BindingForm(ManifestForm):
         help_text="spec.interactions.remindBefore: remind the approvers this long before an approval's "
         "deadline, such as 10m; shorter than the timeout. Empty: no reminder.",
     )
+    separate_approver = forms.BooleanField(
+        label="Separate approver",
+        required=False,
+        initial=manifest.DEFAULT_SEPARATE_APPROVER,
+        help_text="spec.interactions.separateApprover: the person whose message started the turn may deny "
+        "a tool but not approve it (four eyes).",
+    )
+    tool_rules = ToolRulesField(
+        label="Tool rules",
+        required=False,
+        help_text="spec.interactions.tools: one rule per line, as MATCH [approverGroups=S1,S2] "
+        "[separateApprover=true] [unattended=deny], such as db_* separateApprover=true. MATCH is a tool name "
+        "or a glob; the first rule that matches a tool wins; a field left out, and a tool no rule matches, "
+        "take the Binding's own.",
+    )
     thread_ttl = forms.CharField(
         label="Thread TTL",
         required=False,
@@ -404,6 +470,8 @@ class BindingForm(ManifestForm):
                     "timeout": given("interaction_timeout"),
                     "denyReasons": cleaned_data.get("deny_reasons", False),
                     "remindBefore": given("remind_before"),
+                    "separateApprover": cleaned_data.get("separate_approver", False),
+                    "tools": cleaned_data.get("tool_rules") or [],
                 },
                 "session": {"threadTTL": given("thread_ttl")},
                 "triggers": cleaned_data.get("triggers") or [],
@@ -472,6 +540,8 @@ def form_values(spec: BindingSpec) -> dict[str, Any]:
         "remind_before": ""
         if spec.interactions.remind_before is None
         else manifest.format_duration(spec.interactions.remind_before),
+        "separate_approver": spec.interactions.separate_approver,
+        "tool_rules": tool_rules_text(spec.interactions.tools),
         "thread_ttl": manifest.format_duration(spec.session.thread_ttl),
         "allow_mentions": spec.replies.allow_mentions.value,
         "max_messages": spec.replies.max_messages,

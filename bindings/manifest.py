@@ -32,6 +32,8 @@ ENV_NAME_MAX_LENGTH = 255
 URL_MAX_LENGTH = 500
 EMOJI_MAX_LENGTH = 100
 MAX_APPROVER_GROUPS = 10
+MAX_TOOL_RULES = 50
+TOOL_MATCH_MAX_LENGTH = 200
 MAX_TRIGGERS = 20
 MAX_THREADS_PER_HOUR_LIMIT = 10000
 MAX_DURATION = timedelta(days=3650)
@@ -78,6 +80,13 @@ class Mentions(StrEnum):
     USERS = "users"
 
 
+class Unattended(StrEnum):
+    """What becomes of a tool's approval in a turn no person started (an alert thread's own turn)."""
+
+    ASK = "ask"  # put to the thread, as any approval
+    DENY = "deny"  # denied at once, with a fixed reason for the model; audited as decided by policy
+
+
 class TriggerKind(StrEnum):
     ALERTMANAGER = "alertmanager"  # Prometheus Alertmanager's webhook payload, version 4
     GENERIC = "generic"  # the small documented JSON shape (docs/manifests.md)
@@ -101,6 +110,9 @@ DEFAULT_ACKNOWLEDGMENT_EMOJI = "hourglass_flowing_sand"
 DEFAULT_PROGRESS = DEFAULT_PROGRESS_MODE
 DEFAULT_ASK_USER = False
 DEFAULT_TOOL_APPROVALS = False
+# Beyond the spec (issue 21): approvals past the peers, opt-in per Binding.
+DEFAULT_SEPARATE_APPROVER = False
+DEFAULT_UNATTENDED = Unattended.ASK
 DEFAULT_INTERACTION_TIMEOUT = timedelta(minutes=30)
 DEFAULT_THREAD_TTL = timedelta(days=90)
 DEFAULT_THREAD_PER = ThreadPer.GROUP
@@ -244,6 +256,17 @@ class ChatSpec:
 
 
 @dataclass(frozen=True)
+class ToolRule:
+    """``spec.interactions.tools[]``: the approval rules of the tools whose name ``match`` fits (a name,
+    or a glob: ``*``, ``?``, ``[...]``). A field left out takes the Binding's own (``None``)."""
+
+    match: str
+    approver_groups: tuple[str, ...] | None = None  # () : any non-bot member of the channel
+    separate_approver: bool | None = None
+    unattended: Unattended = DEFAULT_UNATTENDED
+
+
+@dataclass(frozen=True)
 class InteractionsSpec:
     ask_user: bool = DEFAULT_ASK_USER
     tool_approvals: bool = DEFAULT_TOOL_APPROVALS
@@ -253,6 +276,8 @@ class InteractionsSpec:
     deny_reasons: bool = False
     # Beyond the spec (issue 21): remind the approvers this long before the deadline; None: never.
     remind_before: timedelta | None = None
+    separate_approver: bool = DEFAULT_SEPARATE_APPROVER  # four eyes: the requester may deny, not approve
+    tools: tuple[ToolRule, ...] = ()  # in the order given: the first that matches a tool wins
 
 
 @dataclass(frozen=True)
@@ -429,7 +454,10 @@ AGENT_FIELDS = ("url", "kagent", "dialect", "protocolVersion", "headers", "userI
 KAGENT_FIELDS = ("controller", "namespace", "name")
 CHAT_FIELDS = ("threadReplies", "acknowledgment", "progress")
 ACKNOWLEDGMENT_FIELDS = ("enabled", "emoji")
-INTERACTIONS_FIELDS = ("askUser", "toolApprovals", "approverGroups", "timeout", "denyReasons", "remindBefore")
+INTERACTIONS_FIELDS = (
+    "askUser", "toolApprovals", "approverGroups", "timeout", "separateApprover", "tools", "denyReasons", "remindBefore",
+)  # fmt: skip
+TOOL_RULE_FIELDS = ("match", "approverGroups", "separateApprover", "unattended")
 SESSION_FIELDS = ("threadTTL",)
 REPLIES_FIELDS = ("allowMentions", "maxMessages")
 DOCUMENT_FIELDS = ("apiVersion", "kind", "metadata", "spec")
@@ -1229,12 +1257,10 @@ def _read_interactions(check: _Checker, value: Any) -> InteractionsSpec | None:
         _get(section, "timeout"), "spec.interactions.timeout", DEFAULT_INTERACTION_TIMEOUT
     )
     groups_value = _get(section, "approverGroups")
-    groups: list[tuple[int, str]] = []
+    groups: tuple[str, ...] = ()
     if groups_value is not _MISSING:
         path = "spec.interactions.approverGroups"
-        if isinstance(groups_value, list) and len(groups_value) > MAX_APPROVER_GROUPS:
-            check.error(path, f"at most {MAX_APPROVER_GROUPS} entries are allowed (got {len(groups_value)})")
-        read = check.id_list(groups_value, path, USER_GROUP_ID_RE, "user group", "S0123456789")
+        read = _read_groups(check, groups_value, path)
         if read is None:
             return None
         groups = read
@@ -1244,11 +1270,23 @@ def _read_interactions(check: _Checker, value: Any) -> InteractionsSpec | None:
     if deny_reasons and _get(section, "toolApprovals") is not True:
         check.error("spec.interactions.denyReasons", "a reason with a denial needs toolApprovals: true")
     remind_before = _read_remind_before(check, section, timeout)
+    separate_approver = check.boolean(
+        _get(section, "separateApprover"), "spec.interactions.separateApprover", DEFAULT_SEPARATE_APPROVER
+    )
+    if separate_approver and _get(section, "toolApprovals") is not True:
+        check.error("spec.interactions.separateApprover", "separateApprover needs toolApprovals: true")
+    tools = _read_tool_rules(check, _get(section, "tools"))
+    if tools is None:
+        return None
+    if tools and _get(section, "toolApprovals") is not True:
+        check.error("spec.interactions.tools", "tool rules need toolApprovals: true")
     return InteractionsSpec(
         ask_user=ask_user,
         tool_approvals=tool_approvals,
-        approver_groups=tuple(group for _, group in groups),
+        approver_groups=groups,
         timeout=timeout,
+        separate_approver=separate_approver,
+        tools=tools,
         deny_reasons=deny_reasons,
         remind_before=remind_before,
     )
@@ -1268,6 +1306,62 @@ def _read_remind_before(check: _Checker, section: dict[str, Any], timeout: timed
             f"must be shorter than spec.interactions.timeout ({format_duration(timeout)}) (got {_show(value)})",
         )
     return remind_before
+
+
+def _read_groups(check: _Checker, value: Any, path: str) -> tuple[str, ...] | None:
+    if isinstance(value, list) and len(value) > MAX_APPROVER_GROUPS:
+        check.error(path, f"at most {MAX_APPROVER_GROUPS} entries are allowed (got {len(value)})")
+    read = check.id_list(value, path, USER_GROUP_ID_RE, "user group", "S0123456789")
+    return None if read is None else tuple(group for _, group in read)
+
+
+def _read_tool_rules(check: _Checker, value: Any) -> tuple[ToolRule, ...] | None:
+    """``spec.interactions.tools``: each rule a mapping with a ``match``; refused whole on any fault."""
+    path = "spec.interactions.tools"
+    if value is _MISSING:
+        return ()
+    if not isinstance(value, list):
+        check.error(
+            path,
+            f"must be a list of rules such as {{match: db_*, separateApprover: true}} (got {_show(value)})",
+        )
+        return None
+    if len(value) > MAX_TOOL_RULES:
+        check.error(path, f"at most {MAX_TOOL_RULES} rules are allowed (got {len(value)})")
+    rules: list[ToolRule] = []
+    errors = len(check.errors)
+    for index, entry in enumerate(value):
+        rule_path = f"{path}[{index}]"
+        section = check.mapping(entry, rule_path, TOOL_RULE_FIELDS)
+        if section is None:
+            continue
+        match_value = _get(section, "match")
+        match = None
+        if check.required(match_value, f"{rule_path}.match"):
+            match = check.string(match_value, f"{rule_path}.match")
+        if match is not None and (not match.strip() or len(match) > TOOL_MATCH_MAX_LENGTH):
+            check.error(
+                f"{rule_path}.match",
+                f"must be a tool name or a glob such as db_*, at most {TOOL_MATCH_MAX_LENGTH} characters "
+                f"(got {_show(match)})",
+            )
+            match = None
+        groups_value = _get(section, "approverGroups")
+        groups = None
+        if groups_value is not _MISSING:
+            groups = _read_groups(check, groups_value, f"{rule_path}.approverGroups")
+        separate_value = _get(section, "separateApprover")
+        separate = (
+            None
+            if separate_value is _MISSING
+            else check.boolean(separate_value, f"{rule_path}.separateApprover", DEFAULT_SEPARATE_APPROVER)
+        )
+        unattended = check.choice(
+            _get(section, "unattended"), f"{rule_path}.unattended", Unattended, DEFAULT_UNATTENDED
+        )
+        if match is not None:
+            rules.append(ToolRule(match, groups, separate, unattended))
+    return tuple(rules) if len(check.errors) == errors else None
 
 
 def binding_warnings(spec: BindingSpec) -> list[ManifestWarning]:
@@ -1372,7 +1466,8 @@ _FIELD_ORDER = [
     "apiVersion", "kind", "metadata", "spec.connection", "spec.channels", "spec.agent.url", "spec.agent.kagent", "spec.agent.dialect",
     "spec.agent.protocolVersion", "spec.agent.headers", "spec.agent.userIdentity", "spec.output", "spec.chat", "spec.interactions.askUser",
     "spec.interactions.toolApprovals", "spec.interactions.approverGroups", "spec.interactions.timeout",
-    "spec.interactions.denyReasons", "spec.interactions.remindBefore", "spec.session", "spec.triggers", "spec.replies", "spec.budget", "spec.feedback", "spec.directMessages", "spec.botToken", "spec.signingSecret", "spec.appToken", "spec",
+    "spec.interactions.separateApprover", "spec.interactions.tools", "spec.interactions.denyReasons", "spec.interactions.remindBefore",
+    "spec.session", "spec.triggers", "spec.replies", "spec.budget", "spec.feedback", "spec.directMessages", "spec.botToken", "spec.signingSecret", "spec.appToken", "spec",
 ]  # fmt: skip
 
 
@@ -1448,6 +1543,12 @@ def binding_manifest(spec: BindingSpec) -> dict[str, Any]:
                 "approverGroups": _FlowList(interactions.approver_groups),
                 "timeout": format_duration(interactions.timeout),
                 # Opt-in fields beyond the spec are written only when set: an export stays as it was.
+                **({"separateApprover": True} if interactions.separate_approver else {}),
+                **(
+                    {"tools": [tool_rule_manifest(rule) for rule in interactions.tools]}
+                    if interactions.tools
+                    else {}
+                ),
                 **({"denyReasons": True} if interactions.deny_reasons else {}),
                 **(
                     {"remindBefore": format_duration(interactions.remind_before)}
@@ -1504,6 +1605,42 @@ def approval_rules(spec: BindingSpec) -> dict[str, Any]:
         for name in APPROVAL_RULE_FIELDS
         if name in interactions
     }
+
+
+def tool_rule_manifest(rule: ToolRule) -> dict[str, Any]:
+    """A tool rule as written: its match, and only the fields it sets."""
+    body: dict[str, Any] = {"match": rule.match}
+    if rule.approver_groups is not None:
+        body["approverGroups"] = _FlowList(rule.approver_groups)
+    if rule.separate_approver is not None:
+        body["separateApprover"] = rule.separate_approver
+    if rule.unattended is not DEFAULT_UNATTENDED:
+        body["unattended"] = rule.unattended.value
+    return _Flow(**body)
+
+
+def tool_rule_rows(rules: Iterable[ToolRule]) -> list[dict[str, Any]]:
+    """Tool rules in their manifest form, as plain data (a Binding row stores them so)."""
+    return [
+        {
+            key: list(value) if isinstance(value, list) else value
+            for key, value in tool_rule_manifest(rule).items()
+        }
+        for rule in rules
+    ]
+
+
+def tool_rules(rows: Iterable[Mapping[str, Any]]) -> tuple[ToolRule, ...]:
+    """Tool rules from their manifest form (as a Binding row stores them)."""
+    return tuple(
+        ToolRule(
+            match=row["match"],
+            approver_groups=tuple(row["approverGroups"]) if "approverGroups" in row else None,
+            separate_approver=row.get("separateApprover"),
+            unattended=Unattended(row.get("unattended", DEFAULT_UNATTENDED)),
+        )
+        for row in rows
+    )
 
 
 def _trigger_manifest(trigger: TriggerSpec) -> dict[str, Any]:

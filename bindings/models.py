@@ -154,6 +154,12 @@ class Binding(models.Model):
         blank=True,
         help_text="spec.interactions.remindBefore: approvers are reminded this long before an approval's deadline.",
     )
+    separate_approver = models.BooleanField(
+        default=manifest.DEFAULT_SEPARATE_APPROVER,
+        help_text="spec.interactions.separateApprover: the person who asked may deny a tool, not approve it.",
+    )
+    # spec.interactions.tools, as the manifest writes each rule: [{"match", "approverGroups", ...}].
+    tool_rules = models.JSONField(default=list, blank=True)
     thread_ttl = models.DurationField("thread TTL", default=manifest.DEFAULT_THREAD_TTL)
     # [{"name", "kind", "token_env", "channel"}]: the doors that start alert threads (spec.triggers).
     triggers = models.JSONField(default=list, blank=True)
@@ -213,6 +219,9 @@ class Binding(models.Model):
             return trigger.channel
         channels = self.channel_ids()
         return channels[0] if len(channels) == 1 else None
+
+    def tool_rule_specs(self) -> tuple[manifest.ToolRule, ...]:
+        return manifest.tool_rules(self.tool_rules)
 
     def kagent_ref(self) -> manifest.KagentRef | None:
         if not self.kagent_controller:

@@ -55,8 +55,16 @@ def asker(request: ApprovalRequest) -> str:
     return f"The sub-agent *{_escape(request.agent)}*" if request.agent else "The agent"
 
 
-def open_prompt(request: ApprovalRequest, interaction_id: int) -> list[dict[str, Any]] | Unshowable:
-    """The prompt as it waits for a decision, or why it cannot be shown."""
+# Beyond the spec (issue 21): a tool the Binding's rules denied at once (unattended: deny), in a
+# prompt whose other tools wait for people. A fixed wording (docs/manifests.md, "Approval rules").
+DENIED_BY_POLICY_LINE = "Denied by this channel's rules: nobody asked for it, so it does not run."
+
+
+def open_prompt(
+    request: ApprovalRequest, interaction_id: int, *, denied: frozenset[int] = frozenset()
+) -> list[dict[str, Any]] | Unshowable:
+    """The prompt as it waits for a decision, or why it cannot be shown. ``denied``: tools (by index)
+    the Binding's rules denied already, shown without a choice."""
     shown: list[tuple[str, str]] = []
     for tool in request.tools:
         unshowable = _check_tool(tool)
@@ -88,6 +96,9 @@ def open_prompt(request: ApprovalRequest, interaction_id: int) -> list[dict[str,
     else:
         for index, (name, args) in enumerate(shown):
             blocks.append(_tool_section(index, name, args))
+            if index in denied:
+                blocks.append(_mrkdwn(f"denied-{index}", f"_{DENIED_BY_POLICY_LINE}_"))
+                continue
             blocks.append(
                 {
                     "type": "input",
@@ -230,6 +241,12 @@ def timed_out_prompt(request: ApprovalRequest) -> list[dict[str, Any]]:
     return _ended(request, listed, TIMED_OUT_LINE)
 
 
+def denied_by_policy_prompt(request: ApprovalRequest) -> list[dict[str, Any]]:
+    """The request the Binding's rules denied whole at once (unattended: deny): no controls."""
+    listed = [f"Denied (by this channel's rules): {tool.name}" for tool in request.tools]
+    return _ended(request, listed, DENIED_BY_POLICY_ENDING)
+
+
 def _ended(request: ApprovalRequest, listed: Sequence[str], line: str) -> list[dict[str, Any]]:
     blocks = [_mrkdwn("asker", f"{asker(request)} asked for approval to run tools.")]
     blocks.extend(_verdict_sections(listed))
@@ -275,6 +292,9 @@ def decided_outside_line(name: str, where: str, at_epoch: int, at_text: str) -> 
 
 
 TIMED_OUT_LINE = "Nobody decided in time: every tool was denied, and the agent was told so."
+DENIED_BY_POLICY_ENDING = (
+    "Nobody asked for this, so this channel's rules denied it at once, and the agent was told so."
+)
 
 
 def fallback_text(request: ApprovalRequest) -> str:

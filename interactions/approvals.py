@@ -23,16 +23,27 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.services import record
+from bindings.models import Binding
 from kourier import metrics
 from kourier.a2a.events import ApprovalRequest
 from kourier.redaction import redact, redact_text
+from kourier.slack.mrkdwn import escape
+from sessions.identity import is_person
 from sessions.models import Turn
 
 from . import approval_prompts, kept_answers, services
-from .audit import decision_shape
+from .audit import clean_tool_name, decision_shape
 from .decisions import NotADecision, Undecided, read_decision
-from .kinds import PauseKind, Reading, Refusal, Unfit
+from .kinds import PauseKind, Reading, Refusal, Refused, Taken, Unfit
 from .models import Interaction
+from .policy import (
+    BindingRules,
+    ToolPolicy,
+    denied_unattended,
+    needs_someone_else,
+    policies_for,
+    policy_names,
+)
 from .services import subject
 
 logger = logging.getLogger(__name__)
@@ -52,37 +63,92 @@ def cleaned(request: ApprovalRequest) -> ApprovalRequest:
 
 
 def open_approval(turn_id: int, request: ApprovalRequest, *, now: datetime | None = None) -> Interaction:
-    """Opens the Interaction of a turn whose task paused for approval; the same one when called again."""
-    return services.open_interaction(turn_id, Interaction.Kind.APPROVAL, cleaned(request).to_dict(), now=now)
+    """Opens the Interaction of a turn whose task paused for approval; the same one when called again.
+    When no person asked (an alert thread's own turn), the tools whose rule says ``unattended: deny``
+    are denied at once: all of them, and the request is decided by policy, audited so; some, and the
+    prompt puts the others to people, those denied whatever they decide."""
+    interaction = services.open_interaction(
+        turn_id, Interaction.Kind.APPROVAL, cleaned(request).to_dict(), now=now
+    )
+    if interaction.state != Interaction.State.OPEN or is_person(interaction.requested_by):
+        return interaction
+    denied = denied_unattended(tool_policies(interaction))
+    if not denied:
+        return interaction
+    if interaction.denied_by_policy != denied:
+        Interaction.objects.filter(pk=interaction.pk).update(denied_by_policy=denied)
+        interaction.denied_by_policy = denied
+    if len(denied) == len(interaction.pause.get("tools", [])):
+        _deny_by_policy(interaction, now=now)
+        interaction.refresh_from_db()
+    return interaction
+
+
+def _deny_by_policy(interaction: Interaction, *, now: datetime | None) -> None:
+    tools = [tool.name for tool in request_of(interaction).tools]
+    verdicts = [False] * len(tools)
+    taken = services.take(
+        APPROVAL,
+        interaction,
+        Reading(verdicts, decision_shape(tools, verdicts)),
+        "",
+        turn_key=APPROVAL.answer_turn_key(interaction.pk),
+        by_policy=True,
+        now=now,
+    )
+    logger.info(
+        "interaction.denied_by_policy",
+        extra={"interaction_id": interaction.pk, "taken": isinstance(taken, Taken), "tools": len(tools)},
+    )
+
+
+def denied_whole_by_policy(interaction: Interaction) -> bool:
+    """Whether the Binding's rules denied every tool of the request at once (nobody decided)."""
+    return (
+        interaction.state == Interaction.State.ANSWERED
+        and not interaction.answered_by
+        and len(interaction.denied_by_policy) == len(interaction.pause.get("tools", []))
+    )
 
 
 def request_of(interaction: Interaction) -> ApprovalRequest:
     return ApprovalRequest.from_dict(interaction.pause)
 
 
-@dataclass(frozen=True)
-class Policy:
-    """Who may decide an Interaction's approval: the Binding's approver groups (none: any member)."""
+def rules_of(binding: Binding) -> BindingRules:
+    return BindingRules(
+        approver_groups=tuple(binding.approver_groups or ()),
+        separate_approver=binding.separate_approver,
+        tools=binding.tool_rule_specs(),
+    )
 
-    binding_name: str
-    approver_groups: tuple[str, ...]
 
-
-def policy_of(interaction_id: int) -> Policy | None:
-    interaction = Interaction.objects.select_related("session__binding").filter(pk=interaction_id).first()
-    if (
-        interaction is None
-        or interaction.kind != Interaction.Kind.APPROVAL
-        or interaction.session.binding is None
-    ):
-        return None
+def tool_policies(interaction: Interaction) -> list[ToolPolicy]:
+    """The rules each tool of the Interaction's request is decided under, by the Binding's rules now."""
     binding = interaction.session.binding
-    return Policy(binding.name, tuple(binding.approver_groups or ()))
+    rules = rules_of(binding) if binding is not None else BindingRules()
+    return policies_for([tool.name for tool in request_of(interaction).tools], rules)
 
 
-def _read(pause: dict[str, Any], action_id: str, values: Mapping[str, Any]) -> Reading | Unfit:
-    request = ApprovalRequest.from_dict(pause)
-    verdicts = read_decision(request, action_id, values)
+# Beyond the spec (issue 21): what a presser the Binding's rules refuse is told, privately. Fixed
+# wordings (docs/manifests.md, "Approval rules"); a prompt of several tools names the tools concerned.
+SEPARATE_APPROVER = "You asked for this, so someone else must approve it. You can still deny it."
+NOT_A_TOOL_APPROVER = "Only members of the approver groups set for {tools} can decide on this request; your decision was not sent."
+
+
+def tools_named(request: ApprovalRequest, indexes: list[int] | tuple[int, ...]) -> str:
+    return ", ".join(escape(request.tools[index].name) for index in indexes)
+
+
+def separate_approver_refusal(request: ApprovalRequest, indexes: list[int]) -> str:
+    if len(request.tools) == 1:
+        return SEPARATE_APPROVER
+    return f"{SEPARATE_APPROVER} (Someone else must approve: {tools_named(request, indexes)}.)"
+
+
+def _read(interaction: Interaction, action_id: str, values: Mapping[str, Any]) -> Reading | Unfit:
+    request = request_of(interaction)
+    verdicts = read_decision(request, action_id, values, denied=frozenset(interaction.denied_by_policy))
     if isinstance(verdicts, NotADecision):
         return Unfit(Refusal.MISMATCH, reason=verdicts.reason)
     if isinstance(verdicts, Undecided):
@@ -90,10 +156,34 @@ def _read(pause: dict[str, Any], action_id: str, values: Mapping[str, Any]) -> R
     return Reading(list(verdicts), decision_shape([tool.name for tool in request.tools], verdicts))
 
 
+def _four_eyes(interaction: Interaction, reading: Reading, user_id: str) -> Refused | None:
+    """The person whose message started the turn may deny, not approve, a tool under separateApprover:
+    checked on every press, as the groups are; nothing is decided."""
+    refused = needs_someone_else(
+        tool_policies(interaction),
+        [bool(verdict) for verdict in reading.answers],
+        presser=user_id,
+        requester=services.requester(interaction),
+    )
+    if not refused:
+        return None
+    return APPROVAL.refused(
+        Refusal.SEPARATE_APPROVER, separate_approver_refusal(request_of(interaction), refused)
+    )
+
+
+def policy_name(interaction: Interaction) -> str:
+    """The rules the audit says the approval was decided under."""
+    names = [clean_tool_name(tool.name) for tool in request_of(interaction).tools]
+    return policy_names(names, tool_policies(interaction))
+
+
 def _ended_prompt(interaction: Interaction) -> tuple[list[dict[str, Any]], str]:
     """Each tool's verdict, or the timed-out ending."""
     request = request_of(interaction)
-    if interaction.state == Interaction.State.ANSWERED and interaction.answered_at is not None:
+    if denied_whole_by_policy(interaction):
+        blocks = approval_prompts.denied_by_policy_prompt(request)
+    elif interaction.state == Interaction.State.ANSWERED and interaction.answered_at is not None:
         turn = interaction.answer_turn
         verdicts = [bool(verdict) for verdict in (turn.answers if turn is not None else None) or []]
         at = interaction.answered_at
@@ -140,6 +230,7 @@ APPROVAL = PauseKind(
             "Slack did not let me check the approver groups in time, so your decision was not sent and the "
             "request is still pending. Try again in a moment."
         ),
+        Refusal.SEPARATE_APPROVER: SEPARATE_APPROVER,
         Refusal.MEMBERSHIP_UNKNOWN: (
             "I could not check that you are a member of this channel, so your decision was not sent. "
             "Try again in a moment."
@@ -149,6 +240,8 @@ APPROVAL = PauseKind(
     ended_prompt=_ended_prompt,
     approvers=True,
     taken_in_transaction=_taken,
+    vet=_four_eyes,
+    policy=policy_name,
 )
 
 
@@ -161,6 +254,7 @@ class DecisionWork:
     verdicts: tuple[bool, ...]
     timed_out: bool
     reason: str = ""  # the person's reason for the denials (denyReasons), redacted; "" for none
+    denied_by_policy: frozenset[int] = frozenset()  # their denials carry the dialect's policy reason
 
 
 def decision_of(turn_id: int) -> DecisionWork | None:
@@ -176,6 +270,7 @@ def decision_of(turn_id: int) -> DecisionWork | None:
         tuple(bool(verdict) for verdict in interaction.answer_turn.answers or []),
         timed_out=interaction.state == Interaction.State.TIMED_OUT,
         reason=interaction.deny_reason,
+        denied_by_policy=frozenset(interaction.denied_by_policy),
     )
 
 
@@ -242,6 +337,8 @@ def audit_timeout(interaction_id: int, *, now: datetime | None = None) -> bool:
             binding_name=binding.name if binding else "",
             subject=subject(interaction_id),
             details=decision_shape(tools, [False] * len(tools)),
+            requester=services.requester(interaction),
+            policy=policy_name(interaction),
         )
     return True
 

@@ -87,7 +87,9 @@ async def put_approval(
     interaction = await in_database_thread(approvals.open_approval)(turn_id, request)
     if interaction.state == Interaction.State.CANCELLED:
         return PutApproval(Put.UNUSABLE, interaction.pk, "refused-before")  # a restart: cancel again only
-    if interaction.state != Interaction.State.OPEN or interaction.prompt_ts:
+    if interaction.prompt_ts or (
+        interaction.state != Interaction.State.OPEN and not approvals.denied_whole_by_policy(interaction)
+    ):
         return PutApproval(Put.POSTED, interaction.pk)
     return await post_approval_prompt(slack, interaction, thread_ts=thread_ts, reply_key=reply_key)
 
@@ -96,7 +98,14 @@ async def post_approval_prompt(
     slack, interaction: Interaction, *, thread_ts: str, reply_key: str
 ) -> PutApproval:
     request = approvals.request_of(interaction)
-    blocks = approval_prompts.open_prompt(request, interaction.pk)
+    if approvals.denied_whole_by_policy(interaction):
+        blocks: list[dict[str, Any]] | approval_prompts.Unshowable = approval_prompts.denied_by_policy_prompt(
+            request
+        )
+    else:
+        blocks = approval_prompts.open_prompt(
+            request, interaction.pk, denied=frozenset(interaction.denied_by_policy)
+        )
     if isinstance(blocks, approval_prompts.Unshowable):
         return PutApproval(Put.UNUSABLE, interaction.pk, blocks.reason)
     key = f"{reply_key}:prompt"
@@ -113,6 +122,13 @@ async def post_approval_prompt(
             text=approval_prompts.fallback_text(request),
         )
     except SlackError as exc:
+        if approvals.denied_whole_by_policy(interaction):
+            # Decided already, the decision queued: the ended prompt only tells the thread. No retry.
+            logger.warning(
+                "interaction.policy_prompt_not_posted",
+                extra={"interaction_id": interaction.pk, "error": error_name(exc)},
+            )
+            return PutApproval(Put.POSTED, interaction.pk)
         if may_pass(exc):
             logger.warning(
                 "interaction.prompt_deferred",
@@ -174,8 +190,17 @@ class Asking:
             if decision.reason and not decision.timed_out:
                 reason = decision.reason
             decisions = {
-                tool.approval_id: Decision(approved=approved, reason=None if approved else reason)
-                for tool, approved in zip(decision.request.tools, decision.verdicts, strict=True)
+                tool.approval_id: Decision(
+                    approved=approved,
+                    reason=None
+                    if approved
+                    else dialect.policy_denial_reason
+                    if index in decision.denied_by_policy
+                    else reason,
+                )
+                for index, (tool, approved) in enumerate(
+                    zip(decision.request.tools, decision.verdicts, strict=True)
+                )
             }
             return dialect.decision_message(decision.request, decisions, message_id=work.message_id)
         answer = await in_database_thread(questions.answer_of)(work.turn_id)

@@ -33,17 +33,26 @@ class NotADecision:
 
 
 def read_decision(
-    request: ApprovalRequest, action_id: str, values: Mapping[str, Any]
+    request: ApprovalRequest,
+    action_id: str,
+    values: Mapping[str, Any],
+    *,
+    denied: frozenset[int] = frozenset(),
 ) -> Verdicts | Undecided | NotADecision:
+    """``denied``: the tools (by index) the Binding's rules denied already (unattended: deny); the
+    prompt offers them no choice, and every press leaves them denied."""
     count = len(request.tools)
     if action_id == prompts.APPROVE_ACTION:
-        return (True,) * count
+        return tuple(index not in denied for index in range(count))
     if action_id == prompts.DENY_ACTION:
         return (False,) * count
     if action_id != prompts.DECIDE_ACTION or count < 2:
         return NotADecision("unknown-action")
     verdicts: list[bool | None] = []
     for index in range(count):
+        if index in denied:
+            verdicts.append(False)
+            continue
         block = values.get(prompts.block_id(index))
         element = block.get(prompts.verdict_action(index)) if isinstance(block, Mapping) else None
         option = element.get("selected_option") if isinstance(element, Mapping) else None

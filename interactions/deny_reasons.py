@@ -56,10 +56,17 @@ def denied_tools(interaction_id: int, action_id: str, values: Mapping[str, Any])
     if interaction is None or binding is None or not binding.deny_reasons:
         return None
     request = ApprovalRequest.from_dict(interaction.pause)
-    verdicts = read_decision(request, action_id, values)
-    if not isinstance(verdicts, tuple) or all(verdicts):
-        return None  # approves everything, or is no decision: the press path says what it is
-    return [tool.name for tool, approved in zip(request.tools, verdicts, strict=True) if not approved]
+    by_policy = frozenset(interaction.denied_by_policy)
+    verdicts = read_decision(request, action_id, values, denied=by_policy)
+    if not isinstance(verdicts, tuple):
+        return None  # no decision: the press path says what it is
+    # A tool the Binding's rules denied already (unattended: deny) carries the policy's reason, not a person's.
+    denied = [
+        tool.name
+        for index, (tool, approved) in enumerate(zip(request.tools, verdicts, strict=True))
+        if not approved and index not in by_policy
+    ]
+    return denied or None  # approves every tool left to people: decided as it is
 
 
 def reason_modal(press: SubmitPress, tools: list[str]) -> dict[str, Any] | None:

@@ -32,6 +32,9 @@ class Refusal(enum.StrEnum):
     NOT_AN_APPROVER = "not-an-approver"
     GROUPS_UNREADABLE = "groups-unreadable"
     GROUPS_UNAVAILABLE = "groups-unavailable"
+    # Beyond the spec, a Binding's rules (issue 21): opt-in.
+    NOT_A_TOOL_APPROVER = "not-a-tool-approver"  # not in the groups a tool rule of its own names
+    SEPARATE_APPROVER = "separate-approver"  # four eyes: the person who asked approves
 
 
 @dataclass(frozen=True)
@@ -73,12 +76,16 @@ class PauseKind:
     taken: str  # the audit action and log event of a taken press
     turn_key: str  # its answer turn's key: f"{turn_key}-{interaction id}"
     refusals: Mapping[Refusal, str]
-    read: Callable[[dict[str, Any], str, Mapping[str, Any]], Reading | Unfit]  # (pause, action id, values)
+    read: Callable[[Interaction, str, Mapping[str, Any]], Reading | Unfit]  # (its pause, action id, values)
     # The prompt once its Interaction ended: its blocks and fallback text (who answered, or timed out).
     ended_prompt: Callable[[Interaction], tuple[list[dict[str, Any]], str]]
     approvers: bool = False  # the Binding's approver groups are checked on every press
     # What the kind adds to a take's own transaction, once the Interaction is won: (its id, now).
     taken_in_transaction: Callable[[int, datetime], None] | None = None
+    # What a complete press must also pass before it may win (the Interaction, its reading, the presser).
+    vet: Callable[[Interaction, Reading, str], Refused | None] | None = None
+    # The rules the audit says a take was decided under ("binding", or the tool rules that matched).
+    policy: Callable[[Interaction], str] | None = None
 
     def refused(self, refusal: Refusal, message: str | None = None) -> Refused:
         return Refused(refusal, message if message is not None else self.refusals[refusal])

@@ -52,6 +52,16 @@ class Interaction(models.Model):
         choices=[("admin", "the admin"), ("cli", "the command line")],
         help_text="Where an approval was decided outside Slack (interactions/outside.py); empty: in Slack.",
     )
+    requested_by = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="Whose message started the task that paused: a Slack user, or the system identity.",
+    )
+    denied_by_policy = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="The tools (by index) an approval's rules denied at once: nobody asked (unattended: deny).",
+    )
     answered_at = models.DateTimeField(null=True, blank=True)
     # A denial's reason (spec.interactions.denyReasons), redacted: the model reads it with the denial.
     deny_reason = models.TextField(blank=True)

@@ -14,6 +14,12 @@ may press):
   a Celery task with backoff, and sent again by beat's sweep when a worker died holding the try
   (kept_presses.py), so the retry outlives any restart.
 
+Beyond the spec, opt-in per Binding (policy.py): with ``interactions.tools`` each tool of the prompt
+is decided under its own rule's groups, so the presser must be in the groups of every tool (each
+group read once a press, the same failure rules), and a rule's own groups refuse in their own words;
+four eyes (``separateApprover``) needs the press's verdicts and is checked with them, in the take
+(``PauseKind.vet``).
+
 The first complete press wins (``services.take_press``); every press that is not taken is told why,
 in a message only the person sees.
 """
@@ -36,12 +42,14 @@ from kourier.slack.clients import (
 from kourier.slack.ephemeral import tell_privately
 from kourier.slack.incoming import SubmitPress
 from kourier.slack.modals import open_modal
+from kourier.slack.mrkdwn import escape
 from kourier.slack.people import channel_members, is_bot, usergroup_members
 
-from . import deny_reasons, kept_presses, services
+from . import approvals, deny_reasons, kept_presses, services
 from .bound import ANOTHER_APP, posted_by_another_app
-from .kinds import PauseKind, Refusal, Taken
+from .kinds import PauseKind, Refusal, Refused, Taken
 from .models import Interaction
+from .policy import GroupCheck, group_checks
 from .registry import BY_ACTION
 
 logger = logging.getLogger(__name__)
@@ -157,6 +165,8 @@ async def decide_press(
         if isinstance(result, Taken):
             return Outcome.TAKEN
         refused = result
+    elif isinstance(allowed, Refused):
+        refused = allowed
     else:
         assert isinstance(allowed, Refusal)
         refused = kind.refused(allowed)
@@ -205,23 +215,29 @@ async def _tell(press: SubmitPress, message: str) -> None:
 
 @dataclass(frozen=True)
 class Policy:
-    """Who may decide: the Binding's approver groups (none: any member)."""
+    """Who may decide: the approver groups each tool is decided under (none: any member), by the
+    Binding's own groups and, opt-in, its tool rules (policy.py)."""
 
     binding_name: str
-    approver_groups: tuple[str, ...]
+    checks: tuple[GroupCheck, ...]
+    tool_names: tuple[str, ...]
 
 
 def policy_of(interaction_id: int, kind: str) -> Policy | None:
     interaction = Interaction.objects.select_related("session__binding").filter(pk=interaction_id).first()
     if interaction is None or interaction.kind != kind or interaction.session.binding is None:
         return None
-    binding = interaction.session.binding
-    return Policy(binding.name, tuple(binding.approver_groups or ()))
+    request = approvals.request_of(interaction)
+    return Policy(
+        interaction.session.binding.name,
+        tuple(group_checks(approvals.tool_policies(interaction))),
+        tuple(tool.name for tool in request.tools),
+    )
 
 
 async def _why_not_allowed(
     kind: PauseKind, slack, press: SubmitPress, interaction_id: int
-) -> Refusal | Outcome | None:
+) -> Refusal | Refused | Outcome | None:
     policy = None
     if kind.approvers:
         policy = await in_database_thread(policy_of)(interaction_id, kind.kind)
@@ -239,21 +255,31 @@ async def _why_not_allowed(
         return Refusal.MEMBERSHIP_UNKNOWN
     if policy is None:
         return None
-    for group_id in policy.approver_groups:
-        try:
-            members = await usergroup_members(slack, group_id)
-        except SlackError as exc:  # anything else is a bug, not an outage: it is raised, never retried
-            extra = {
-                "binding": policy.binding_name,
-                "interaction_id": interaction_id,
-                "group": group_id,
-                "error": error_name(exc),
-            }
-            if may_pass(exc):
-                logger.warning("interaction.approver_group_unavailable", extra=extra)
-                return Outcome.RETRY
-            logger.error("interaction.approver_group_unreadable", extra=extra)
-            return Refusal.GROUPS_UNREADABLE
-        if press.user_id in members:
-            return None
-    return Refusal.NOT_AN_APPROVER if policy.approver_groups else None
+    # Every press decides every tool, so the presser must be in the groups of each: a group is read
+    # once a press, the first read that fails stops the check, a member found in a group may press.
+    membership: dict[str, bool] = {}
+    for check in policy.checks:
+        for group_id in check.groups:
+            if group_id not in membership:
+                try:
+                    membership[group_id] = press.user_id in await usergroup_members(slack, group_id)
+                except SlackError as exc:  # anything else is a bug, not an outage: raised, never retried
+                    extra = {
+                        "binding": policy.binding_name,
+                        "interaction_id": interaction_id,
+                        "group": group_id,
+                        "error": error_name(exc),
+                    }
+                    if may_pass(exc):
+                        logger.warning("interaction.approver_group_unavailable", extra=extra)
+                        return Outcome.RETRY
+                    logger.error("interaction.approver_group_unreadable", extra=extra)
+                    return Refusal.GROUPS_UNREADABLE
+            if membership[group_id]:
+                break
+        else:
+            if not check.own:
+                return Refusal.NOT_AN_APPROVER
+            names = ", ".join(escape(policy.tool_names[index]) for index in check.tools)
+            return Refused(Refusal.NOT_A_TOOL_APPROVER, approvals.NOT_A_TOOL_APPROVER.format(tools=names))
+    return None

@@ -28,8 +28,8 @@ logger = logging.getLogger(__name__)
 ANSWERED = "interaction.answered"  # the audit's action and the log's event
 
 
-def _read(pause: dict[str, Any], action_id: str, values: Mapping[str, Any]) -> Reading | Unfit:
-    question = Question.from_dict(pause)
+def _read(interaction: Interaction, action_id: str, values: Mapping[str, Any]) -> Reading | Unfit:
+    question = Question.from_dict(interaction.pause)
     answers = read_answers(question, values)
     if isinstance(answers, Mismatch):
         return Unfit(Refusal.MISMATCH, reason=answers.reason)

@@ -22,6 +22,7 @@ from kourier import metrics
 from kourier.queue import enqueue_after_commit
 from kourier.slack.clients import connection_workspace, web_client
 from sessions import activity
+from sessions.identity import filed_under
 from sessions.models import Turn
 from sessions.queue import DRIVE_SESSION
 from sessions.turns import message_id_for
@@ -36,6 +37,25 @@ logger = logging.getLogger(__name__)
 def subject(interaction_id: int) -> str:
     """How the audit names an Interaction."""
     return f"interaction {interaction_id}"
+
+
+def requester_of(turn: Turn) -> str:
+    """Whose message started the task that paused at ``turn``: the person's Slack ID, or the system
+    identity (an alert thread's own turn). An answer or decision turn carries on the task an earlier
+    turn started, so the requester is that turn's, however many pauses lie between."""
+    while turn.kind != Turn.Kind.MESSAGE:
+        answered = Interaction.objects.filter(answer_turn=turn).select_related("turn").first()
+        if answered is None:
+            break
+        if answered.requested_by:
+            return answered.requested_by
+        turn = answered.turn
+    return filed_under(turn.user_id)
+
+
+def requester(interaction: Interaction) -> str:
+    """An Interaction's requester (one opened before it was kept: found again from its turn)."""
+    return interaction.requested_by or requester_of(interaction.turn)
 
 
 def open_interaction(
@@ -61,6 +81,7 @@ def open_interaction(
             "typed_replies": typed_replies,
             "deadline": now + binding.interaction_timeout,
             "channel_id": turn.channel_id,
+            "requested_by": requester_of(turn),
         },
     )
     return interaction
@@ -93,7 +114,7 @@ def take_press(
         return kind.refused(Refusal.TAKEN)
     if interaction.state != Interaction.State.OPEN:
         return kind.refused(Refusal.CLOSED)
-    reading = kind.read(interaction.pause, action_id, values)
+    reading = kind.read(interaction, action_id, values)
     if isinstance(reading, Unfit):
         if reading.reason:
             logger.info(
@@ -101,6 +122,8 @@ def take_press(
                 extra={"interaction_id": interaction_id, "kind": kind.kind.value, "reason": reading.reason},
             )
         return kind.refused(reading.refusal, reading.message)
+    if kind.vet is not None and (refused := kind.vet(interaction, reading, user_id)) is not None:
+        return refused
     return take(
         kind,
         interaction,
@@ -125,11 +148,13 @@ def take(
     kept_press_id: int | None = None,
     reason: str = "",
     decided_in: str = "",
+    by_policy: bool = False,
     now: datetime | None = None,
 ) -> Taken | Refused:
-    """The Interaction answered by ``user_id`` if it is still open, audited, and its answer turn queued:
-    one transaction. ``decided_in`` names where a decision was made outside Slack (outside.py); then
-    ``user_id`` is a Django username, and the audit says so."""
+    """The Interaction answered by ``user_id`` (or, ``by_policy``, by the Binding's rules) if it is
+    still open, audited, and its answer turn queued: one transaction. ``decided_in`` names where a
+    decision was made outside Slack (outside.py); then ``user_id`` is a Django username, and the audit
+    says so."""
     now = now or timezone.now()
     session = interaction.session
     with transaction.atomic():
@@ -159,6 +184,9 @@ def take(
                 **({"reason": reason} if reason else {}),
                 **({"decided_in": decided_in} if decided_in else {}),
             },
+            requester=requester(interaction),
+            policy=kind.policy(interaction) if kind.policy is not None else "",
+            by_policy=by_policy,
         )
         # A Django user is nobody in the channel: the turn carries no Slack user of theirs.
         turn = queue_answer_turn(

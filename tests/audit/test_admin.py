@@ -146,6 +146,8 @@ def test_an_exported_row_has_what_its_detail_page_shows_and_nothing_else(admin_c
         "binding_name": "ops",
         "actor_kind": "user",
         "actor_id": "U0ADA",
+        "requester": "",
+        "policy": "",
         "subject": "interaction 12",
         "details": '{"approved":1,"denied":1}',
         "previous_hash": rows[0].previous_hash,

@@ -1,4 +1,4 @@
-"""Migration ``audit.0003_hash_chain`` chains the rows written before it, in id order."""
+"""Migration ``audit.0004_hash_chain`` chains the rows written before it, in id order."""
 
 import pytest
 from django.db import connection
@@ -7,7 +7,7 @@ from django.db.migrations.executor import MigrationExecutor
 from audit import services
 
 BEFORE = [("audit", "0002_append_only_in_the_database")]
-CHAINED = [("audit", "0003_hash_chain")]
+CHAINED = [("audit", "0004_hash_chain")]
 
 
 def migrate(targets):

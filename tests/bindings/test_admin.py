@@ -210,6 +210,23 @@ def test_a_triggers_thread_options_are_saved_by_the_admin_and_shown_again(admin_
     assert line in page.content.decode()
 
 
+def test_approval_rules_are_saved_by_the_admin_and_shown_again(admin_client, acme):
+    lines = "db_* approverGroups=S0DBA separateApprover=true\ncheck_status unattended=deny"
+    admin_client.post(
+        reverse("admin:bindings_binding_add"),
+        binding_form(dialect="kagent-v1", tool_approvals="on", separate_approver="on", tool_rules=lines),
+    )
+    saved = Binding.objects.get(name="ops")
+    page = admin_client.get(reverse("admin:bindings_binding_change", args=[saved.pk]))
+
+    assert saved.separate_approver is True
+    assert saved.tool_rules == [
+        {"match": "db_*", "approverGroups": ["S0DBA"], "separateApprover": True},
+        {"match": "check_status", "unattended": "deny"},
+    ]
+    assert lines in page.content.decode()
+
+
 def test_a_trigger_line_without_its_token_variable_is_refused_in_the_form(admin_client, acme):
     response = admin_client.post(
         reverse("admin:bindings_binding_add"), binding_form(triggers="prometheus alertmanager")
@@ -272,6 +289,40 @@ def test_a_binding_saved_by_the_admin_exports_like_one_applied(admin_client, acm
             binding(interactions={"approverGroups": ["S01"]}),
             "approver_groups",
             id="approver groups without toolApprovals",
+        ),
+        pytest.param(
+            {"tool_approvals": "on", "dialect": "kagent-v1", "tool_rules": "approverGroups=S01"},
+            binding(
+                agent={"url": "http://127.0.0.1:8083/", "dialect": "kagent-v1"},
+                interactions={"toolApprovals": True, "tools": [{"approverGroups": ["S01"]}]},
+            ),
+            "tool_rules",
+            id="a tool rule without match",
+        ),
+        pytest.param(
+            {"tool_approvals": "on", "dialect": "kagent-v1", "tool_rules": "db_* approvers=S01"},
+            binding(
+                agent={"url": "http://127.0.0.1:8083/", "dialect": "kagent-v1"},
+                interactions={"toolApprovals": True, "tools": [{"match": "db_*", "approvers": "S01"}]},
+            ),
+            "tool_rules",
+            id="a tool rule with an unknown key",
+        ),
+        pytest.param(
+            {
+                "tool_approvals": "on",
+                "dialect": "kagent-v1",
+                "tool_rules": "db_* approverGroups=" + ",".join(f"S{i:02d}" for i in range(11)),
+            },
+            binding(
+                agent={"url": "http://127.0.0.1:8083/", "dialect": "kagent-v1"},
+                interactions={
+                    "toolApprovals": True,
+                    "tools": [{"match": "db_*", "approverGroups": [f"S{i:02d}" for i in range(11)]}],
+                },
+            ),
+            "tool_rules",
+            id="a tool rule with more than 10 groups",
         ),
         pytest.param(
             {"tool_approvals": "on"},

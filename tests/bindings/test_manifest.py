@@ -955,3 +955,133 @@ class TestRemindBefore:
     )
     def test_what_cannot_remind_is_refused(self, interactions, error):
         assert errors_of(binding(**self.APPROVALS, interactions=interactions)) == [f"{B}: {error}"]
+
+
+# --- Approval rules past the spec (issue 21): separateApprover and tools --------------------------------
+
+KAGENT = {"url": "http://a/", "dialect": "kagent-v1"}
+
+
+def ruled(**interactions):
+    return binding(agent=KAGENT, interactions={"toolApprovals": True, **interactions})
+
+
+def test_approval_rules_read_into_the_spec_in_the_order_written():
+    document = ruled(
+        separateApprover=True,
+        tools=[
+            {"match": "db_*", "approverGroups": ["S0DBA"], "separateApprover": False},
+            {"match": "check_status", "unattended": "deny"},
+            {"match": "restart_?", "approverGroups": []},
+        ],
+    )
+    [spec] = manifest.validate(documents(document), connections=["acme"]).bindings
+
+    assert spec.interactions.separate_approver is True
+    assert spec.interactions.tools == (
+        manifest.ToolRule("db_*", approver_groups=("S0DBA",), separate_approver=False),
+        manifest.ToolRule("check_status", unattended=manifest.Unattended.DENY),
+        manifest.ToolRule("restart_?", approver_groups=()),
+    )
+
+
+def test_without_them_nothing_changes_and_the_export_reads_as_before():
+    [spec] = manifest.validate(documents(ruled()), connections=["acme"]).bindings
+
+    assert (spec.interactions.separate_approver, spec.interactions.tools) == (False, ())
+    text = manifest.dump_manifests([spec])
+    assert "separateApprover" not in text
+    assert "tools" not in text
+
+
+def test_approval_rules_are_written_back_and_read_again_the_same():
+    document = ruled(
+        separateApprover=True,
+        tools=[{"match": "db_*", "approverGroups": ["S0DBA"]}, {"match": "*", "unattended": "deny"}],
+    )
+    [spec] = manifest.validate(documents(document), connections=["acme"]).bindings
+
+    text = manifest.dump_manifests([spec])
+    [again] = manifest.validate(manifest.parse_documents(text)[0], connections=["acme"]).bindings
+
+    assert "    separateApprover: true\n    tools:\n    - {match: db_*, approverGroups: [S0DBA]}\n" in text
+    assert again == spec
+
+
+def test_a_changed_rule_is_a_change_of_spec_interactions_tools():
+    [before] = manifest.validate(documents(ruled(tools=[{"match": "db_*"}])), connections=["acme"]).bindings
+    [after] = manifest.validate(
+        documents(ruled(tools=[{"match": "db_*", "separateApprover": True}])), connections=["acme"]
+    ).bindings
+
+    assert manifest.changed_fields(before, after) == ["spec.interactions.tools"]
+
+
+@pytest.mark.parametrize(
+    ("document", "expected"),
+    [
+        pytest.param(
+            ruled(tools=[{"approverGroups": ["S0DBA"]}]),
+            [f"{B}: spec.interactions.tools[0].match: is required"],
+            id="a rule without match",
+        ),
+        pytest.param(
+            ruled(tools=[{"match": "db_*", "approvers": ["S0DBA"]}]),
+            [f'{B}: spec.interactions.tools[0].approvers: unknown field (did you mean "approverGroups"?)'],
+            id="an unknown key",
+        ),
+        pytest.param(
+            ruled(tools=[{"match": "db_*", "approverGroups": [f"S{i:02d}" for i in range(11)]}]),
+            [f"{B}: spec.interactions.tools[0].approverGroups: at most 10 entries are allowed (got 11)"],
+            id="more than 10 groups in one rule",
+        ),
+        pytest.param(
+            ruled(tools=[{"match": ""}]),
+            [
+                f"{B}: spec.interactions.tools[0].match: must be a tool name or a glob such as db_*, "
+                'at most 200 characters (got "")'
+            ],
+            id="an empty match",
+        ),
+        pytest.param(
+            ruled(tools=[{"match": "db_*", "unattended": "allow"}]),
+            [f'{B}: spec.interactions.tools[0].unattended: must be one of ask, deny (got "allow")'],
+            id="an unknown unattended",
+        ),
+        pytest.param(
+            ruled(tools=[{"match": "db_*", "separateApprover": "yes"}]),
+            [f'{B}: spec.interactions.tools[0].separateApprover: must be true or false (got "yes")'],
+            id="separateApprover not a boolean in a rule",
+        ),
+        pytest.param(
+            ruled(tools={"match": "db_*"}),
+            [
+                f"{B}: spec.interactions.tools: must be a list of rules such as "
+                "{match: db_*, separateApprover: true} (got a mapping)"
+            ],
+            id="tools not a list",
+        ),
+        pytest.param(
+            ruled(tools=["db_*"]),
+            [f'{B}: spec.interactions.tools[0]: must be a mapping (got "db_*")'],
+            id="a rule not a mapping",
+        ),
+        pytest.param(
+            binding(agent=KAGENT, interactions={"separateApprover": True}),
+            [f"{B}: spec.interactions.separateApprover: separateApprover needs toolApprovals: true"],
+            id="separateApprover without toolApprovals",
+        ),
+        pytest.param(
+            binding(agent=KAGENT, interactions={"tools": [{"match": "db_*"}]}),
+            [f"{B}: spec.interactions.tools: tool rules need toolApprovals: true"],
+            id="tools without toolApprovals",
+        ),
+        pytest.param(
+            ruled(tools=[{"match": f"t{i}"} for i in range(51)]),
+            [f"{B}: spec.interactions.tools: at most 50 rules are allowed (got 51)"],
+            id="more than 50 rules",
+        ),
+    ],
+)
+def test_approval_rules_are_refused_with_the_field_they_are_about(document, expected):
+    assert errors_of(CONNECTION, document) == expected

@@ -12,15 +12,24 @@ import httpx
 import pytest
 from django.contrib.auth.hashers import make_password
 
+from alerts.models import Alert
 from audit.models import AuditEvent
 from interactions import deny_reasons
-from interactions.approval_prompts import DECIDE_ACTION, TIMED_OUT_LINE
+from interactions.approval_prompts import (
+    APPROVE_ACTION,
+    DECIDE_ACTION,
+    DENIED_BY_POLICY_LINE,
+    TIMED_OUT_LINE,
+)
+from interactions.approvals import SEPARATE_APPROVER
 from interactions.models import Interaction
-from kourier.a2a.dialects.kagent import DENIAL_REASON, TIMEOUT_DENIAL_REASON
+from kourier.a2a.dialects.kagent import DENIAL_REASON, POLICY_DENIAL_REASON, TIMEOUT_DENIAL_REASON
 from kourier.simulator import defaults
 from sessions import notices
+from sessions.identity import SYSTEM_IDENTITY
 from sessions.models import Turn
-from tests.e2e.helpers import bot_messages, has_controls, wait_for_prompt
+from tests.e2e.helpers import bot_messages, has_controls, wait_for, wait_for_prompt
+from tests.e2e.test_alerts import TOKEN, TOKEN_ENV, TRIGGERS, am_alert, deliver, group
 from tests.factories import StaffUserFactory
 from tests.support.kagent_runtime.lines import KAGENT_1_0
 from tests.support.kagent_runtime.script import Call, RemoteAgent, Script, Tool, ask_agent
@@ -155,6 +164,74 @@ def test_when_nobody_decides_both_tools_are_denied_with_the_timeout_reason_and_t
         timeout=WAIT,
     )
     assert any(m.text == "Nobody approved, so I ran nothing." for m in bot_messages(world, ts))
+
+
+# The rules are Kourier's alone (the runtime sees a decision like any other, on both lines in the tests
+# above): one line is enough, the newest.
+@pytest.mark.parametrize("kagent_line", [KAGENT_1_0], ids=[KAGENT_1_0.name])
+def test_an_alerts_tool_its_rule_denies_is_denied_at_once_and_the_person_who_asked_may_not_approve(
+    make_world, start_kagent_runtime, kagent_line
+):
+    """Issue 21, opt-in: an alert thread's own turn has no requester, so check_status (its rule says
+    unattended: deny) is denied at once with the policy's reason while add_numbers is put to people;
+    then Ada's own request in the thread needs someone else's approval (separateApprover)."""
+    runtime = start_kagent_runtime(
+        Script(
+            [
+                ModelTurn("I need to run two tools.", CALLS),
+                ModelTurn("Added the numbers; the status check was denied."),
+                ModelTurn("Adding again.", [Call("call_add_again", "add_numbers", {"a": 2, "b": 3})]),
+                ModelTurn("Added again."),
+            ],
+            tools=[ADD, CHECK],
+        )
+    )
+    world = approvals_world(
+        make_world,
+        runtime,
+        separate_approver=True,
+        tool_rules=[{"match": "check_*", "unattended": "deny"}],
+        triggers=TRIGGERS,
+        env={TOKEN_ENV: TOKEN},
+    )
+
+    assert deliver(world, group(am_alert())).status_code == 200
+    wait_for(lambda: Alert.objects.exclude(root_ts="").exists(), "the alert's thread")
+    root = Alert.objects.get().root_ts
+    prompt = wait_for_prompt(world, root, timeout=WAIT)
+    assert DENIED_BY_POLICY_LINE in json.dumps(prompt.blocks)
+    assert "verdict-1" not in json.dumps(prompt.blocks)  # no choice offered for check_status
+    assert world.slack.press_button(defaults.GRACE, world.channel, prompt.ts, APPROVE_ACTION).status == 200
+    wait_for(lambda: decision_turns_done() == 1, "the first decision turn", timeout=WAIT)
+
+    assert [run.name for run in runtime.tool_runs()] == ["add_numbers"]
+    _, after_decision = runtime.model_requests()
+    assert after_decision.function_responses == {
+        "call_add": {"sum": 5},
+        "call_check": rejected(POLICY_DENIAL_REASON),
+    }
+
+    world.says("add them again", thread_ts=root)
+    again = wait_for_prompt(world, root, timeout=WAIT)
+    assert world.slack.press_button(defaults.ADA, world.channel, again.ts, APPROVE_ACTION).status == 200
+    world.slack.wait_until(
+        lambda: SEPARATE_APPROVER in [shown.text for shown in world.slack.ephemerals(defaults.ADA)],
+        timeout=WAIT,
+    )
+    assert Interaction.objects.filter(state=Interaction.State.OPEN).count() == 1  # nothing decided
+    assert world.slack.press_button(defaults.GRACE, world.channel, again.ts, APPROVE_ACTION).status == 200
+    wait_for(lambda: decision_turns_done() == 2, "the second decision turn", timeout=WAIT)
+
+    assert [run.name for run in runtime.tool_runs()] == ["add_numbers", "add_numbers"]
+    first, second = AuditEvent.objects.filter(action="interaction.decided").order_by("at", "id")
+    assert (first.actor_id, first.requester) == (defaults.GRACE, SYSTEM_IDENTITY)
+    assert first.policy == "add_numbers: binding; check_status: tools[0] match=check_*"
+    assert (second.actor_id, second.requester, second.policy) == (defaults.GRACE, defaults.ADA, "binding")
+    assert any(m.text == "Added again." for m in bot_messages(world, root))
+
+
+def decision_turns_done() -> int:
+    return Turn.objects.filter(kind=Turn.Kind.ANSWER, state=Turn.State.DONE).count()
 
 
 class TestSubAgentApproval:

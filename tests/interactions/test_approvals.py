@@ -6,6 +6,7 @@ import logging
 import math
 import threading
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django import db
@@ -16,10 +17,12 @@ from interactions import approval_prompts, approvals, services, sweeps
 from interactions.decisions import NotADecision, Undecided, read_decision
 from interactions.kinds import Refusal, Refused, Taken
 from interactions.models import Interaction
+from kourier.a2a.dialects.kagent import POLICY_DENIAL_REASON
 from kourier.a2a.events import AnswerFormat, ApprovalRequest, ToolToApprove
 from kourier.a2a.follow import Cancelled
 from kourier.simulator import defaults
 from kourier.simulator.blocks import block_problems
+from sessions.identity import SYSTEM_IDENTITY
 from sessions.models import Turn
 from tests.factories import BindingFactory, TurnFactory
 
@@ -457,3 +460,135 @@ def _unreachable(*args, **kwargs):
 def _cancelled(cancelled, interaction):
     cancelled.append(interaction.pk)
     return Cancelled(settled=True)
+
+
+# -- beyond the spec, opt-in (issue 21): who asked, the rules per tool, nobody asked ----------------
+
+
+def ruled_turn(*, user_id=defaults.ADA, tools=(), **binding_fields):
+    binding = BindingFactory(
+        channels=[defaults.CHANNEL_ID],
+        dialect="kagent-v1",
+        tool_approvals=True,
+        tool_rules=list(tools),
+        **binding_fields,
+    )
+    return TurnFactory(
+        session__binding=binding,
+        user_id=user_id,
+        state=Turn.State.DONE,
+        outcome=Turn.Outcome.ASKED,
+        task_id="task-1",
+    )
+
+
+TWO = request(tool("add_numbers"), tool("check_status", n=1))
+CHECKS_DENIED = [{"match": "check_*", "unattended": "deny"}]
+
+
+@pytest.mark.django_db
+class TestTheDecisionsAuditRow:
+    def test_it_names_the_requester_beside_the_decider_and_each_tools_rule(self):
+        turn = ruled_turn(tools=[{"match": "check_*", "separateApprover": True}])
+
+        decide(opened(turn, TWO), user=defaults.GRACE)
+
+        row = AuditEvent.objects.get(action="interaction.decided")
+        assert (row.actor_kind, row.actor_id, row.requester) == ("user", defaults.GRACE, defaults.ADA)
+        assert row.policy == "add_numbers: binding; check_status: tools[0] match=check_*"
+
+    def test_under_the_bindings_own_rules_the_policy_is_binding(self, asking_turn):
+        decide(opened(asking_turn))
+
+        row = AuditEvent.objects.get(action="interaction.decided")
+        assert (row.requester, row.policy) == (asking_turn.user_id, "binding")
+
+    def test_a_timeout_names_the_requester_and_the_policy_too(self):
+        interaction = opened(ruled_turn(tools=[{"match": "add_*", "approverGroups": []}]), TWO)
+
+        assert approvals.audit_timeout(interaction.pk)
+
+        row = AuditEvent.objects.get(action="interaction.timed_out")
+        assert (row.actor_kind, row.requester) == ("system", defaults.ADA)
+        assert row.policy == "add_numbers: tools[0] match=add_*; check_status: binding"
+
+    def test_a_decision_that_pauses_again_keeps_the_person_who_first_asked(self):
+        first = opened(ruled_turn())
+        taken = decide(first, user=defaults.GRACE)
+        assert isinstance(taken, Taken)
+
+        again = approvals.open_approval(taken.turn_id, TWO)
+
+        assert again.requested_by == defaults.ADA
+
+
+@pytest.mark.django_db
+class TestNobodyAsked:
+    """An alert thread's own turn is filed under the system identity: no person asked for its tools."""
+
+    def test_every_tool_denied_by_its_rule_is_decided_at_once_by_policy_and_audited_so(self):
+        turn = ruled_turn(user_id=SYSTEM_IDENTITY, tools=[{"match": "*", "unattended": "deny"}])
+
+        interaction = approvals.open_approval(turn.pk, TWO)
+
+        assert interaction.state == Interaction.State.ANSWERED
+        row = AuditEvent.objects.get(action="interaction.decided")
+        assert (row.actor_kind, row.actor_id, row.requester) == ("policy", "", SYSTEM_IDENTITY)
+        assert row.policy == "add_numbers: tools[0] match=*; check_status: tools[0] match=*"
+        assert row.details["denied_tools"] == ["add_numbers", "check_status"]
+        decision = approvals.decision_of(interaction.answer_turn_id)
+        assert decision.verdicts == (False, False)
+        assert decision.denied_by_policy == {0, 1}
+        assert approvals.denied_whole_by_policy(interaction)
+
+    def test_a_tool_denied_by_its_rule_leaves_the_others_to_people_and_stays_denied(self):
+        turn = ruled_turn(user_id=SYSTEM_IDENTITY, tools=CHECKS_DENIED)
+
+        interaction = opened(turn, TWO)
+
+        assert (interaction.state, interaction.denied_by_policy) == (Interaction.State.OPEN, [1])
+        blocks = approval_prompts.open_prompt(TWO, interaction.pk, denied=frozenset([1]))
+        assert block_problems(blocks) == []
+        assert approval_prompts.DENIED_BY_POLICY_LINE in str(blocks)
+        assert "verdict-1" not in str(blocks)  # no choice for it
+        assert isinstance(
+            decide(interaction, user=defaults.GRACE, action=approval_prompts.APPROVE_ACTION), Taken
+        )
+        assert Turn.objects.get(kind=Turn.Kind.ANSWER).answers == [True, False]
+        assert approvals.decision_of(Interaction.objects.get().answer_turn_id).denied_by_policy == {1}
+
+    def test_a_submit_needs_no_choice_for_the_tool_denied_by_its_rule(self):
+        values = {"tool-0": {"verdict-0": {"selected_option": {"value": "approve"}}}}
+
+        verdicts = read_decision(TWO, approval_prompts.DECIDE_ACTION, values, denied=frozenset([1]))
+
+        assert verdicts == (True, False)
+
+    def test_a_persons_turn_is_put_to_people_whatever_unattended_says(self):
+        turn = ruled_turn(user_id=defaults.ADA, tools=[{"match": "*", "unattended": "deny"}])
+
+        interaction = opened(turn, TWO)
+
+        assert (interaction.state, interaction.denied_by_policy) == (Interaction.State.OPEN, [])
+
+
+def test_the_approval_rules_fixed_wordings_read_as_docs_manifests_md_and_the_readme_show_them():
+    root = Path(__file__).resolve().parents[2]
+    documented = (root / "docs" / "manifests.md").read_text()
+    readme = " ".join((root / "README.md").read_text().split())
+
+    for wording in (
+        approvals.SEPARATE_APPROVER,
+        approvals.NOT_A_TOOL_APPROVER.format(tools="NAMES"),
+        approval_prompts.DENIED_BY_POLICY_LINE,
+        approval_prompts.DENIED_BY_POLICY_ENDING,
+        POLICY_DENIAL_REASON,
+    ):
+        assert f"`{wording}`" in documented
+    assert "`(Someone else must approve: NAMES.)`" in documented
+    assert f"> {approvals.SEPARATE_APPROVER}" in readme
+    assert f"> {approvals.NOT_A_TOOL_APPROVER.format(tools='db_drop')}" in readme
+    assert f"*{POLICY_DENIAL_REASON}*" in readme
+    assert approvals.separate_approver_refusal(TWO, [1]) == (
+        f"{approvals.SEPARATE_APPROVER} (Someone else must approve: check_status.)"
+    )

@@ -377,3 +377,190 @@ def test_the_last_try_that_still_cannot_read_the_groups_tells_the_presser(approv
     assert told(slack_fake, defaults.GRACE) == [
         (approvals.APPROVAL.refusals[Refusal.GROUPS_UNAVAILABLE], approval.thread_ts)
     ]
+
+
+# -- beyond the spec, opt-in (issue 21): four eyes and rules per tool, checked on every press ---------
+
+TWO_TOOLS = ApprovalRequest(
+    tools=(
+        ToolToApprove(approval_id="adk-0", call_id="call-0", name="restart_service", args={"name": "api"}),
+        ToolToApprove(approval_id="adk-1", call_id="call-1", name="db_drop", args={"table": "t"}),
+    ),
+    task_id="task-1",
+    context_id="ctx-1",
+    answer_format=AnswerFormat.HITL_V1,
+    agent=None,
+)
+DBA = "S0DBA"
+
+
+def put_to_the_thread(slack_fake, slack_client, request: ApprovalRequest, **binding_fields) -> Prompt:
+    """Ada asks; the agent pauses for ``request`` under a Binding with ``binding_fields`` (``tools``:
+    its tool rules, as the manifest writes them)."""
+    binding = BindingFactory(
+        channels=[defaults.CHANNEL_ID],
+        dialect="kagent-v1",
+        tool_approvals=True,
+        tool_rules=binding_fields.pop("tools", []),
+        **binding_fields,
+    )
+    root = slack_fake.user_says(
+        defaults.ADA, defaults.CHANNEL_ID, f"{slack_fake.bot_mention} fix it", deliver="none"
+    )
+    turn = TurnFactory(
+        session__binding=binding,
+        session__thread_ts=root,
+        message_ts=root,
+        user_id=defaults.ADA,
+        state=Turn.State.DONE,
+        outcome=Turn.Outcome.ASKED,
+    )
+    interaction = approvals.open_approval(turn.pk, request)
+    blocks = approval_prompts.open_prompt(request, interaction.pk)
+    assert isinstance(blocks, list)
+    ts = slack_client.chat_postMessage(
+        channel=defaults.CHANNEL_ID,
+        thread_ts=root,
+        blocks=blocks,
+        text=approval_prompts.fallback_text(request),
+    )["ts"]
+    services.record_prompt(interaction.pk, ts)
+    slack_fake.reset_calls()
+    return Prompt(interaction.pk, binding.connection_id, root, ts, blocks)
+
+
+@pytest.fixture
+def rules(slack_fake, slack_client, settings, monkeypatch):
+    settings.SLACK_API_URL = slack_fake.url
+    monkeypatch.setenv("SLACK_BOT_TOKEN", slack_fake.bot_token)
+    slack_fake.add_usergroup(OPS, "ops", [defaults.GRACE])
+    slack_fake.add_usergroup(DBA, "dba", [defaults.ADA])
+    return lambda request, **fields: put_to_the_thread(slack_fake, slack_client, request, **fields)
+
+
+def press_on(slack_fake, prompt: Prompt, user: str, action: str, choices=None) -> Outcome:
+    press = SubmitPress(
+        value=str(prompt.interaction_id),
+        team_id=defaults.TEAM_ID,
+        channel_id=defaults.CHANNEL_ID,
+        message_ts=prompt.ts,
+        thread_ts=prompt.thread_ts,
+        user_id=user,
+        values=state_values(prompt.blocks, choices or {}),
+        response_url=slack_fake.response_url(user, defaults.CHANNEL_ID, prompt.ts),
+        action_id=action,
+    )
+
+    async def scenario() -> Outcome:
+        database_thread = ThreadPoolExecutor(max_workers=1)
+        asyncio.get_running_loop().set_default_executor(database_thread)
+        try:
+            return await take_press(press, connection_id=prompt.connection_id, bot_token=slack_fake.bot_token)
+        finally:
+            await asyncio.get_running_loop().run_in_executor(database_thread, lambda: db.connection.close())
+
+    return asyncio.run(scenario())
+
+
+FOUR_EYES = "You asked for this, so someone else must approve it. You can still deny it."
+
+
+class TestFourEyes:
+    def test_the_person_who_asked_cannot_approve_and_is_told_so_privately_in_fixed_words(
+        self, rules, slack_fake
+    ):
+        prompt = rules(REQUEST, separate_approver=True)
+
+        assert press_on(slack_fake, prompt, defaults.ADA, approval_prompts.APPROVE_ACTION) is Outcome.REFUSED
+
+        assert not answered()
+        assert told(slack_fake, defaults.ADA) == [(FOUR_EYES, prompt.thread_ts)]
+        assert approvals.SEPARATE_APPROVER == FOUR_EYES
+
+    def test_the_person_who_asked_may_deny(self, rules, slack_fake):
+        prompt = rules(REQUEST, separate_approver=True)
+
+        assert press_on(slack_fake, prompt, defaults.ADA, approval_prompts.DENY_ACTION) is Outcome.TAKEN
+        assert Turn.objects.get(kind=Turn.Kind.ANSWER).answers == [False]
+
+    def test_someone_else_may_approve(self, rules, slack_fake):
+        prompt = rules(REQUEST, separate_approver=True)
+
+        assert press_on(slack_fake, prompt, defaults.GRACE, approval_prompts.APPROVE_ACTION) is Outcome.TAKEN
+        assert told(slack_fake, defaults.GRACE) == []
+
+    def test_without_it_the_person_who_asked_approves_as_the_spec_says(self, rules, slack_fake):
+        prompt = rules(REQUEST)
+
+        assert press_on(slack_fake, prompt, defaults.ADA, approval_prompts.APPROVE_ACTION) is Outcome.TAKEN
+
+    def test_a_submit_that_approves_a_tool_under_four_eyes_is_refused_naming_it(self, rules, slack_fake):
+        prompt = rules(TWO_TOOLS, tools=[{"match": "db_*", "separateApprover": True}])
+        choices = {"verdict-0": "approve", "verdict-1": "approve"}
+
+        assert (
+            press_on(slack_fake, prompt, defaults.ADA, approval_prompts.DECIDE_ACTION, choices)
+            is Outcome.REFUSED
+        )
+
+        assert told(slack_fake, defaults.ADA) == [
+            (f"{FOUR_EYES} (Someone else must approve: db_drop.)", prompt.thread_ts)
+        ]
+        assert not answered()
+
+    def test_a_submit_that_denies_the_tool_under_four_eyes_is_taken(self, rules, slack_fake):
+        prompt = rules(TWO_TOOLS, tools=[{"match": "db_*", "separateApprover": True}])
+        choices = {"verdict-0": "approve", "verdict-1": "deny"}
+
+        assert (
+            press_on(slack_fake, prompt, defaults.ADA, approval_prompts.DECIDE_ACTION, choices)
+            is Outcome.TAKEN
+        )
+        assert Turn.objects.get(kind=Turn.Kind.ANSWER).answers == [True, False]
+
+
+class TestRulesPerTool:
+    def test_a_tool_rules_groups_are_read_for_its_tool_and_the_bindings_for_the_others(
+        self, rules, slack_fake
+    ):
+        prompt = rules(TWO_TOOLS, approver_groups=[OPS], tools=[{"match": "db_*", "approverGroups": [DBA]}])
+
+        # Grace is in ops (restart_service) but not in dba (db_drop): refused, naming the tool.
+        assert (
+            press_on(slack_fake, prompt, defaults.GRACE, approval_prompts.APPROVE_ACTION) is Outcome.REFUSED
+        )
+        assert told(slack_fake, defaults.GRACE) == [
+            (
+                "Only members of the approver groups set for db_drop can decide on this request; "
+                "your decision was not sent.",
+                prompt.thread_ts,
+            )
+        ]
+        # Ada is in dba but not in ops: the Binding's own refusal, as the spec words it.
+        assert press_on(slack_fake, prompt, defaults.ADA, approval_prompts.DENY_ACTION) is Outcome.REFUSED
+        assert told(slack_fake, defaults.ADA) == [
+            (approvals.APPROVAL.refusals[Refusal.NOT_AN_APPROVER], prompt.thread_ts)
+        ]
+        assert not answered()
+
+    def test_someone_in_every_tools_groups_decides_each_group_read_once(self, rules, slack_fake):
+        slack_fake.add_usergroup(DBA, "dba", [defaults.ADA, defaults.GRACE])
+        prompt = rules(
+            TWO_TOOLS,
+            approver_groups=[OPS],
+            tools=[
+                {"match": "restart_*", "approverGroups": [OPS]},
+                {"match": "db_*", "approverGroups": [DBA, OPS]},
+            ],
+        )
+
+        assert press_on(slack_fake, prompt, defaults.GRACE, approval_prompts.APPROVE_ACTION) is Outcome.TAKEN
+        assert [call.args["usergroup"] for call in slack_fake.calls("usergroups.users.list")] == [OPS, DBA]
+
+    def test_a_rule_with_no_groups_lets_any_member_decide_its_tool(self, rules, slack_fake):
+        prompt = rules(
+            REQUEST, approver_groups=[OPS], tools=[{"match": "restart_service", "approverGroups": []}]
+        )
+
+        assert press_on(slack_fake, prompt, defaults.ADA, approval_prompts.APPROVE_ACTION) is Outcome.TAKEN
+        assert slack_fake.calls("usergroups.users.list") == []

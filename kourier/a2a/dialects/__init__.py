@@ -39,6 +39,7 @@ class Dialect:
     decision_message: DecisionBuilder
     denial_reason: str  # the fixed reason a person's denial carries to the model
     timeout_denial_reason: str  # the one a denial carries when nobody decided in time
+    policy_denial_reason: str = ""  # the one a Binding's rule gives when nobody asked (unattended: deny)
 
 
 DIALECTS: dict[str, Dialect] = {
@@ -50,6 +51,7 @@ DIALECTS: dict[str, Dialect] = {
         decision_message=module.decision_message,
         denial_reason=getattr(module, "DENIAL_REASON", ""),
         timeout_denial_reason=getattr(module, "TIMEOUT_DENIAL_REASON", ""),
+        policy_denial_reason=getattr(module, "POLICY_DENIAL_REASON", ""),
     )
     for module in (a2a, kagent)
 }

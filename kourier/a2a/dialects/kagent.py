@@ -48,6 +48,10 @@ EXTENSIONS: tuple[str, ...] = (HITL_EXTENSION,)
 # uses the dialect's fixed reason; it never carries what a person typed).
 DENIAL_REASON = "A person in the chat thread denied this tool call."
 TIMEOUT_DENIAL_REASON = "Nobody decided on this tool call in time."
+# Beyond the spec (issue 21): a Binding's rule denies the tool when no person asked (unattended: deny).
+POLICY_DENIAL_REASON = (
+    "This tool call was denied by the chat channel's rules: no person asked for it, and this tool needs one."
+)
 
 ASK_USER_TOOL = "ask_user"
 

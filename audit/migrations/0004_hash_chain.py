@@ -72,7 +72,7 @@ def chain_existing_rows(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("audit", "0002_append_only_in_the_database")]
+    dependencies = [("audit", "0003_audit_requester_and_policy")]
 
     operations = [
         migrations.AlterField(
