@@ -54,8 +54,9 @@ class AuditEvent(models.Model):
     actor_id = models.CharField(max_length=160, blank=True)  # admin:<username>, a Django username up to 150
     # A decision's: whose message started the turn (a Slack user, or the system identity), and the
     # approval rules it was decided under ("binding", or the rule that matched: "tools[0] match=db_*").
-    requester = models.CharField(max_length=64, blank=True)
-    policy = models.CharField(max_length=500, blank=True)
+    # Empty by the database's default, as the hashes are, for rows written around the one writer.
+    requester = models.CharField(max_length=64, blank=True, db_default="")
+    policy = models.CharField(max_length=500, blank=True, db_default="")
     subject = models.CharField(max_length=200, blank=True, help_text="What the event is about, by id.")
     details = models.JSONField(default=dict, blank=True)
     # Empty by the database's default for a row the release before the chain writes during an upgrade:

@@ -12,12 +12,12 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="auditevent",
             name="policy",
-            field=models.CharField(blank=True, max_length=500),
+            field=models.CharField(blank=True, db_default="", max_length=500),
         ),
         migrations.AddField(
             model_name="auditevent",
             name="requester",
-            field=models.CharField(blank=True, max_length=64),
+            field=models.CharField(blank=True, db_default="", max_length=64),
         ),
         migrations.AlterField(
             model_name="auditevent",

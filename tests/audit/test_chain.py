@@ -14,6 +14,8 @@ CONTENT = {
     "binding_name": "ops",
     "actor_kind": "user",
     "actor_id": "U0ADA",
+    "requester": "U0GRACE",
+    "policy": "binding",
     "subject": "interaction 12",
     "details": {"approved": 1, "denied": 1},
 }
@@ -38,6 +40,8 @@ def chained(count: int) -> list[dict]:
         ("binding_name", "dev"),
         ("actor_kind", "system"),
         ("actor_id", "U0EVE"),
+        ("requester", "kourier-system"),
+        ("policy", "db_drop: tools[0] match=db_*"),
         ("subject", "interaction 13"),
         ("details", {"approved": 2, "denied": 0}),
     ],
