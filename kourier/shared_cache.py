@@ -39,7 +39,7 @@ def get_and_count(get_key: str, count_key: str, ttl: int) -> tuple[Any, int]:
         return cache.get(get_key), count(count_key, ttl)
     got_key = redis_cache.make_and_validate_key(get_key)
     counter_key = redis_cache.make_and_validate_key(count_key)
-    client = redis_cache._cache  # Django's RedisCacheClient: its serializer reads what cache.set wrote
+    client = redis_cache._cache  # type: ignore[attr-defined]  # RedisCacheClient: its serializer reads cache.set's
     pipeline = client.get_client(counter_key, write=True).pipeline(transaction=False)
     pipeline.get(got_key)
     pipeline.set(counter_key, 0, ex=ttl, nx=True)  # an int is stored as itself, as cache.add stores it

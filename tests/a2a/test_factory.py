@@ -29,7 +29,12 @@ class KeptTransport(httpx.MockTransport):
 def test_the_clients_made_on_a_loop_with_shared_connections_send_through_one_transport(monkeypatch):
     stub = WireStub()
     made: list[KeptTransport] = []
-    monkeypatch.setattr(factory, "shared_transport", lambda: made.append(KeptTransport(stub)) or made[-1])
+
+    def shared_transport() -> KeptTransport:
+        made.append(KeptTransport(stub))
+        return made[-1]
+
+    monkeypatch.setattr(factory, "shared_transport", shared_transport)
 
     async def scenario() -> tuple[bool, int]:
         async with shared_connections():

@@ -231,7 +231,6 @@ def test_an_answer_within_the_limit_is_kept_whole():
     assert (shown.text, shown.received) == ("Hello, world.", 13)
 
 
-
 # What a turn costs the worker, in what can be counted (docs/performance.md, issue 17 point 6).
 class CountingExecutor(ThreadPoolExecutor):
     """The worker loop's executor, counting the hand-overs to the database and the statements run."""
