@@ -96,15 +96,16 @@ async def _run_session(session_id: int) -> None:
     # to the database thread (turns.lease_next_turn); a turn queued meanwhile is seen, or finds the
     # lease free.
     turn = await _db(turns.lease_next_turn)(session_id, owner, seconds=LEASE_SECONDS)
-    while turn is not None:
-        try:
-            kept_lease = await _run_turn_with_lease(session_id, turn.pk, owner)
-        except BaseException:
-            await _db(turns.release_lease)(session_id, owner)
-            raise
-        if not kept_lease:
-            return  # another runner has the session now
-        turn = await _db(turns.lease_next_turn)(session_id, owner, seconds=LEASE_SECONDS)
+    if turn is None:
+        return  # nothing to run, or another runner has the session
+    try:
+        while turn is not None:
+            if not await _run_turn_with_lease(session_id, turn.pk, owner):
+                return  # the lease was lost: another runner has the session now
+            turn = await _db(turns.lease_next_turn)(session_id, owner, seconds=LEASE_SECONDS)
+    except BaseException:  # a crash, or the hand-over's cancel: the lease is let go at once
+        await _db(turns.release_lease)(session_id, owner)
+        raise
 
 
 async def _run_turn_with_lease(session_id: int, turn_id: int, owner: str) -> bool:

@@ -32,6 +32,19 @@ class TestLease:
         assert turns.claim_lease(session.id, "runner-b", seconds=60)
         assert not turns.renew_lease(session.id, "runner-a", seconds=60)
 
+    def test_a_runners_look_takes_the_lease_with_the_next_turn_and_lets_it_go_when_none_is_left(
+        self, binding
+    ):
+        services.route_message(binding.connection, said())
+        session, queued = Session.objects.get(), Turn.objects.get()
+        assert turns.lease_next_turn(session.id, "runner-a", seconds=60) == queued
+        assert turns.lease_next_turn(session.id, "runner-b", seconds=60) is None  # runner-a holds it
+        assert Session.objects.get().lease_owner == "runner-a"
+        Turn.objects.update(state=Turn.State.DONE)
+        assert turns.lease_next_turn(session.id, "runner-a", seconds=60) is None
+        assert Session.objects.get().lease_owner == ""
+        assert turns.claim_lease(session.id, "runner-b", seconds=60)
+
 
 @pytest.mark.parametrize(
     ("fields", "expected"),
