@@ -106,8 +106,8 @@ class Turns:
         return script
 
 
-def listening_socket_with_room():
-    sock = ORIGINAL_LISTENING_SOCKET()
+def listening_socket_with_room(port: int = 0):
+    sock = ORIGINAL_LISTENING_SOCKET(port)
     sock.listen(LISTEN_BACKLOG)  # listening again only changes the backlog
     return sock
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from kourier.a2a.dialects import Dialect
@@ -224,9 +224,9 @@ class Asking:
         )
         return taken.turn_id if taken is not None else None
 
-    def holds(self, session_id: int) -> bool:
+    def holds(self, session_id: int) -> Q:
         open_pause = Interaction.objects.filter(session_id=session_id, state=Interaction.State.OPEN)
-        return open_pause.exists() or kept_answers.held_back(session_id)
+        return Q(Exists(open_pause)) | Q(Exists(kept_answers.holding_back(session_id)))
 
     def held_sessions(self) -> QuerySet[Any]:
         now = timezone.now()

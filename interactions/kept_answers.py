@@ -109,9 +109,9 @@ def settle(turn_id: int) -> None:
             logger.info("interaction.answer_delivered", extra={"interaction_id": interaction_id})
 
 
-def held_back(session_id: int, *, now: datetime | None = None) -> bool:
-    """Whether the session's turns wait for a kept answer that is not due: its next try is later and
-    no message came into the thread since its last one."""
+def holding_back(session_id: int, *, now: datetime | None = None) -> QuerySet[KeptAnswer]:
+    """The kept answer that holds the session's turns back, if any: its next try is later and no message
+    came into the thread since its last one. A query, for the runner's look to use as a condition."""
     now = now or timezone.now()
     reply_since = Turn.objects.filter(
         session_id=OuterRef("session_id"),
@@ -119,9 +119,7 @@ def held_back(session_id: int, *, now: datetime | None = None) -> bool:
         state=Turn.State.QUEUED,
         created_at__gt=OuterRef("tried_at"),
     )
-    return (
-        KeptAnswer.objects.filter(session_id=session_id, due_at__gt=now).exclude(Exists(reply_since)).exists()
-    )
+    return KeptAnswer.objects.filter(session_id=session_id, due_at__gt=now).exclude(Exists(reply_since))
 
 
 def not_due(now: datetime) -> QuerySet[KeptAnswer]:

@@ -9,25 +9,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from kourier.db import in_database_thread
+from kourier.db import in_database_thread, insert_unless_taken
 from kourier.slack.outbox import Intent, IntentState, PostKind
 
 from .models import PostIntent, Turn
 
 
-@transaction.atomic
 def intend_post(turn_id: int, key: str, kind: str, notice_text: str = "") -> Intent:
-    """Records the post as intended, unless it is recorded already; says which it was."""
-    try:
-        with transaction.atomic():
-            PostIntent.objects.create(key=key, turn_id=turn_id, kind=kind, text=notice_text)
+    """Records the post as intended, unless it is recorded already; says which it was. One statement
+    for a new post (an insert that yields to the key's row), not a transaction and a savepoint."""
+    if insert_unless_taken(PostIntent(key=key, turn_id=turn_id, kind=kind, text=notice_text), ("key",)):
         return Intent(IntentState.NEW)
-    except IntegrityError:
-        pass
     earlier = PostIntent.objects.get(key=key)
     if earlier.state == PostIntent.State.CONFIRMED:
         return Intent(IntentState.CONFIRMED, ts=earlier.ts)
@@ -35,23 +31,30 @@ def intend_post(turn_id: int, key: str, kind: str, notice_text: str = "") -> Int
 
 
 @transaction.atomic
-def confirm_post(key: str, ts: str) -> None:
+def confirm_post(key: str, ts: str, *, reply_of: int | None = None) -> None:
+    """Confirms the post; with ``reply_of``, the post is that turn's reply, whose ts the turn keeps
+    (in the same hand-over: one fewer per turn)."""
     PostIntent.objects.filter(key=key).update(
         state=PostIntent.State.CONFIRMED, ts=ts, confirmed_at=timezone.now()
     )
+    if reply_of is not None:
+        Turn.objects.filter(pk=reply_of, reply_ts="").update(reply_ts=ts)
 
 
 class TurnOutbox:
-    """The record of one turn's posts, for async callers."""
+    """The record of one turn's posts, for async callers. ``reply_key``: the key of the turn's reply,
+    whose ts the turn keeps once it is confirmed (``Turn.reply_ts``)."""
 
-    def __init__(self, turn_id: int) -> None:
+    def __init__(self, turn_id: int, *, reply_key: str | None = None) -> None:
         self.turn_id = turn_id
+        self.reply_key = reply_key
 
     async def intend(self, key: str, kind: PostKind, notice_text: str = "") -> Intent:
         return await in_database_thread(intend_post)(self.turn_id, key, kind.value, notice_text)
 
     async def confirm(self, key: str, ts: str) -> None:
-        await in_database_thread(confirm_post)(key, ts)
+        reply_of = self.turn_id if key == self.reply_key else None
+        await in_database_thread(confirm_post)(key, ts, reply_of=reply_of)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from kourier.a2a.events import ApprovalRequest, Question
 from .models import Session, Turn
 
 if TYPE_CHECKING:
-    from django.db.models import QuerySet
+    from django.db.models import Q, QuerySet
 
     from kourier.a2a.dialects import Dialect
     from kourier.a2a.wire import Message
@@ -85,9 +85,11 @@ class Pauses(Protocol):
         """A reply typed in the thread that answers its open pause: the answer turn's id, else None."""
         ...
 
-    def holds(self, session_id: int) -> bool:
-        """Whether the session's task waits for people, or for a person's answer kept until the agent
-        can be reached and not yet due (its queued turns then wait too)."""
+    def holds(self, session_id: int) -> Q | None:
+        """The condition (of any query) that the session's task waits for people, or for a person's
+        answer kept until the agent can be reached and not yet due (its queued turns then wait too);
+        None when nothing can. A condition, not a query: the runner's look for its next turn makes it
+        part of its one statement."""
         ...
 
     def held_sessions(self) -> QuerySet[Any]:
@@ -117,8 +119,8 @@ class _NoPauses:
     ) -> int | None:
         return None
 
-    def holds(self, session_id: int) -> bool:
-        return False
+    def holds(self, session_id: int) -> Q | None:
+        return None
 
     def held_sessions(self) -> QuerySet[Any]:
         return Session.objects.none().values("pk")

@@ -5,10 +5,12 @@ a turn runs, and a runner that dies leaves it to expire so another takes the ses
 """
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
 import uuid
+from collections.abc import AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass
 
@@ -29,11 +31,13 @@ from kourier.a2a.events import (
     UnusablePause,
 )
 from kourier.a2a.factory import make_client
+from kourier.a2a.factory import shared_connections as a2a_shared_connections
 from kourier.a2a.wire import Message, Role, TaskState, TextPart
 from kourier.db import in_database_thread
 from kourier.progress import Card, CardStatus, Ending, Progress, ThreadKind
 from kourier.slack.blocks import feedback_block
 from kourier.slack.clients import SlackError, async_web_client, connection_workspace
+from kourier.slack.clients import shared_session as slack_shared_session
 from kourier.slack.outbox import notice_key, post_notice
 from kourier.slack.people import person_email, person_name
 from kourier.slack.status import AssistantStatus
@@ -67,7 +71,17 @@ def runner_identity() -> str:
 
 def drive(session_id: int) -> None:
     """Hands the session to this process's turn loop (turn_loop.py); returns at once."""
-    turn_loop(run_session, acknowledge=acknowledgments.acknowledge_waiting_turns).drive(session_id)
+    turn_loop(
+        run_session, acknowledge=acknowledgments.acknowledge_waiting_turns, shared=shared_connections
+    ).drive(session_id)
+
+
+@contextlib.asynccontextmanager
+async def shared_connections() -> AsyncIterator[None]:
+    """What every turn on the loop shares: one aiohttp session for Slack's calls and one connection
+    pool for the agents', instead of one per call and one per turn (docs/performance.md)."""
+    async with slack_shared_session(), a2a_shared_connections():
+        yield
 
 
 async def run_session(session_id: int) -> None:
@@ -79,16 +93,20 @@ async def run_session(session_id: int) -> None:
 
 async def _run_session(session_id: int) -> None:
     owner = runner_identity()
-    while await _db(turns.claim_lease)(session_id, owner, seconds=LEASE_SECONDS):
-        try:
-            while (turn := await _db(turns.next_queued_turn)(session_id)) is not None:
-                if not await _run_turn_with_lease(session_id, turn.pk, owner):
-                    return  # the lease was lost: another runner has the session now
-        finally:
-            await _db(turns.release_lease)(session_id, owner)
-        # A turn queued between the last look and the release found the lease taken; look once more.
-        if not await _db(turns.has_runnable_turns)(session_id):
-            return
+    # Each look takes or renews the lease and lets it go when nothing is left to run, in one hand-over
+    # to the database thread (turns.lease_next_turn); a turn queued meanwhile is seen, or finds the
+    # lease free.
+    turn = await _db(turns.lease_next_turn)(session_id, owner, seconds=LEASE_SECONDS)
+    if turn is None:
+        return  # nothing to run, or another runner has the session
+    try:
+        while turn is not None:
+            if not await _run_turn_with_lease(session_id, turn.pk, owner):
+                return  # the lease was lost: another runner has the session now
+            turn = await _db(turns.lease_next_turn)(session_id, owner, seconds=LEASE_SECONDS)
+    except BaseException:  # a crash, or the hand-over's cancel: the lease is let go at once
+        await _db(turns.release_lease)(session_id, owner)
+        raise
 
 
 async def _run_turn_with_lease(session_id: int, turn_id: int, owner: str) -> bool:
@@ -233,8 +251,8 @@ def _display(work: turns.TurnWork, slack, turn_id: int) -> TurnDisplay:
         progress=progress,
         status=status,
         existing_ts=work.reply_ts or None,
-        on_posted=_ReplyPosted(work, turn_id),
-        outbox=TurnOutbox(turn_id),
+        on_posted=_ReplyPosted(work),
+        outbox=TurnOutbox(turn_id, reply_key=work.message_id),
         adopted_cards=[Card(card_id, title, CardStatus.IN_PROGRESS) for card_id, title in work.stream_cards],
         on_stream_cards=lambda cards: _db(turns.record_stream_cards)(
             turn_id, [{"id": card.id, "title": card.title} for card in cards]
@@ -249,19 +267,17 @@ def _display(work: turns.TurnWork, slack, turn_id: int) -> TurnDisplay:
 
 
 class _ReplyPosted:
-    """Keeps the reply's ts, and measures how long the thread waited to see it (not for a resumed
-    turn: its reply may have been shown by the runner before)."""
+    """Measures how long the thread waited to see the reply (not for a resumed turn: its reply may
+    have been shown by the runner before). The reply's ts is kept with its confirmation in the outbox."""
 
-    def __init__(self, work: turns.TurnWork, turn_id: int) -> None:
+    def __init__(self, work: turns.TurnWork) -> None:
         self.work = work
-        self.turn_id = turn_id
         self.measured = work.resumed
 
     async def __call__(self, ts: str) -> None:
         if not self.measured:
             self.measured = True
             metrics.turn_output_shown(self.work.binding_name, self.work.accepted_at)
-        await _db(turns.record_reply)(self.turn_id, ts)
 
 
 async def run_turn(turn_id: int) -> None:
@@ -278,7 +294,7 @@ async def run_turn(turn_id: int) -> None:
         "turn.started", extra={"turn_id": turn_id, "binding": work.binding_name, "resumed": work.resumed}
     )
     try:
-        spent = await _db(turns.budget_spent)(turn_id)
+        spent = work.budget_spent
         if spent is not None:
             # Not sent; the thread is told once a day, whatever else its people send meanwhile.
             outcome = TurnEnd(Turn.Outcome.BUDGET_SPENT, None if spent.told else notices.BUDGET_SPENT)
@@ -312,18 +328,32 @@ async def run_turn(turn_id: int) -> None:
     if outcome.kept:  # not ended: the turn is queued again (sessions/pauses.py, ``keep_undelivered``)
         logger.info("turn.kept", extra={"turn_id": turn_id})
         return
-    if work.kind is not Turn.Kind.MESSAGE:
-        await _db(pauses.current().settle_answer)(turn_id)
-    if outcome.forget_context:
-        await _db(turns.forget_context)(work.session_id)
-    await _db(turns.finish_turn)(turn_id, outcome=outcome.outcome, failed=outcome.failed)
+    left = await _db(_end_turn)(
+        turn_id,
+        outcome.outcome,
+        failed=outcome.failed,
+        answer=work.kind is not Turn.Kind.MESSAGE,
+        forget_context_of=work.session_id if outcome.forget_context else None,
+    )
     metrics.turn_ended(
         work.binding_name, outcome.outcome.value, failed=outcome.failed, started_at=work.started_at
     )
-    left = await _db(acknowledgments.of_turn)(turn_id)
     if left is not None:
         await acknowledgments.take_off(left)
     logger.info("turn.ended", extra={"turn_id": turn_id, "outcome": outcome.outcome})
+
+
+def _end_turn(
+    turn_id: int, outcome: Turn.Outcome, *, failed: bool, answer: bool, forget_context_of: int | None
+) -> acknowledgments.Acknowledgment | None:
+    """The database's part of a turn's end, in one hand-over: the kept answer settled, the context
+    forgotten, the turn ended, and the reaction it leaves on its message read."""
+    if answer:
+        pauses.current().settle_answer(turn_id)
+    if forget_context_of is not None:
+        turns.forget_context(forget_context_of)
+    turns.finish_turn(turn_id, outcome=outcome, failed=failed)
+    return acknowledgments.of_turn(turn_id)
 
 
 async def _turn_text(work: turns.TurnWork, slack) -> str:
@@ -422,7 +452,11 @@ class Conversation:
         if task_id != self.task_id:
             self.task_id = task_id
             await _db(turns.record_task)(
-                self.work.turn_id, self.work.session_id, task_id=task_id, context_id=context_id or ""
+                self.work.turn_id,
+                self.work.session_id,
+                task_id=task_id,
+                context_id=context_id or "",
+                known_context_id=self.work.context_id,
             )
 
     async def _end(self, ended: TaskEnded) -> TurnEnd:

@@ -17,6 +17,8 @@ returns; a few pool threads feed any number of concurrent turns on one thread.
   their turn comes.
 - Shutdown: ``hand_over`` cancels every running session (each releases its lease on the way out)
   and waits, bounded, until they have.
+- What the sessions share on the loop (``shared``: the runner's connections to Slack and agents) is
+  opened before the first session runs and closed after the hand-over.
 
 The loop knows nothing of what a session's run is: the runner hands it ``run_session`` and
 ``acknowledge`` (sessions/runner.py).
@@ -26,10 +28,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 
 from django.conf import settings
 
@@ -43,6 +47,7 @@ class LoopFull(Exception):
 
 
 SessionWork = Callable[[int], Awaitable[None]]
+Shared = Callable[[], AbstractAsyncContextManager[None]]
 
 
 class TurnLoop:
@@ -53,6 +58,7 @@ class TurnLoop:
         acknowledge: SessionWork,
         max_sessions: int,
         database_threads: int,
+        shared: Shared | None = None,
     ) -> None:
         self.run_session = run_session
         self.acknowledge = acknowledge
@@ -69,6 +75,9 @@ class TurnLoop:
         self._closing = False
         self._thread = threading.Thread(target=self.loop.run_forever, name="turn-loop", daemon=True)
         self._thread.start()
+        self._shared = contextlib.AsyncExitStack()
+        if shared is not None:
+            asyncio.run_coroutine_threadsafe(self._shared.enter_async_context(shared()), self.loop).result()
 
     @property
     def running(self) -> list[int]:
@@ -151,6 +160,13 @@ class TurnLoop:
         ]
         if late:
             logger.warning("worker.hand_over_incomplete", extra={"sessions": len(late)})
+        else:
+            try:
+                asyncio.run_coroutine_threadsafe(self._shared.aclose(), self.loop).result(
+                    max(0.1, deadline - time.monotonic())
+                )
+            except Exception:
+                logger.warning("worker.shared_not_closed", exc_info=True)
         return list(sessions)
 
 
@@ -158,7 +174,9 @@ _turn_loop: TurnLoop | None = None
 _turn_loop_lock = threading.Lock()
 
 
-def turn_loop(run_session: SessionWork, *, acknowledge: SessionWork) -> TurnLoop:
+def turn_loop(
+    run_session: SessionWork, *, acknowledge: SessionWork, shared: Shared | None = None
+) -> TurnLoop:
     """This process's loop, made on first use (so a forked pool child makes its own)."""
     global _turn_loop
     with _turn_loop_lock:
@@ -168,6 +186,7 @@ def turn_loop(run_session: SessionWork, *, acknowledge: SessionWork) -> TurnLoop
                 acknowledge=acknowledge,
                 max_sessions=settings.WORKER_MAX_SESSIONS,
                 database_threads=settings.WORKER_DATABASE_THREADS,
+                shared=shared,
             )
         return _turn_loop
 

@@ -61,14 +61,34 @@ def next_queued_turn(session_id: int) -> Turn | None:
     agent's question, then people's messages in order. While a pause waits for people they wait: the
     agent's task is paused on it, and only the turn that asked may still be running. So they do behind
     a person's answer kept until the agent can be reached again, until it is due or a reply comes
-    (``Pauses.holds``; interactions/kept_answers.py)."""
+    (``Pauses.holds``; interactions/kept_answers.py). One statement: the pause check is a condition
+    of it, not a query of its own (docs/performance.md, issue 17 point 6)."""
     waiting = Turn.objects.filter(session_id=session_id, state__in=OPEN_TURN_STATES)
-    if pauses.current().holds(session_id):
-        waiting = waiting.filter(state=Turn.State.RUNNING)
+    held = pauses.current().holds(session_id)
+    if held is not None:
+        waiting = waiting.filter(Q(state=Turn.State.RUNNING) | ~held)
     return waiting.order_by(
         Case(When(state=Turn.State.RUNNING, then=0), When(kind=Turn.Kind.MESSAGE, then=2), default=1),
         "message_ts",
     ).first()
+
+
+def lease_next_turn(session_id: int, owner: str, *, seconds: int, now: datetime | None = None) -> Turn | None:
+    """The turn the runner ``owner`` runs next, under the session's lease (taken, or renewed); None
+    when another runner holds the lease, or when nothing is to run: the lease is then let go.
+
+    One transaction, the lease's write first: it holds the session's row until the commit, so a turn
+    stored after the look below finds the lease free once it is let go (its runner's ``claim_lease``
+    waits for this commit), and a turn stored before it is seen here. The runner's look before it
+    starts and its look after every turn, each in one hand-over to the database thread.
+    """
+    with transaction.atomic():
+        if not claim_lease(session_id, owner, seconds=seconds, now=now):
+            return None
+        turn = next_queued_turn(session_id)
+        if turn is None:
+            release_lease(session_id, owner)
+        return turn
 
 
 def has_runnable_turns(session_id: int) -> bool:
@@ -129,6 +149,7 @@ class TurnWork:
     accepted_at: datetime  # when its message was taken as a turn
     started_at: datetime  # when a runner first started it
     feedback: bool = False  # spec.feedback: an answer's final reply carries thumbs up and down
+    budget_spent: BudgetSpent | None = None  # the channel's daily token budget is used (``budget_spent``)
 
 
 def start_turn(turn_id: int, *, now: datetime | None = None) -> TurnWork | None:
@@ -155,11 +176,17 @@ def start_turn(turn_id: int, *, now: datetime | None = None) -> TurnWork | None:
         # Only a message carries notes: an answer or a decision sends none, and its key sorts after
         # every Slack ts, so it would mark as carried every note held while the pause was open.
         carries_notes = binding.thread_replies == ThreadReplies.MENTION or session.kind == ThreadKind.ALERT
-        if carries_notes and turn.kind == Turn.Kind.MESSAGE:
+        takes_notes = carries_notes and turn.kind == Turn.Kind.MESSAGE
+        if takes_notes:
             ThreadNote.objects.filter(
                 session=session, carried_by=None, message_ts__lt=turn.message_ts
             ).update(carried_by=turn)
-        notes = tuple(turn.notes.order_by("message_ts").values_list("user_id", "text"))
+        # A turn that took no notes now, and was never started before, carries none: no query for them.
+        notes = (
+            tuple(turn.notes.order_by("message_ts").values_list("user_id", "text"))
+            if takes_notes or resumed
+            else ()
+        )
         return TurnWork(
             turn_id=turn.pk,
             session_id=session.pk,
@@ -200,15 +227,22 @@ def start_turn(turn_id: int, *, now: datetime | None = None) -> TurnWork | None:
             accepted_at=turn.created_at,
             started_at=turn.started_at or now,
             feedback=binding.feedback,
+            # Read here, not in a hand-over of its own: one fewer per turn (docs/performance.md).
+            budget_spent=_budget_spent(turn, binding, now),
         )
 
 
-def record_task(turn_id: int, session_id: int, *, task_id: str, context_id: str) -> None:
-    """Keeps the agent's task and context as soon as the agent names them."""
+def record_task(
+    turn_id: int, session_id: int, *, task_id: str, context_id: str, known_context_id: str = ""
+) -> None:
+    """Keeps the agent's task and context as soon as the agent names them; the session's context only
+    when it is new (``known_context_id``: the one the turn was started with), a write saved per turn."""
+    if not context_id or context_id == known_context_id:
+        Turn.objects.filter(pk=turn_id).update(task_id=task_id)
+        return
     with transaction.atomic():
         Turn.objects.filter(pk=turn_id).update(task_id=task_id)
-        if context_id:
-            Session.objects.filter(pk=session_id, context_id="").update(context_id=context_id)
+        Session.objects.filter(pk=session_id, context_id="").update(context_id=context_id)
 
 
 def record_usage(turn_id: int, *, input_tokens: int, output_tokens: int, task_total: bool) -> tuple[int, int]:
@@ -238,9 +272,11 @@ class BudgetSpent:
 def budget_spent(turn_id: int, *, now: datetime | None = None) -> BudgetSpent | None:
     """Whether the turn's channel has used its Binding's daily token budget (spec.budget), as of the
     UTC day of ``now``; None when it has not, or there is no budget."""
-    now = now or timezone.now()
     turn = Turn.objects.select_related("session__binding").get(pk=turn_id)
-    binding = turn.session.binding
+    return _budget_spent(turn, turn.session.binding, now or timezone.now())
+
+
+def _budget_spent(turn: Turn, binding, now: datetime) -> BudgetSpent | None:
     if binding is None or binding.daily_token_budget is None:
         return None
     day_start = now.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)

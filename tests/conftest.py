@@ -18,8 +18,10 @@ def _forget_per_process_caches():
     """Each test starts with nothing remembered from rows an earlier test wrote and rolled back."""
     from bindings import directory
     from bindings.services import forget_noted_identities
+    from kourier.a2a.factory import AGENT_CARDS
     from kourier.slack.listeners import forget_apps
 
     directory.forget()
     forget_noted_identities()
     forget_apps()
+    AGENT_CARDS.clear()

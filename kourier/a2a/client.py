@@ -90,6 +90,33 @@ class EventStream:
         await self.aclose()
 
 
+class AgentCards:
+    """Agent cards read lately, by agent URL, each kept ``ttl`` seconds: the clients that share one read
+    an agent's card once a while, not once each (a turn's client lives one turn). An agent that changes
+    its card is seen within ``ttl``, or at once by the client after one whose request failed: a client
+    that took its card from here forgets it then, in case the card changed."""
+
+    def __init__(self, ttl: float, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self.ttl = ttl
+        self._clock = clock
+        self._cards: dict[str, tuple[float, AgentCard]] = {}
+
+    def get(self, url: str) -> AgentCard | None:
+        kept = self._cards.get(url)
+        if kept is None or kept[0] <= self._clock():
+            return None
+        return kept[1]
+
+    def put(self, url: str, card: AgentCard) -> None:
+        self._cards[url] = (self._clock() + self.ttl, card)
+
+    def forget(self, url: str) -> None:
+        self._cards.pop(url, None)
+
+    def clear(self) -> None:
+        self._cards.clear()
+
+
 class A2AClient:
     """One agent endpoint, as seen by one Binding.
 
@@ -97,6 +124,8 @@ class A2AClient:
     ``extensions`` are the extension URIs to opt into (``A2A-Extensions``), e.g. what a dialect asks for.
     Timeouts, in seconds: ``connect_timeout`` to open a connection, ``read_timeout`` of silence between
     two reads (between SSE events on a stream), ``request_timeout`` for a whole request or stream.
+    ``cards``: where the card read for "auto" is shared with other clients (else read once per client).
+    ``transport``: the HTTP transport (closed with the client, as httpx does).
     """
 
     def __init__(
@@ -110,6 +139,7 @@ class A2AClient:
         read_timeout: float = 300.0,
         request_timeout: float = 3600.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        cards: AgentCards | None = None,
     ) -> None:
         if protocol_version not in ("auto", *_CODECS):
             raise ValueError(f"unknown A2A protocol version {protocol_version!r}")
@@ -128,7 +158,9 @@ class A2AClient:
             transport=transport,
             follow_redirects=False,  # a redirect could carry the service identity elsewhere
         )
+        self._cards = cards
         self._card: AgentCard | None = None
+        self._card_kept = False  # the card came from ``cards``, read by another client
         self._card_lock = asyncio.Lock()
         self._target: tuple[Codec, str] | None = None
 
@@ -148,12 +180,17 @@ class A2AClient:
     async def agent_card(self) -> AgentCard:
         """The agent card, fetched on first use and kept for the life of the client."""
         async with self._card_lock:
+            if self._card is None and self._cards is not None:
+                self._card = self._cards.get(self.url)
+                self._card_kept = self._card is not None
             if self._card is None:
                 card_url = self.url.rstrip("/") + AGENT_CARD_WELL_KNOWN_PATH
                 method = "GET agent card"
                 with _counted(method):
                     response = await self._unary(method, lambda: self._http.get(card_url))
                     self._card = parse_agent_card(_json_body(response, method))
+                if self._cards is not None:
+                    self._cards.put(self.url, self._card)
             return self._card
 
     async def resolved_version(self) -> str:
@@ -245,11 +282,22 @@ class A2AClient:
         request_id = str(uuid.uuid4())
         payload = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         headers = codec.headers(self.extensions)
-        with _counted(method):
+        with _counted(method), self._card_doubted():
             response = await self._unary(
                 method, lambda: self._http.post(rpc_url, json=payload, headers=headers)
             )
             return _result_of(_json_body(response, method), request_id, method)
+
+    @contextlib.contextmanager
+    def _card_doubted(self) -> Iterator[None]:
+        """A request that failed may have failed on a card that changed since another client read it:
+        the next client reads it again."""
+        try:
+            yield
+        except A2AError:
+            if self._card_kept and self._cards is not None:
+                self._cards.forget(self.url)
+            raise
 
     async def _unary(self, method: str, send: Callable[[], Any]) -> httpx.Response:
         """One request/response exchange under the whole-request deadline, errors typed."""
@@ -268,7 +316,7 @@ class A2AClient:
     ) -> AsyncGenerator[StreamEvent, None]:
         codec, rpc_url = await self._resolve()
         method, params = request_of(codec)
-        with _counted(method) as request:
+        with _counted(method) as request, self._card_doubted():
             async with contextlib.aclosing(self._stream_events(codec, rpc_url, method, params)) as events:
                 async for event in events:
                     # A reader stops at the last event: the stream is complete, not abandoned.
@@ -490,6 +538,14 @@ def _task_id_of(event: StreamEvent) -> str | None:
 
 def _context_id_of(event: StreamEvent) -> str | None:
     return event.context_id
+
+
+def shared_transport() -> httpx.AsyncHTTPTransport:
+    """A transport for many clients of one event loop to share (its connections are the loop's): as
+    many connections at once as they ask for, as when each had its own; the caller closes it."""
+    return httpx.AsyncHTTPTransport(
+        verify=_tls_context(), limits=httpx.Limits(max_connections=None, max_keepalive_connections=100)
+    )
 
 
 @functools.cache

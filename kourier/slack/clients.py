@@ -51,6 +51,7 @@ last (failures.py), for a Binding's live page.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import http.client
 import logging
@@ -58,7 +59,8 @@ import math
 import random
 import time
 import urllib.error
-from collections.abc import Awaitable, Callable, Mapping
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -327,30 +329,41 @@ def paced_calls_per_window(method: str) -> int | None:
     return max(1, per_minute * PACE_WINDOW_SECONDS // (60 + 2 * PACE_WINDOW_SECONDS))
 
 
+@dataclass(frozen=True)
+class _Window:
+    """A paced method's current pacing window for one workspace: its counter, and the calls it allows."""
+
+    key: str
+    allowed: int
+    ends_at: float
+
+
 class _Pace:
     """Counts a workspace's calls of a paced method per window in Redis, shared by every worker."""
+
+    ttl = PACE_WINDOW_SECONDS * 2
 
     def __init__(self, workspace: str) -> None:
         self.workspace = workspace
 
-    def take_place(self, method: str, now: float) -> float:
-        """Takes a place in the current window; 0, or the seconds until the next window to try again."""
+    def window(self, method: str, now: float) -> _Window | None:
+        """The window a call of ``method`` at ``now`` takes a place in; None: the method is not paced."""
         allowed = paced_calls_per_window(method)
         if allowed is None:
-            return 0.0
+            return None
         window = int(now // PACE_WINDOW_SECONDS)
-        key = f"{PACE_KEY_PREFIX}:{self.workspace}:{method}:{window}"
+        return _Window(
+            f"{PACE_KEY_PREFIX}:{self.workspace}:{method}:{window}",
+            allowed,
+            (window + 1) * PACE_WINDOW_SECONDS,
+        )
+
+    def give_back(self, window: _Window) -> None:
+        """A call counted in the window does not go (it is blocked): its place is free again."""
         try:
-            taken = shared_cache.count(key, PACE_WINDOW_SECONDS * 2)
-        except Exception as exc:
-            # Without Redis the calls go on unpaced: Slack's 429s and the blocks still hold them.
-            logger.warning(
-                "slack.budget_unavailable", extra={"workspace": self.workspace, "error": type(exc).__name__}
-            )
-            return 0.0
-        if taken <= allowed:
-            return 0.0
-        return (window + 1) * PACE_WINDOW_SECONDS - now
+            cache.decr(window.key)
+        except Exception as exc:  # gone with its window, or Redis out of reach: a place is lost, no more
+            logger.info("slack.pace_not_given_back", extra={"error": type(exc).__name__})
 
 
 @dataclass(frozen=True)
@@ -363,11 +376,25 @@ class _Clearance:
 
 def _clearance(budget: _Budget, pace: _Pace, method: str, now: float) -> _Clearance:
     """A blocked call takes no place in its pacing window; a free one takes it. One executor hop for
-    both lookups: a call checks them every time, and each hop costs CPU (docs/performance.md, b)."""
-    until = budget.blocked_until(method)
+    both lookups, and one round trip to Redis: a call checks them every time, and each hop and round
+    trip costs CPU (docs/performance.md, b)."""
+    window = pace.window(method, now)
+    if window is None:
+        until = budget.blocked_until(method)
+        return _Clearance(blocked_until=until) if until is not None and until > now else _Clearance()
+    try:
+        shared_until, taken = shared_cache.get_and_count(budget.key(method), window.key, pace.ttl)
+    except Exception as exc:
+        # Without Redis the calls go on unpaced, as blocked as this process knows: Slack's 429s and
+        # the blocks still hold them.
+        budget._unavailable(exc)
+        local = _local_blocks.get(budget.key(method))
+        return _Clearance(blocked_until=local) if local is not None and local > now else _Clearance()
+    until = _later(shared_until, _local_blocks.get(budget.key(method)))
     if until is not None and until > now:
+        pace.give_back(window)
         return _Clearance(blocked_until=until)
-    return _Clearance(pace_wait=pace.take_place(method, now))
+    return _Clearance(pace_wait=0.0 if taken <= window.allowed else window.ends_at - now)
 
 
 class _Attempts:
@@ -666,6 +693,45 @@ def web_client(
     )
 
 
+# The aiohttp session the clients made on an event loop share, for the loops that open one
+# (``shared_session``: the worker's turn loop). Without it slack_sdk makes a session per call, and
+# against Slack a TLS connection per call (docs/performance.md, issue 17 point 6).
+_loop_sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aiohttp.ClientSession] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+@contextlib.asynccontextmanager
+async def shared_session() -> AsyncIterator[aiohttp.ClientSession]:
+    """While open, every async client made on this loop with the default timeout calls Slack through
+    one aiohttp session, and so reuses its connections; closed on the way out."""
+    loop = asyncio.get_running_loop()
+    # No cap on connections: as many calls go at once as when each had its own session.
+    session = aiohttp.ClientSession(
+        timeout=aiohttp.ClientTimeout(total=SLACK_TIMEOUT_SECONDS),
+        connector=aiohttp.TCPConnector(limit=0),
+    )
+    _loop_sessions[loop] = session
+    try:
+        yield session
+    finally:
+        if _loop_sessions.get(loop) is session:
+            del _loop_sessions[loop]
+        await session.close()
+
+
+def _loop_session(timeout: float) -> aiohttp.ClientSession | None:
+    """The running loop's shared session, if it has one and the client's timeout is the session's."""
+    if timeout != SLACK_TIMEOUT_SECONDS:
+        return None
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+    session = _loop_sessions.get(loop)
+    return session if session is not None and not session.closed else None
+
+
 def async_web_client(
     token: str | None,
     *,
@@ -676,11 +742,13 @@ def async_web_client(
     sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
 ) -> KourierAsyncWebClient:
     """``workspace``: the key the budgets are kept under (the Connection's); else the token's. With no
-    token, each call's token is set by its caller (Bolt does)."""
+    token, each call's token is set by its caller (Bolt does). Made on a loop with a ``shared_session``,
+    the client calls through it."""
     return KourierAsyncWebClient(
         token=token,
         base_url=settings.SLACK_API_URL,
         timeout=timeout,
+        session=_loop_session(timeout),
         workspace=workspace_key(token, workspace),
         policy=policy,
         clock=clock,

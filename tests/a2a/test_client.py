@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from kourier.a2a import codec_v03, codec_v10, errors
-from kourier.a2a.client import A2AClient
+from kourier.a2a.client import A2AClient, AgentCards
 from kourier.a2a.wire import Message, Role, StatusUpdate, Task, TaskState, TextPart
 from tests.a2a.transcripts import V010, V1ALPHA, exchanges
 from tests.a2a.wire_stub import AGENT_URL, CARD_V03, CARD_V10, WireStub, error_body, result_body, sse_response
@@ -595,3 +595,29 @@ async def test_a_failed_request_is_counted_by_its_errors_name(stub):
         with pytest.raises(errors.AgentTimeout):
             await client.get_task("t1")
     assert sample("kourier_a2a_requests_total", method="GetTask", outcome="AgentTimeout") == before + 1
+
+
+async def test_clients_that_share_agent_cards_read_an_agents_card_once_while_it_stands(stub):
+    now = [0.0]
+    cards = AgentCards(60, clock=lambda: now[0])
+    for _ in range(2):
+        async with client_for(stub, cards=cards) as client:
+            assert await client.resolved_version() == "1.0"
+    assert len(stub.calls("GET card")) == 1
+    stub.card, now[0] = CARD_V03, 60.0  # the agent changed its card; the one read has stood its time
+    async with client_for(stub, cards=cards) as client:
+        assert await client.resolved_version() == "0.3"
+    assert len(stub.calls("GET card")) == 2
+
+
+async def test_a_client_whose_request_failed_on_a_card_another_read_has_it_read_again(stub):
+    cards = AgentCards(60)
+    async with client_for(stub, cards=cards) as client:
+        assert await client.resolved_version() == "1.0"
+    stub.card = CARD_V03  # the agent now speaks 0.3 only: 1.0's method is unknown to it
+    async with client_for(stub, cards=cards) as client:
+        with pytest.raises(errors.MethodNotFound):
+            await client.get_task("t1")
+    async with client_for(stub, cards=cards) as client:
+        assert await client.resolved_version() == "0.3"
+    assert len(stub.calls("GET card")) == 2

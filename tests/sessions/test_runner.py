@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+import aiohttp
 import pytest
 from django import db
 from slack_sdk.web.async_client import AsyncWebClient
@@ -40,9 +41,8 @@ def said(slack_fake, a2a_agent, words: str = "what is the weather", **binding: A
     bound = BindingFactory(
         channels=[defaults.CHANNEL_ID],
         agent_url=a2a_agent.url,
-        output="final",
         connection__bot_user_id=slack_fake.bot_user_id,
-        **binding,
+        **{"output": "final", **binding},
     )
     ts = slack_fake.user_says(
         defaults.ADA, defaults.CHANNEL_ID, f"{slack_fake.bot_mention} {words}", deliver="none"
@@ -122,8 +122,8 @@ class RecordedPauses:
     def take_typed_reply(self, session, *, message_ts, user_id, text, now) -> int | None:
         return None
 
-    def holds(self, session_id: int) -> bool:
-        return False
+    def holds(self, session_id: int) -> None:
+        return None
 
     def held_sessions(self):
         return Session.objects.none().values("pk")
@@ -229,3 +229,86 @@ def test_an_answer_within_the_limit_is_kept_whole():
         shown.feed(TextDelta(part))
 
     assert (shown.text, shown.received) == ("Hello, world.", 13)
+
+
+# What a turn costs the worker, in what can be counted (docs/performance.md, issue 17 point 6).
+class CountingExecutor(ThreadPoolExecutor):
+    """The worker loop's executor, counting the hand-overs to the database and the statements run."""
+
+    def __init__(self) -> None:
+        self.database_hops = 0
+        self.statements: list[str] = []
+        super().__init__(max_workers=1, initializer=self._count_statements)
+
+    def _count_statements(self) -> None:
+        def counted(execute, sql, params, many, context):
+            if not sql.startswith(("BEGIN", "SAVEPOINT", "RELEASE SAVEPOINT")):  # SQLite's transactions
+                self.statements.append(sql)
+            return execute(sql, params, many, context)
+
+        db.connection.execute_wrappers.append(counted)
+
+    def submit(self, fn, /, *args, **kwargs):
+        work = args[0] if args else fn
+        if getattr(work, "__qualname__", "").startswith("in_database_thread."):
+            self.database_hops += 1
+        return super().submit(fn, *args, **kwargs)
+
+
+def run_as_the_turn_loop(work) -> CountingExecutor:
+    """Runs a coroutine of the runner as the worker's turn loop does: its database calls on a thread,
+    its connections shared (``runner.shared_connections``)."""
+    executor = CountingExecutor()
+
+    async def scenario() -> None:
+        asyncio.get_running_loop().set_default_executor(executor)
+        try:
+            async with runner.shared_connections():
+                await work
+        finally:
+            await asyncio.get_running_loop().run_in_executor(executor, lambda: db.connection.close())
+
+    asyncio.run(scenario())
+    return executor
+
+
+@pytest.fixture
+def aiohttp_sessions(monkeypatch) -> list[aiohttp.ClientSession]:
+    """Every aiohttp session made from now on (slack_sdk makes one per call unless it is given one)."""
+    made: list[aiohttp.ClientSession] = []
+    session_class = aiohttp.ClientSession
+
+    def counted(*args: Any, **kwargs: Any) -> aiohttp.ClientSession:
+        made.append(session_class(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(aiohttp, "ClientSession", counted)
+    return made
+
+
+def test_a_queued_mention_takes_ten_hand_overs_to_the_database(slack, a2a_agent):
+    a2a_agent.script([text("Sunny all day.")])
+    turn = said(slack, a2a_agent, output="live", connection__team_id=defaults.TEAM_ID)
+    counted = run_as_the_turn_loop(runner.run_session(turn.session_id))
+    assert thread_texts(slack, turn) == ["Sunny all day."]
+    # Before issue 17 point 6: 16 hand-overs and 26 statements, on either database (transactions'
+    # BEGINs and savepoints not counted). Now: the reaction's claim and check, the lease with the look
+    # for a turn (twice), the start, the task, the reply's intent and confirmation, the end, the
+    # reaction's removal.
+    assert counted.database_hops == 10
+    assert len(counted.statements) == 18
+
+
+def test_the_turns_of_a_loop_share_one_slack_session_and_read_the_agents_card_once(
+    slack, a2a_agent, aiohttp_sessions
+):
+    a2a_agent.script([text("First.")])
+    first = said(slack, a2a_agent, "one", output="live", connection__team_id=defaults.TEAM_ID)
+    TurnFactory(session=first.session, message_ts=f"{first.message_ts}1", user_id=defaults.ADA, text="two")
+    run_as_the_turn_loop(runner.run_session(first.session_id))
+    assert len(a2a_agent.received) == 2
+    assert len(slack.calls("chat.startStream")) == 2
+    assert len(aiohttp_sessions) == 1  # the loop's, for every call of both turns (before: one per call)
+    assert aiohttp_sessions[0].closed
+    card_reads = [request for request in a2a_agent.requests if request.http_method == "GET"]
+    assert len(card_reads) == 1

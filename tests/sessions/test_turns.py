@@ -1,6 +1,8 @@
+import threading
 from datetime import timedelta
 
 import pytest
+from django import db
 from django.utils import timezone
 
 from interactions.models import Interaction
@@ -31,6 +33,67 @@ class TestLease:
         assert turns.claim_lease(session.id, "runner-a", seconds=60, now=past)
         assert turns.claim_lease(session.id, "runner-b", seconds=60)
         assert not turns.renew_lease(session.id, "runner-a", seconds=60)
+
+    def test_a_runners_look_takes_the_lease_with_the_next_turn_and_lets_it_go_when_none_is_left(
+        self, binding
+    ):
+        services.route_message(binding.connection, said())
+        session, queued = Session.objects.get(), Turn.objects.get()
+        assert turns.lease_next_turn(session.id, "runner-a", seconds=60) == queued
+        assert turns.lease_next_turn(session.id, "runner-b", seconds=60) is None  # runner-a holds it
+        assert Session.objects.get().lease_owner == "runner-a"
+        Turn.objects.update(state=Turn.State.DONE)
+        assert turns.lease_next_turn(session.id, "runner-a", seconds=60) is None
+        assert Session.objects.get().lease_owner == ""
+        assert turns.claim_lease(session.id, "runner-b", seconds=60)
+
+
+@pytest.mark.postgres
+@pytest.mark.skipif(
+    db.connection.vendor != "postgresql",
+    reason="SQLite serializes every write, so a look and a claim cannot race there; set DATABASE_URL "
+    "to a PostgreSQL database to run it",
+)
+@pytest.mark.django_db(transaction=True)
+def test_a_turn_stored_after_a_runners_last_look_finds_the_lease_free(binding, monkeypatch):
+    services.route_message(binding.connection, said())
+    session = Session.objects.get()
+    Turn.objects.update(state=Turn.State.DONE)
+    assert turns.claim_lease(session.id, "runner-a", seconds=60)  # runner-a ran the session's turn
+    looked, stored = threading.Event(), threading.Event()
+    look = turns.next_queued_turn
+
+    def look_then_wait(session_id: int):
+        found = look(session_id)  # nothing: the reply below is not stored yet
+        looked.set()
+        stored.wait(timeout=30)
+        return found
+
+    monkeypatch.setattr(turns, "next_queued_turn", look_then_wait)
+    leased: dict[str, object] = {}
+
+    def on_a_thread(name: str, work) -> threading.Thread:
+        def run() -> None:
+            try:
+                leased[name] = work()
+            finally:
+                db.connection.close()
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        return thread
+
+    runner_a = on_a_thread("a", lambda: turns.lease_next_turn(session.id, "runner-a", seconds=60))
+    assert looked.wait(timeout=30)
+    reply = services.route_message(
+        binding.connection, said("and now?", ts="1700000001.000200", thread_ts="1700000001.000100")
+    )
+    assert reply.created  # stored and committed; its runner tries to take the session
+    runner_b = on_a_thread("b", lambda: turns.claim_lease(session.id, "runner-b", seconds=60))
+    stored.set()
+    runner_a.join(timeout=30)
+    runner_b.join(timeout=30)
+    assert leased == {"a": None, "b": True}  # runner-a let it go, runner-b (which waited for that) has it
 
 
 @pytest.mark.parametrize(

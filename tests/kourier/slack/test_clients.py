@@ -14,6 +14,7 @@ from kourier.simulator import defaults
 from kourier.slack import failures
 from kourier.slack.clients import (
     PACE_WINDOW_SECONDS,
+    SLACK_TIMEOUT_SECONDS,
     RetryPolicy,
     SlackOutcomeUnknown,
     SlackRateLimited,
@@ -21,6 +22,7 @@ from kourier.slack.clients import (
     async_web_client,
     forget_local_blocks,
     paced_calls_per_window,
+    shared_session,
     web_client,
 )
 from tests.support.metrics import sample
@@ -458,3 +460,21 @@ def test_a_call_slack_never_answered_is_kept_as_the_workspaces_last_failure(slac
 
     kept = failures.last_failure(workspace)
     assert (kept.method, kept.error) == ("users.info", "internal_error")
+
+
+def test_the_clients_made_on_a_loop_with_a_shared_session_call_slack_through_it(slack_fake, thread_ts):
+    async def scenario():
+        with override_settings(SLACK_API_URL=slack_fake.url):
+            async with shared_session() as session:
+                reacting, posting = (async_web_client(slack_fake.bot_token) for _ in range(2))
+                await reacting.reactions_add(channel=defaults.CHANNEL_ID, timestamp=thread_ts, name="eyes")
+                await posting.chat_postMessage(channel=defaults.CHANNEL_ID, thread_ts=thread_ts, text="hi")
+                # A client with a timeout of its own keeps a session per call, as slack_sdk makes it.
+                patient = async_web_client(slack_fake.bot_token, timeout=SLACK_TIMEOUT_SECONDS + 1)
+            after = async_web_client(slack_fake.bot_token)
+            return session, (reacting.session, posting.session, patient.session, after.session)
+
+    session, used = asyncio.run(scenario())
+    assert used == (session, session, None, None)
+    assert session.closed
+    assert [message.text for message in slack_fake.thread(defaults.CHANNEL_ID, thread_ts)[1:]] == ["hi"]
