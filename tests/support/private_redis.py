@@ -5,6 +5,7 @@ import socket
 from collections.abc import Iterator
 
 import pytest
+from asgiref.local import Local
 from django.conf import settings
 from django.core.cache import caches
 
@@ -37,3 +38,6 @@ def _settings_use_test_redis(redis_url: str) -> None:
     settings.CACHES["default"]["LOCATION"] = redis_url
     settings.CACHES["default"]["KEY_PREFIX"] = f"test-{os.getpid()}"
     caches.__dict__.pop("settings", None)  # CacheHandler reads CACHES once; make it read them again
+    # and forget any backend made before this on the old address (one was, when a test module of the
+    # cache ran first), so every thread makes its own on the test Redis.
+    caches._connections = Local(caches.thread_critical)
