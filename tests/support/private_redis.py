@@ -40,4 +40,4 @@ def _settings_use_test_redis(redis_url: str) -> None:
     caches.__dict__.pop("settings", None)  # CacheHandler reads CACHES once; make it read them again
     # and forget any backend made before this on the old address (one was, when a test module of the
     # cache ran first), so every thread makes its own on the test Redis.
-    caches._connections = Local(caches.thread_critical)
+    caches._connections = Local(caches.thread_critical)  # type: ignore[attr-defined]  # Django keeps them there
