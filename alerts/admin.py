@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from kourier.admin_site import ReadOnlyAdmin
-from kourier.slack.alerts import thread_url
+from kourier.slack.links import thread_url
 
 from . import services
 from .models import Alert, AlertMember
@@ -68,11 +68,10 @@ class AlertAdmin(ReadOnlyAdmin):
 
     @admin.display(description="Thread")
     def thread(self, obj: Alert) -> str:
-        """The alert's thread in Slack, once its message is posted (a held one's is its storm's)."""
+        """The alert's thread in Slack (or the simulator), once its message is posted (a held one's is its
+        storm's)."""
         url = thread_url(obj.binding.connection.team_id, obj.channel_id, obj.root_ts)
-        return (
-            format_html('<a href="{}" target="_blank" rel="noopener">open in Slack</a>', url) if url else "—"
-        )
+        return format_html('<a href="{}" target="_blank" rel="noopener">open thread</a>', url) if url else "—"
 
     @admin.display(description="Delivery")
     def delivery(self, obj: Alert) -> str:

@@ -12,8 +12,10 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
+from django.utils.html import format_html
 
 from kourier.admin_site import ReadOnlyAdmin
+from kourier.slack.links import thread_url
 
 from .identity import filed_under
 from .models import Session, Turn, held_by_a_runner
@@ -97,6 +99,7 @@ class TurnAdmin(ReadOnlyAdmin):
         "kind",
         "state",
         "outcome",
+        "thread",
         "task_id",
         "tokens",
         "created_at",
@@ -104,7 +107,7 @@ class TurnAdmin(ReadOnlyAdmin):
         "ended_at",
     ]
     list_filter = ["state", "outcome", "kind", "session__binding"]
-    list_select_related = ["session__binding"]
+    list_select_related = ["session__binding__connection"]
     search_fields = ["=task_id", "channel_id", "message_ts", "user_id"]
     date_hierarchy = "created_at"
     ordering = ["-created_at", "-pk"]
@@ -151,6 +154,14 @@ class TurnAdmin(ReadOnlyAdmin):
         if request.user.is_superuser:  # the message text, as on the turn's page: superusers only
             shown.insert(shown.index("filed_under") + 1, "snippet")
         return shown
+
+    @admin.display(description="Thread")
+    def thread(self, obj: Turn) -> str:
+        """The turn's thread in Slack (or the simulator); a link once the Connection's team is known."""
+        binding = obj.session.binding
+        team_id = binding.connection.team_id if binding is not None else ""
+        url = thread_url(team_id, obj.session.channel_id, obj.session.thread_ts)
+        return format_html('<a href="{}" target="_blank" rel="noopener">open thread</a>', url) if url else "—"
 
     @admin.display(description="Binding", ordering="session__binding__name")
     def binding(self, obj: Turn) -> str:

@@ -63,10 +63,3 @@ async def workspace_url(client: AsyncWebClient) -> str:
 def message_link(url: str, channel_id: str, ts: str) -> str:
     """A link to a top-level message, as Slack writes permalinks."""
     return f"{url.rstrip('/')}/archives/{channel_id}/p{ts.replace('.', '')}" if url else ""
-
-
-def thread_url(team_id: str, channel_id: str, ts: str) -> str:
-    """A thread as Slack's web client opens it, from what the database holds (no call to Slack)."""
-    if not (team_id and channel_id and ts):
-        return ""
-    return f"https://app.slack.com/client/{team_id}/{channel_id}/thread/{channel_id}-{ts}"

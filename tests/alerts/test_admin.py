@@ -70,7 +70,7 @@ def test_each_thread_links_to_slack_and_says_how_its_delivery_failed(admin_clien
     page = admin_client.get(reverse("admin:alerts_alert_changelist")).content.decode()
 
     thread = "https://app.slack.com/client/T0001/C0123456789/thread/C0123456789-1700000000.000100"
-    assert f'<a href="{thread}" target="_blank" rel="noopener">open in Slack</a>' in page
+    assert f'<a href="{thread}" target="_blank" rel="noopener">open thread</a>' in page
     assert '<span class="delivery-failed">failed: channel_not_found</span>' in page
 
 

@@ -54,6 +54,27 @@ def test_the_turn_list_shows_state_outcome_task_id_and_times_but_no_text(staff_c
     assert SECRET_TEXT not in content
 
 
+def test_a_turn_links_to_its_thread_in_slack_once_the_workspace_is_known(staff_client, turn):
+    turn.session.binding.connection.team_id = "T0001"
+    turn.session.binding.connection.save()
+    thread = (
+        f"https://app.slack.com/client/T0001/{turn.session.channel_id}/thread/"
+        f"{turn.session.channel_id}-{turn.session.thread_ts}"
+    )
+
+    content = staff_client.get(reverse("admin:threads_turn_changelist")).content.decode()
+
+    assert f'<a href="{thread}" target="_blank" rel="noopener">open thread</a>' in content
+
+
+def test_under_the_simulator_a_turn_links_to_its_thread_on_the_simulators_page(staff_client, turn, settings):
+    settings.SIMULATOR_URL = "http://127.0.0.1:8091/"
+
+    content = staff_client.get(reverse("admin:threads_turn_changelist")).content.decode()
+
+    assert f'<a href="/simulator/#thread={turn.session.thread_ts}" target="_blank"' in content
+
+
 @pytest.mark.parametrize(
     ("query", "shown"),
     [

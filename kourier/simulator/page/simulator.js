@@ -488,6 +488,9 @@
     submitOnEnter($("message"), $("composer"));
     submitOnEnter($("reply"), $("reply-composer"));
     $("close-thread").addEventListener("click", () => { state.thread = null; render(); });
+    // The admin links a turn or an alert to its thread here (#thread=TS): open it.
+    const linked = new URLSearchParams(location.hash.slice(1)).get("thread");
+    if (linked) state.thread = linked;
     await poll();
     // The boxes take input only once sending works (a person never types into a dead page).
     $("message").disabled = false;
