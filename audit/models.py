@@ -44,12 +44,13 @@ class AuditEvent(models.Model):
         choices=[
             ("user", "Slack user"),
             ("django-user", "Django user"),
+            ("operator", "Operator at a shell"),
             ("system", "System"),
             ("policy", "Policy"),
         ],
         help_text="Who acted: a Slack user (actor_id is their Slack ID), a Django user deciding outside "
-        "Slack, in the admin or by manage.py (actor_id is their username), a Binding's rule (policy), "
-        "or the system.",
+        "Slack, in the admin or by manage.py (actor_id is their username), an operator running manage.py "
+        "apply (actor_id is apply:<login>), a Binding's rule (policy), or the system.",
     )
     actor_id = models.CharField(max_length=160, blank=True)  # admin:<username>, a Django username up to 150
     # A decision's: whose message started the turn (a Slack user, or the system identity), and the

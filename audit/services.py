@@ -4,6 +4,7 @@ from . import chain
 from .models import AuditEvent
 
 DJANGO_USER = "django-user"  # a decision made outside Slack: actor_id is the Django username
+OPERATOR = "operator"  # someone at a shell (manage.py apply): actor_id is apply:<login>
 
 
 def record(

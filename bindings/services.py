@@ -422,6 +422,7 @@ def save_binding(spec: BindingSpec, binding: Binding | None = None, *, actor: st
             "binding.agent_changed",
             binding_name=spec.name,
             actor_id=actor,
+            actor_kind=_actor_kind(actor),
             subject=f"binding:{spec.name}",
             details={
                 "url": spec.agent.url,
@@ -462,6 +463,7 @@ def _audit_approval_rules(before: BindingSpec | None, after: BindingSpec, actor:
                 APPROVAL_RULE_CHANGED,
                 binding_name=after.name,
                 actor_id=actor,
+                actor_kind=_actor_kind(actor),
                 subject=f"binding:{after.name}",
                 details={"field": f"spec.interactions.{name}", "old": old.get(name), "new": new.get(name)},
             )
@@ -565,6 +567,16 @@ def _apply(validation: Validation, dry_run: bool) -> list[Applied]:
     return resources
 
 
+def _actor_kind(actor: str) -> str | None:
+    """The audit's kind of actor for a change: a Django user in the admin (``admin:<user>``), an
+    operator running apply (``apply:<login>``); None lets the audit decide (a Slack user, or the system)."""
+    if actor.startswith("admin:"):
+        return audit.DJANGO_USER
+    if actor.startswith("apply:"):
+        return audit.OPERATOR
+    return None
+
+
 def apply_actor() -> str:
     """Who applies, for the audit: the operating-system user running ``manage.py apply``."""
     try:
@@ -649,6 +661,7 @@ def try_bot_token(connection: Connection, *, actor: str = "") -> TokenTest:
     audit.record(
         "connection.token_tested",
         actor_id=actor,
+        actor_kind=_actor_kind(actor),
         subject=connection.subject,
         details={"ok": tested.ok, "team_id": tested.team_id, "error": tested.error},
     )

@@ -735,7 +735,7 @@ def test_a_superuser_changes_the_agents_address_and_the_audit_says_who(admin_cli
         {"Authorization": "OPS_AGENT_TOKEN"},
     )
     [event] = AuditEvent.objects.filter(action="binding.agent_changed")
-    assert event.actor_id == f"admin:{admin_user.get_username()}"
+    assert (event.actor_kind, event.actor_id) == ("django-user", f"admin:{admin_user.get_username()}")
     assert (event.details["url"], event.details["previous_url"]) == (
         "https://agents.example/",
         "http://127.0.0.1:8083/",

@@ -497,6 +497,9 @@ def test_a_new_bindings_approval_rules_are_audited_from_none_with_the_operating_
         ("apply:ada", "spec.interactions.approverGroups", None, ["S0ONCALL"]),
         ("apply:ada", "spec.interactions.timeout", None, "30m"),
     ]
+    from audit.models import AuditEvent
+
+    assert set(AuditEvent.objects.values_list("actor_kind", flat=True)) == {"operator"}  # not a Slack user
 
 
 def test_each_changed_approval_rule_is_one_row_with_its_old_and_new_value(monkeypatch):
