@@ -33,7 +33,7 @@ from django.utils import timezone
 from bindings.manifest import ThreadPer, TriggerSpec
 from bindings.models import Binding, MissingSecret
 from kourier.db import insert_unless_taken
-from kourier.queue import enqueue_after_commit
+from kourier.queue import enqueue_after_commit, enqueue_after_commit_in
 from kourier.slack.alerts import (
     message_link,
     post_alert_note_once,
@@ -47,6 +47,7 @@ from kourier.slack.clients import (
     connection_workspace,
     error_name,
     may_pass,
+    retry_after_of,
 )
 from sessions.services import file_system_note, start_alert_thread
 
@@ -480,8 +481,10 @@ def _delivery_failed(alert_id: int, exc: Exception, now: datetime) -> None:
         )
         logger.error("alert.delivery_failed", extra=log)
         return
-    failures = alert.delivery_failures + 1
-    backoff = delivery_backoff(failures)
+    # Slack pacing the workspace is no fault that grows: wait what it asks (Retry-After), then go on.
+    waited = retry_after_of(exc) if isinstance(exc, SlackError) else None
+    failures = alert.delivery_failures + (0 if waited is not None else 1)
+    backoff = timedelta(seconds=waited) if waited is not None else delivery_backoff(failures)
     Alert.objects.filter(pk=alert_id).update(
         delivery_failures=failures,
         next_delivery_at=now + backoff,
@@ -492,6 +495,9 @@ def _delivery_failed(alert_id: int, exc: Exception, now: datetime) -> None:
         "alert.delivery_deferred",
         extra={**log, "failures": failures, "retry_in_seconds": int(backoff.total_seconds())},
     )
+    # Tried again when its wait is over (a second past it, so the claim finds it due); beat's
+    # deliver-alerts still finds it should this message be lost.
+    enqueue_after_commit_in(backoff.total_seconds() + 1, DELIVER_ALERT, alert_id)
 
 
 def deliver_again(alert_ids: Sequence[int]) -> int:

@@ -14,7 +14,9 @@ from django.utils import timezone
 from alerts import messages, services
 from alerts.models import Alert, AlertMember, AlertOccurrence, AlertPost
 from alerts.payloads import AlertNotice, AlertStatus, Notification
+from alerts.queue import DELIVER_ALERT
 from bindings.manifest import ThreadPer, TriggerKind, TriggerSpec
+from kourier import queue
 from kourier.simulator import defaults
 from kourier.slack import clients
 from sessions.identity import SYSTEM_IDENTITY
@@ -462,6 +464,29 @@ def test_a_transient_failure_is_tried_again_by_the_sweep_after_a_backoff_that_do
         delivery_logs(caplog)
         == [(logging.WARNING, "alert.delivery_deferred", thread.last_delivery_error, None)] * 2
     )
+
+
+def test_a_rate_limited_delivery_waits_what_slack_asks_and_is_queued_again_for_then(
+    binding, slack_fake, monkeypatch, django_capture_on_commit_callbacks
+):
+    once = clients.RetryPolicy(rate_limit_retries=0)  # the client's own waits are not what is tested
+    monkeypatch.setattr(
+        services, "async_web_client", functools.partial(clients.async_web_client, policy=once)
+    )
+    slack_fake.fail("chat.postMessage", "ratelimited", retry_after=7, times=None)
+    take(binding, pod("web-1"))
+    thread = Alert.objects.get()
+
+    with django_capture_on_commit_callbacks() as callbacks:
+        wait = wait_after_a_failed_delivery(thread)
+
+    assert timedelta(seconds=6) < wait <= timedelta(seconds=8)  # Slack's Retry-After, not the backoff
+    assert (thread.delivery_failures, thread.last_delivery_error) == (0, "ratelimited")  # pacing, no fault
+    [later] = [c for c in callbacks if c.func is queue._publish_later]
+    seconds, task_name, args = later.args
+    assert (task_name, args) == (DELIVER_ALERT, (thread.pk,))
+    due = thread.next_delivery_at
+    assert due is not None and due <= timezone.now() + timedelta(seconds=seconds)  # due when it runs
 
 
 def test_the_backoff_doubles_up_to_an_hour():
