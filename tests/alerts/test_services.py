@@ -486,7 +486,8 @@ def test_a_rate_limited_delivery_waits_what_slack_asks_and_is_queued_again_for_t
     seconds, task_name, args = later.args
     assert (task_name, args) == (DELIVER_ALERT, (thread.pk,))
     due = thread.next_delivery_at
-    assert due is not None and due <= timezone.now() + timedelta(seconds=seconds)  # due when it runs
+    assert due is not None
+    assert due <= timezone.now() + timedelta(seconds=seconds)  # due when it runs
 
 
 def test_the_backoff_doubles_up_to_an_hour():
