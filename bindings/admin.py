@@ -75,6 +75,23 @@ class ManifestAdmin(admin.ModelAdmin):
     def save_spec(self, spec: Any, obj: Any, request: HttpRequest) -> None:
         raise NotImplementedError
 
+    def warnings_of(self, obj: Any) -> list[Any]:
+        """What the change page warns of before anything is saved (a variable not set here)."""
+        return []
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        if request.method == "GET":
+            obj = self.get_object(request, object_id)
+            if obj is not None:
+                _warn_once(request, self.warnings_of(obj))
+        return super().change_view(request, object_id, form_url, extra_context)
+
 
 @admin.register(Connection)
 class ConnectionAdmin(ManifestAdmin):
@@ -139,18 +156,8 @@ class ConnectionAdmin(ManifestAdmin):
         messages.add_message(request, messages.SUCCESS if tested.ok else messages.ERROR, str(tested))
         return HttpResponseRedirect(reverse("admin:bindings_connection_change", args=[connection.pk]))
 
-    def change_view(
-        self,
-        request: HttpRequest,
-        object_id: str,
-        form_url: str = "",
-        extra_context: dict[str, Any] | None = None,
-    ) -> HttpResponse:
-        if request.method == "GET":
-            connection = self.get_object(request, object_id)
-            if connection is not None:
-                _warn_once(request, services.connection_warnings(connection))
-        return super().change_view(request, object_id, form_url, extra_context)
+    def warnings_of(self, obj: Connection) -> list[Any]:
+        return services.connection_warnings(obj)
 
 
 SUPERUSER_ONLY_FIELDS = ("agent_url", "agent_headers")
@@ -285,15 +292,5 @@ class BindingAdmin(ManifestAdmin):
         }
         return TemplateResponse(request, "admin/bindings/binding/live.html", context)
 
-    def change_view(
-        self,
-        request: HttpRequest,
-        object_id: str,
-        form_url: str = "",
-        extra_context: dict[str, Any] | None = None,
-    ) -> HttpResponse:
-        if request.method == "GET":
-            binding = self.get_object(request, object_id)
-            if binding is not None:
-                _warn_once(request, services.binding_warnings(binding))
-        return super().change_view(request, object_id, form_url, extra_context)
+    def warnings_of(self, obj: Binding) -> list[Any]:
+        return services.binding_warnings(obj)
