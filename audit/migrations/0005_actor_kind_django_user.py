@@ -16,10 +16,11 @@ class Migration(migrations.Migration):
                 choices=[
                     ("user", "Slack user"),
                     ("django-user", "Django user"),
+                    ("operator", "Operator at a shell"),
                     ("system", "System"),
                     ("policy", "Policy"),
                 ],
-                help_text="Who acted: a Slack user (actor_id is their Slack ID), a Django user deciding outside Slack, in the admin or by manage.py (actor_id is their username), a Binding's rule (policy), or the system.",
+                help_text="Who acted: a Slack user (actor_id is their Slack ID), a Django user deciding outside Slack, in the admin or by manage.py (actor_id is their username), an operator running manage.py apply (actor_id is apply:<login>), a Binding's rule (policy), or the system.",
                 max_length=16,
             ),
         ),
