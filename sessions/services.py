@@ -94,7 +94,7 @@ def route_message(
     if decision is Route.IGNORE:
         return RouteResult(route=decision)
     if decision is not Route.NOTE and found is not None and found.message_turn_id is not None:
-        return RouteResult(route=decision, created=False, turn_id=found.message_turn_id)
+        return _taken_before(message, decision, session_id=found.pk, turn_id=found.message_turn_id)
     with transaction.atomic():
         if decision is Route.NOTE:
             assert session is not None
@@ -106,7 +106,7 @@ def route_message(
             session = _start_session(connection, binding, message, now)
         turn, created = _take_turn(session, message, expired=decision is Route.EXPIRED)
         if not created:
-            return RouteResult(route=decision, created=False, turn_id=turn.id)
+            return _taken_before(message, decision, session_id=session.pk, turn_id=turn.id)
         if decision is Route.EXPIRED:
             enqueue_after_commit(TELL_EXPIRED, turn.id)
         else:
@@ -123,6 +123,20 @@ def binding_for(connection: Connection, message: ChatMessage) -> Binding | None:
     if message.direct:
         return found.binding_for_direct_messages(connection.pk)
     return found.binding_for_channel(connection.pk, message.channel_id)
+
+
+def _taken_before(message: ChatMessage, decision: Route, *, session_id: int, turn_id: int) -> RouteResult:
+    """A message whose turn is stored already.
+
+    Slack sends a message again only when no delivery of it was acknowledged: the process that took it
+    may have died after its commit and before it queued the turn (the commit and the queue are two
+    systems). Such a redelivery queues the session again; a runner finds nothing to do when the turn
+    ran already. A plain second delivery (Slack sends a mention as two events) queues nothing.
+    """
+    if message.redelivered and decision is Route.TURN:
+        enqueue_after_commit(DRIVE_SESSION, session_id)
+        logger.info("turn.queued_again", extra={"turn_id": turn_id, "session_id": session_id})
+    return RouteResult(route=decision, created=False, turn_id=turn_id)
 
 
 def _accepted(turn_id: int, session_id: int, binding: Binding, decision: Route) -> RouteResult:
@@ -230,7 +244,8 @@ def _start_thread_in_one_statement(
         return None
     turn_id, session_id, created, expired = row
     if not created:
-        return RouteResult(route=Route.EXPIRED if expired else Route.TURN, created=False, turn_id=turn_id)
+        decision = Route.EXPIRED if expired else Route.TURN
+        return _taken_before(message, decision, session_id=session_id, turn_id=turn_id)
     enqueue_after_commit(DRIVE_SESSION, session_id)  # committed: the statement was its transaction
     return _accepted(turn_id, session_id, binding, Route.TURN)
 
@@ -258,7 +273,8 @@ def _start_thread_statement(alias: str) -> tuple[str, int]:
     turn_pk, session_pk = quote(Turn._meta.pk.column), quote(Session._meta.pk.column)
     sql = f"""
         WITH taken AS (
-            SELECT turn.{turn_pk} AS pk, session.{quote(Session._meta.get_field("expires_at").column)} <= %s AS expired
+            SELECT turn.{turn_pk} AS pk, session.{session_pk} AS session_pk,
+                session.{quote(Session._meta.get_field("expires_at").column)} <= %s AS expired
             FROM {turns} turn JOIN {sessions} session ON session.{session_pk} = turn.{turn_columns[link]}
             WHERE {" AND ".join(f"turn.{column} = %s" for column in turn_key)}
         ), new_session AS (
@@ -273,7 +289,7 @@ def _start_thread_statement(alias: str) -> tuple[str, int]:
             RETURNING {turn_pk} AS pk, {turn_columns[link]} AS session_pk
         )
         SELECT pk, session_pk, TRUE, FALSE FROM new_turn
-        UNION ALL SELECT pk, NULL, FALSE, expired FROM taken
+        UNION ALL SELECT pk, session_pk, FALSE, expired FROM taken
     """
     return sql, link
 

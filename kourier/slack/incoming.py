@@ -47,6 +47,9 @@ class ChatMessage:
     text: str
     mentions_bot: bool
     direct: bool = False  # in the person's direct-message conversation with the app (channel_type im)
+    # Slack sent it again: no earlier delivery was acknowledged (X-Slack-Retry-Num, or Socket Mode's
+    # retry_attempt, which Bolt passes on as that header).
+    redelivered: bool = False
 
     @property
     def root_ts(self) -> str:
@@ -130,6 +133,13 @@ _PAYLOAD_CHECKS: dict[str, Callable[[Mapping[str, Any]], str | None]] = {
 
 def mention_pattern(bot_user_id: str) -> re.Pattern[str]:
     return re.compile(rf"<@{re.escape(bot_user_id)}(?:\|[^>]*)?>")
+
+
+def is_redelivery(headers: Mapping[str, Any]) -> bool:
+    """Whether a request's headers (Bolt's, lower-cased, each a list) say Slack is sending it again."""
+    tries = headers.get("x-slack-retry-num") or ["0"]
+    first = tries[0] if isinstance(tries, list | tuple) else tries
+    return str(first).strip() not in ("", "0")
 
 
 def read_message_event(

@@ -11,6 +11,7 @@ import asyncio
 import logging
 import re
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
@@ -33,6 +34,7 @@ from .incoming import (
     ChatMessage,
     IgnoredEvent,
     UnreadableEvent,
+    is_redelivery,
     read_app_opened,
     read_message_event,
     read_modal,
@@ -95,10 +97,12 @@ def _build_app(connection: Connection) -> AsyncApp:
     )
     connection_id = connection.pk
 
-    async def take_message(event: dict, context, body: dict) -> None:
+    async def take_message(event: dict, context, body: dict, request) -> None:
         read = read_message_event(
             event, team_id=body.get("team_id", ""), bot_user_id=context.bot_user_id or ""
         )
+        if isinstance(read, ChatMessage) and is_redelivery(request.headers):
+            read = replace(read, redelivered=True)
         if isinstance(read, UnreadableEvent):
             logger.warning(
                 "slack.event_unreadable", extra={"reason": read.reason, "connection_id": connection_id}

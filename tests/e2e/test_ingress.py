@@ -4,6 +4,7 @@ import json
 
 import httpx
 import pytest
+import redis
 
 from kourier.simulator import defaults
 from sessions.models import Session, Turn
@@ -31,6 +32,32 @@ def test_both_events_of_a_mention_and_their_retries_are_one_turn(world, order):
     ts = world.mention("hello", order=order)
     retried = [world.slack.redeliver(delivery, retry_num=1) for delivery in world.slack.deliveries(ts=ts)]
     assert sorted((d.kind, d.status) for d in retried) == [("app_mention", 200), ("message", 200)]
+    assert Turn.objects.filter(message_ts=ts).count() == 1
+
+
+def queued_tasks(world) -> list[str]:
+    """The tasks waiting in the world's Celery queue (it has no worker to take them)."""
+    queue = redis.Redis.from_url(world.stack.env["REDIS_URL"])
+    return [
+        json.loads(message)["headers"]["task"]
+        for message in queue.lrange(world.stack.env["CELERY_QUEUE"], 0, -1)
+    ]
+
+
+def test_a_mention_queues_its_session_once_for_both_of_its_events(world):
+    world.mention("hello")
+    assert queued_tasks(world) == ["sessions.tasks.drive_session"]
+
+
+@pytest.mark.parametrize("thread_ts", [None, "reply"], ids=["top level", "thread reply"])
+def test_a_stored_turn_never_queued_is_queued_when_slack_sends_its_message_again(world, thread_ts):
+    """The process that stored the turn died before it queued it and before it acked, so Slack sends
+    the message again, to whichever process takes it next."""
+    root = world.mention("hello")
+    ts = world.mention("and then", thread_ts=root) if thread_ts else root
+    redis.Redis.from_url(world.stack.env["REDIS_URL"]).delete(world.stack.env["CELERY_QUEUE"])  # lost
+    world.slack.redeliver(world.slack.deliveries(ts=ts)[0], retry_num=1)
+    assert queued_tasks(world) == ["sessions.tasks.drive_session"]
     assert Turn.objects.filter(message_ts=ts).count() == 1
 
 

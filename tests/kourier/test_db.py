@@ -88,7 +88,7 @@ def this_threads_backend() -> int:
 
 
 def on_the_database_thread(fn):
-    """Runs fn on asgiref's one shared thread, whose connection outlives each call (as ingress's does)."""
+    """Runs fn on an ingress thread, whose connection outlives each call."""
     return asyncio.run(in_database_thread(fn, thread_sensitive=True)())
 
 
@@ -107,13 +107,20 @@ def drop(backend: int) -> None:
 
 
 @pytest.fixture
-def database_thread_closed_afterwards():
+def one_database_thread(settings):
+    """Ingress made with one thread, so each call meets the connection the call before it left (with
+    two, a call could land on a thread holding a connection an earlier test dropped), and closed
+    afterwards: its thread must not hold the test database."""
+    settings.INGRESS_DATABASE_THREADS = 1
+    ingress_threads.cache_clear()
     yield
-    on_the_database_thread(lambda: connection.close())  # the shared thread outlives the test
+    on_the_database_thread(lambda: connection.close())
+    ingress_threads().shutdown()
+    ingress_threads.cache_clear()
 
 
 @needs_postgresql
-@pytest.mark.usefixtures("database_thread_closed_afterwards")
+@pytest.mark.usefixtures("one_database_thread")
 class TestOnALiveConnection:
     @pytest.mark.parametrize("in_a_transaction", [False, True], ids=["statement", "transaction"])
     def test_a_connection_the_database_dropped_while_idle_is_replaced_and_the_call_goes_through(

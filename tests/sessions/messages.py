@@ -6,6 +6,13 @@ CHANNEL = "C0000000001"
 
 
 def said(
-    text="hello", *, ts="1700000001.000100", thread_ts=None, mentions_bot=True, channel=CHANNEL, user="U0ADA"
+    text="hello",
+    *,
+    ts="1700000001.000100",
+    thread_ts=None,
+    mentions_bot=True,
+    channel=CHANNEL,
+    user="U0ADA",
+    redelivered=False,
 ) -> ChatMessage:
-    return ChatMessage("T1", channel, ts, thread_ts, user, text, mentions_bot)
+    return ChatMessage("T1", channel, ts, thread_ts, user, text, mentions_bot, redelivered=redelivered)

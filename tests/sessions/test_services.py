@@ -42,6 +42,21 @@ def test_the_same_message_delivered_again_is_one_turn(binding, django_capture_on
     assert callbacks == []
 
 
+@pytest.mark.parametrize("thread_ts", [None, "1700000000.000100"], ids=["top level", "thread reply"])
+def test_a_message_slack_sends_again_unacknowledged_queues_its_session_again(
+    binding, thread_ts, django_capture_on_commit_callbacks
+):
+    """The process that stored the turn may have died before it queued it: nothing else would."""
+    if thread_ts:
+        services.route_message(binding.connection, said(ts=thread_ts))
+    first = services.route_message(binding.connection, said(thread_ts=thread_ts))
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        again = services.route_message(binding.connection, said(thread_ts=thread_ts, redelivered=True))
+    assert (again.created, again.turn_id) == (False, first.turn_id)
+    assert enqueued(callbacks) == [("drive_session", (Session.objects.get().id,))]
+    assert Turn.objects.filter(message_ts=said().ts).count() == 1
+
+
 def rows_written() -> int:
     """Rows inserted, updated or deleted so far: by this connection (SQLite), in this transaction, the
     test's (PostgreSQL)."""

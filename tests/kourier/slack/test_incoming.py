@@ -5,6 +5,7 @@ from kourier.slack.incoming import (
     ChatMessage,
     IgnoredEvent,
     UnreadableEvent,
+    is_redelivery,
     read_app_opened,
     read_message_event,
     why_unreadable,
@@ -183,3 +184,17 @@ def test_an_assistant_thread_started_reads_as_the_app_opened_in_its_thread():
     assert read_app_opened({**event, "assistant_thread": None}) == UnreadableEvent(
         "assistant_thread_started without an assistant_thread"
     )
+
+
+@pytest.mark.parametrize(
+    ("headers", "again"),
+    [
+        ({}, False),
+        ({"x-slack-retry-num": ["0"]}, False),
+        ({"x-slack-retry-num": ["1"], "x-slack-retry-reason": ["http_timeout"]}, True),
+        ({"x-slack-retry-num": ["3"]}, True),
+    ],
+    ids=["first delivery", "retry zero", "first retry", "third retry"],
+)
+def test_a_delivery_is_a_redelivery_when_slack_numbers_its_retry(headers, again):
+    assert is_redelivery(headers) is again
