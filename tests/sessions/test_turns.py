@@ -1,4 +1,5 @@
 import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -85,15 +86,38 @@ def test_a_turn_stored_after_a_runners_last_look_finds_the_lease_free(binding, m
 
     runner_a = on_a_thread("a", lambda: turns.lease_next_turn(session.id, "runner-a", seconds=60))
     assert looked.wait(timeout=30)
-    reply = services.route_message(
-        binding.connection, said("and now?", ts="1700000001.000200", thread_ts="1700000001.000100")
+    replier = on_a_thread(
+        "reply",
+        lambda: services.route_message(
+            binding.connection, said("and now?", ts="1700000001.000200", thread_ts="1700000001.000100")
+        ),
     )
-    assert reply.created  # stored and committed; its runner tries to take the session
-    runner_b = on_a_thread("b", lambda: turns.claim_lease(session.id, "runner-b", seconds=60))
+    # The reply's transaction touches the session's row, which runner-a holds until it commits: the
+    # reply is stored after runner-a's look, and once runner-a lets the lease go.
+    assert waits_for_a_row_lock_or_ends(replier)
     stored.set()
     runner_a.join(timeout=30)
+    replier.join(timeout=30)
+    reply = leased.pop("reply")
+    assert reply.created  # stored and committed; its runner tries to take the session
+    runner_b = on_a_thread("b", lambda: turns.claim_lease(session.id, "runner-b", seconds=60))
     runner_b.join(timeout=30)
-    assert leased == {"a": None, "b": True}  # runner-a let it go, runner-b (which waited for that) has it
+    assert leased == {"a": None, "b": True}  # runner-a let it go, runner-b has it
+
+
+def waits_for_a_row_lock_or_ends(thread: threading.Thread, timeout: float = 30.0) -> bool:
+    """Whether another backend of this database came to wait for a lock (or ``thread`` ended)."""
+    deadline = time.monotonic() + timeout
+    with db.connection.cursor() as cursor:
+        while time.monotonic() < deadline and thread.is_alive():
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
+            )
+            if cursor.fetchone()[0]:
+                return True
+            time.sleep(0.02)  # polling the server for the waiting backend, not timing a race
+    return not thread.is_alive()
 
 
 @pytest.mark.parametrize(
