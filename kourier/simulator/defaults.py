@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from .fake import SlackFake
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .fake import SlackFake
 
 TEAM_ID = "T0001"
 TEAM_DOMAIN = "kourier-test"
