@@ -23,6 +23,7 @@ env = environ.Env(
     A2A_REQUEST_TIMEOUT=(float, 3600.0),
     SESSION_LEASE_SECONDS=(int, 60),
     BINDINGS_CACHE_SECONDS=(float, 5.0),
+    AGENT_CARD_SECONDS=(float, 60.0),
     RECOVERY_INTERVAL_SECONDS=(float, 30.0),
     WORKER_MAX_SESSIONS=(int, 1000),
     WORKER_DATABASE_THREADS=(int, 8),
@@ -135,6 +136,9 @@ PROMETHEUS_MULTIPROC_DIR = env("PROMETHEUS_MULTIPROC_DIR", default="")
 # Slack ingress reads Connections and Bindings from a per-process snapshot this old at most
 # (bindings/directory.py): an admin edit reaches every web process within this many seconds.
 BINDINGS_CACHE_SECONDS = env("BINDINGS_CACHE_SECONDS")
+# A worker reads each agent's card once in this many seconds, not once a turn (kourier/a2a/factory.py):
+# a card the agent changed is seen within it, or at once after a request that failed.
+AGENT_CARD_SECONDS = env("AGENT_CARD_SECONDS")
 
 INSTALLED_APPS = [
     "daphne",

@@ -17,10 +17,9 @@ from django.conf import settings
 from kourier.a2a.client import A2AClient, AgentCards, ProtocolVersion, shared_transport
 from kourier.a2a.errors import A2AError
 
-# How long an agent's card, once read, stands for every client of this process: a turn's client lives
-# one turn, and reading the card for each turn cost a request per turn (docs/performance.md).
-AGENT_CARD_SECONDS = 60
-AGENT_CARDS = AgentCards(AGENT_CARD_SECONDS)
+# An agent's card, once read, stands for every client of this process for AGENT_CARD_SECONDS: a turn's
+# client lives one turn, and reading the card for each turn cost a request per turn (docs/performance.md).
+AGENT_CARDS = AgentCards(settings.AGENT_CARD_SECONDS)
 
 # The transport the clients made on an event loop share, for the loops that open one (``shared``).
 _loop_transports: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncHTTPTransport] = (

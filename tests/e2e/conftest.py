@@ -13,7 +13,7 @@ from bindings.models import Binding, Connection
 from kourier.simulator import defaults
 from kourier.simulator.fake import SlackFake
 from tests.factories import BindingFactory, ConnectionFactory
-from tests.support.stack import Stack
+from tests.support.stack import QUIET_SECONDS, Stack, StackPool
 
 BOT_TOKEN_ENV = "KOURIER_E2E_BOT_TOKEN"
 APP_TOKEN_ENV = "KOURIER_E2E_APP_TOKEN"
@@ -97,9 +97,43 @@ def assert_acked(slack: SlackFake, ts: str) -> None:
     assert answers == [(kind, 200) for kind, _ in answers]
 
 
+SHARES_STACKS = "shares_stacks"
+# A stack kept for the next test reads Bindings and agent cards afresh for each: the next test's rows
+# and agents are new, and these processes' snapshots (5 s, 60 s) would still hold the last test's.
+KEPT_STACK_ENV = {"BINDINGS_CACHE_SECONDS": "0", "AGENT_CARD_SECONDS": "0"}
+
+
+def shares_stacks(request: pytest.FixtureRequest) -> bool:
+    """Whether the test's module lets its worlds keep their processes for the next test (StackPool)."""
+    return request.node.get_closest_marker(SHARES_STACKS) is not None
+
+
 @pytest.fixture
-def make_world(slack_fake: SlackFake, start_stack: Callable[..., Stack]) -> Callable[..., World]:
-    """Writes the Connection and a Binding of channel C0001, starts the product and points Slack at it."""
+def slack_fake(make_slack_fake, request: pytest.FixtureRequest, stack_pool: StackPool) -> SlackFake:
+    """Slack; in a module that shares stacks, at the address a kept stack was started with."""
+    if shares_stacks(request):
+        try:
+            return make_slack_fake(port=stack_pool.slack_port)
+        except OSError:  # the port was taken meanwhile: this test starts its own stack
+            pass
+    return make_slack_fake()
+
+
+def quiet_for_a_while(slack: SlackFake) -> Callable[[], bool]:
+    def quiet() -> bool:
+        calls = slack.calls()
+        return not calls or slack.clock.now() - calls[-1].at >= QUIET_SECONDS
+
+    return quiet
+
+
+@pytest.fixture
+def make_world(
+    slack_fake: SlackFake, start_stack: Callable[..., Stack], request: pytest.FixtureRequest
+) -> Callable[..., World]:
+    """Writes the Connection and a Binding of channel C0001, starts the product and points Slack at it.
+    In a module marked ``shares_stacks``, the processes may be the last test's (tests/support/stack.py)."""
+    sharing = shares_stacks(request)
 
     def make(
         *,
@@ -120,11 +154,13 @@ def make_world(slack_fake: SlackFake, start_stack: Callable[..., Stack]) -> Call
                 "SLACK_API_URL": slack_fake.url,
                 BOT_TOKEN_ENV: defaults.BOT_TOKEN,
                 SIGNING_SECRET_ENV: defaults.SIGNING_SECRET,
+                **(KEPT_STACK_ENV if sharing else {}),
                 **(env or {}),
             },
             workers=workers,
             beat=beat,
             workers_own_metrics=workers_own_metrics,
+            quiet=quiet_for_a_while(slack_fake) if sharing else None,
         )
         slack_fake.deliver_events_to(f"{stack.base_url}/slack/events", defaults.SIGNING_SECRET)
         return World(slack=slack_fake, connection=connection, binding=binding, stack=stack)

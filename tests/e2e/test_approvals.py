@@ -44,7 +44,7 @@ from tests.factories import StaffUserFactory
 from tests.fakes.a2a_agent import HITL_EXTENSION, kagent
 from tests.fakes.a2a_agent.kagent import PendingTool
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.shares_stacks]  # tests/support/stack.py: StackPool
 
 WAIT = 20.0
 # A killed worker's try is sent again by the sweep once overdue: its backoff, LOST_AFTER, a sweep's
@@ -110,7 +110,7 @@ def test_approving_one_tool_and_denying_the_other_sends_one_response_naming_both
         [list(Interaction.objects.values()), list(AuditEvent.objects.values())], default=str
     )
     assert SECRET not in everything
-    assert SECRET not in "".join(path.read_text(errors="replace") for path in world.stack.logs.glob("*.log"))
+    assert SECRET not in "".join(world.stack.log_text(name) for name in world.stack.processes)
 
 
 def test_one_tool_is_approved_with_its_approve_button(make_world, make_a2a_agent):
@@ -222,7 +222,7 @@ class TestApproverGroups:
         world.stack.wait_for_log("web", "interaction.approver_group_unreadable", timeout=WAIT)
         [line] = [
             json.loads(line)
-            for line in (world.stack.logs / "web.log").read_text().splitlines()
+            for line in world.stack.log_text("web").splitlines()
             if "interaction.approver_group_unreadable" in line
         ]
         assert (line["level"], line["binding"], line["interaction_id"]) == (
@@ -360,7 +360,7 @@ class TestAKeptPressSurvivesARestart:
     def tries_held(world) -> int:
         """Retry messages the worker has taken in to run later (Celery logs each with its ETA)."""
         held = 0
-        for line in (world.stack.logs / "worker.log").read_text(errors="replace").splitlines():
+        for line in world.stack.log_text("worker").splitlines():
             if not line.startswith("{"):
                 continue
             data = json.loads(line).get("data") or {}
@@ -396,7 +396,7 @@ class TestAKeptPressSurvivesARestart:
         # hour); the sweep sends the try again once it is overdue (its backoff and LOST_AFTER).
         world.slack.wait_until(lambda: len(kagent_agent.received) == 2, timeout=RESTART_WAIT)
         self.assert_decided_once(world, kagent_agent, thread_ts)
-        swept = (world.stack.logs / "beat.log").read_text().count("interactions.tasks.retry_kept_presses")
+        swept = world.stack.log_text("beat").count("interactions.tasks.retry_kept_presses")
         world.stack.wait_for_log(
             "beat", "interactions.tasks.retry_kept_presses", count=swept + 3, timeout=WAIT
         )

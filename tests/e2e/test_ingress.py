@@ -9,7 +9,7 @@ import redis
 from kourier.simulator import defaults
 from sessions.models import Session, Turn
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.shares_stacks]  # tests/support/stack.py: StackPool
 
 
 @pytest.fixture

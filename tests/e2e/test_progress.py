@@ -37,7 +37,7 @@ from tests.factories import BindingFactory
 from tests.fakes.a2a_agent import steps
 from tests.support.alerts import alert_name, fire_alert
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.shares_stacks]  # tests/support/stack.py: StackPool
 
 WAIT = 30.0
 ALERT_TURN = f"Slack: alert: {FIRST_TURN_INTRO}"

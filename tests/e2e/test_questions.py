@@ -24,7 +24,7 @@ from tests.e2e.helpers import bot_messages, wait_for, wait_for_prompt, wait_for_
 from tests.fakes.a2a_agent import HITL_EXTENSION, ReceivedMessage, kagent
 from tests.fakes.a2a_agent.steps import Step, input_required, jsonrpc_error, sleep, text
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.shares_stacks]  # tests/support/stack.py: StackPool
 
 WAIT = 20.0
 ACK = "hourglass_flowing_sand"

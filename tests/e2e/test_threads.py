@@ -20,7 +20,7 @@ from tests.e2e.helpers import (
 from tests.fakes.a2a_agent import steps
 from tests.fakes.a2a_agent.gates import Gate
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.shares_stacks]  # tests/support/stack.py: StackPool
 
 
 @pytest.fixture

@@ -16,8 +16,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+import redis
 from django.db import connection
+from django.utils import timezone
 
+from sessions.models import Session, held_by_a_runner
 from tests.support.private_redis import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -43,8 +46,16 @@ class Stack:
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
     # A process's own /metrics (METRICS_PORT), by process name.
     metrics_urls: dict[str, str] = field(default_factory=dict)
+    # Where each log began for the current test: a stack kept for the next test (``StackPool``) shows
+    # each test only what its processes wrote during it.
+    log_starts: dict[str, int] = field(default_factory=dict)
+    # Once started, a stack whose processes a test killed or added is not the one the next test asks for.
+    started: bool = False
+    changed_by_its_test: bool = False
+    quiet: Callable[[], bool] | None = None  # see ``start_stack``
 
     def start(self, name: str, command: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
+        self.changed_by_its_test |= self.started
         log = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115  (closed with the process)
         process = subprocess.Popen(
             command, env={**self.env, **(env or {})}, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT
@@ -119,6 +130,7 @@ class Stack:
         )  # fmt: skip
 
     def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
+        self.changed_by_its_test = True
         process = self.processes[name]
         process.send_signal(sig)
         process.wait(timeout=30)
@@ -126,17 +138,36 @@ class Stack:
     def wait_for_log(self, name: str, text: str, *, count: int = 1, timeout: float) -> None:
         """Waits until the process's log holds ``text`` at least ``count`` times (a sign it did
         something, such as beat sending a sweep), or fails naming what was missing."""
-        path = self.logs / f"{name}.log"
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if path.exists() and path.read_text(errors="replace").count(text) >= count:
+            if self.log_text(name).count(text) >= count:
                 return
             time.sleep(0.1)  # polling a log file for a condition, not timing a race
         raise TimeoutError(f"{name}'s log did not show {text!r} {count} times:\n{self.log_tail(name)}")
 
-    def log_tail(self, name: str, lines: int = 60) -> str:
+    def log_text(self, name: str) -> str:
+        """What the process wrote to its log during the current test."""
         path = self.logs / f"{name}.log"
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""
+        if not path.exists():
+            return ""
+        with path.open("rb") as log:
+            log.seek(self.log_starts.get(name, 0))
+            return log.read().decode(errors="replace")
+
+    def log_tail(self, name: str, lines: int = 60) -> str:
+        return "\n".join(self.log_text(name).splitlines()[-lines:])
+
+    def begin_test(self) -> None:
+        """The logs from here on are the next test's."""
+        self.log_starts = {
+            name: (self.logs / f"{name}.log").stat().st_size
+            for name in self.processes
+            if (self.logs / f"{name}.log").exists()
+        }
+        self.changed_by_its_test = False
+
+    def alive(self) -> bool:
+        return all(process.poll() is None for process in self.processes.values())
 
     def stop(self) -> None:
         """Ends every process at once: after its test, how a process stops is not under test (the
@@ -148,12 +179,65 @@ class Stack:
             process.wait()
 
 
+# How long a stack kept for the next test may take to go quiet after its test (its runner letting
+# its lease go, its last Slack call answered); past it, the stack is stopped instead of kept.
+SETTLE_TIMEOUT_SECONDS = 5.0
+QUIET_SECONDS = 0.3  # no Slack call for this long: the processes have nothing left in hand
+
+
+@dataclass
+class StackPool:
+    """The stack a test process keeps for its next test, when that test asks for the same one.
+
+    Starting Daphne and a Celery worker costs seconds of CPU each on a 2-core host: it was most of an
+    end-to-end test's CPU. A module marked ``shares_stacks`` lets its worlds keep theirs: the next test
+    asking for the same processes, environment and Slack address (``slack_port``: each test's Slack
+    fake listens there) takes it over instead of starting one. A stack is kept only after a test that
+    passed, did not kill or add processes, and left it quiet (no runner holding a lease, no task queued,
+    no Slack call in flight); the next test gets it with its Redis keys and queue emptied and its logs
+    read from where that test began.
+    """
+
+    slack_port: int
+    key: tuple | None = None
+    stack: Stack | None = None
+
+    def take(self, key: tuple) -> Stack | None:
+        stack, self.stack = self.stack, None
+        if stack is not None and self.key == key and stack.alive():
+            return stack
+        if stack is not None:
+            stack.stop()
+        return None
+
+    def keep(self, key: tuple, stack: Stack) -> None:
+        self.discard()
+        self.key, self.stack = key, stack
+
+    def discard(self) -> None:
+        if self.stack is not None:
+            self.stack.stop()
+        self.key = self.stack = None
+
+
+@pytest.fixture(scope="session")
+def stack_pool(django_db_setup) -> Iterator[StackPool]:
+    """Stopped before the test database is dropped (which waits for no process to use it)."""
+    pool = StackPool(slack_port=free_port())
+    yield pool
+    pool.discard()
+
+
 @pytest.fixture
 def start_stack(
-    transactional_db, redis_url: str, tmp_path: Path, request: pytest.FixtureRequest
+    transactional_db, redis_url: str, tmp_path: Path, request: pytest.FixtureRequest, stack_pool: StackPool
 ) -> Iterator[Callable[..., Stack]]:
-    """Starts the product's processes; call it once the test has written its Connection and Binding."""
-    stacks: list[Stack] = []
+    """Starts the product's processes; call it once the test has written its Connection and Binding.
+
+    ``quiet``: for a stack its test may leave to the next one (``StackPool``), whether the processes
+    have gone quiet (the world knows its Slack fake); None: the stack is stopped after its test.
+    """
+    started: list[tuple[Stack, tuple | None]] = []
 
     def start(
         *,
@@ -162,7 +246,24 @@ def start_stack(
         workers: int = 1,
         beat: bool = False,
         workers_own_metrics: bool = False,
+        quiet: Callable[[], bool] | None = None,
     ) -> Stack:
+        key = None
+        if quiet is not None and not beat and not workers_own_metrics:
+            key = (
+                tuple(sorted((env or {}).items())),
+                web,
+                workers,
+                database_url_of_test_database(),
+                redis_url,
+            )
+            kept = stack_pool.take(key)
+            if kept is not None:
+                empty_what_the_last_test_left(kept)
+                kept.begin_test()
+                kept.quiet = quiet
+                started.append((kept, key))
+                return kept
         unique = uuid.uuid4().hex[:8]
         # The processes add their metrics up there, as `manage.py serve`'s children do.
         metrics_dir = tmp_path / f"metrics-{unique}"
@@ -184,7 +285,8 @@ def start_stack(
             },
             logs=tmp_path,
         )
-        stacks.append(stack)
+        stack.quiet = quiet
+        started.append((stack, key))
         # The workers start first and come up while the web process does: each takes seconds of
         # imports, and a test needs them all.
         names = ["worker" if index == 0 else f"worker{index + 1}" for index in range(workers)]
@@ -196,14 +298,54 @@ def start_stack(
             stack.wait_until_ready(name)
         if beat:
             stack.start_beat()
+        stack.started = True
         return stack
 
     yield start
-    for stack in stacks:
-        stack.stop()
-        if request.node.rep_call.failed if hasattr(request.node, "rep_call") else False:
+    report = getattr(request.node, "rep_call", None)
+    failed = report is None or report.failed
+    for stack, key in started:
+        if failed and report is not None:
             for name in stack.processes:
                 print(f"--- {name} log ---\n{stack.log_tail(name)}")
+        if key is not None and not failed and not stack.changed_by_its_test and settles(stack):
+            stack_pool.keep(key, stack)
+        else:
+            stack.stop()
+
+
+def settles(stack: Stack) -> bool:
+    """Whether the stack goes quiet within ``SETTLE_TIMEOUT_SECONDS``: alive, no runner holding a
+    lease, nothing queued, no Slack call for ``QUIET_SECONDS``."""
+    queue = redis.Redis.from_url(stack.env["REDIS_URL"])
+    deadline = time.monotonic() + SETTLE_TIMEOUT_SECONDS
+    try:
+        while time.monotonic() < deadline:
+            if not stack.alive():
+                return False
+            if (
+                not Session.objects.filter(held_by_a_runner(timezone.now())).exists()
+                and not queue.llen(stack.env["CELERY_QUEUE"])
+                and stack.quiet is not None
+                and stack.quiet()
+            ):
+                return True
+            time.sleep(0.05)  # polling the processes' state until they are idle, not timing a race
+        return False
+    finally:
+        queue.close()
+
+
+def empty_what_the_last_test_left(stack: Stack) -> None:
+    """The kept stack's Redis keys (its cache's, its queue) deleted: the next test starts from none."""
+    client = redis.Redis.from_url(stack.env["REDIS_URL"])
+    try:
+        for prefix in (stack.env["CACHE_KEY_PREFIX"], stack.env["CELERY_QUEUE"]):
+            keys = list(client.scan_iter(match=f"*{prefix}*", count=1000))
+            if keys:
+                client.delete(*keys)
+    finally:
+        client.close()
 
 
 @pytest.hookimpl(hookwrapper=True)
