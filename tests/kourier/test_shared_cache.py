@@ -79,3 +79,23 @@ def test_lookups_from_many_turns_share_the_process_connections(monkeypatch):
     connected.clear()
     asyncio.run(turns())
     assert len(connected) <= 1  # 60 before: one per lookup
+
+
+def test_a_lookup_makes_no_redis_client_of_its_own(monkeypatch):
+    """Django's Redis cache made a ``redis.Redis`` (with its ~170 response callbacks) per command."""
+    import redis
+
+    key = f"name-{uuid.uuid4()}"
+    shared_cache.backend().get(key)  # the process's first lookup makes the one client
+    made: list[int] = []
+    make = redis.Redis.__init__
+
+    def counted(self, *args, **kwargs):
+        made.append(1)
+        make(self, *args, **kwargs)
+
+    monkeypatch.setattr(redis.Redis, "__init__", counted)
+    shared_cache.backend().set(key, "Ada", 30)
+    assert shared_cache.backend().get(key) == "Ada"
+    assert shared_cache.get_and_count(key, f"window-{key}", 20) == ("Ada", 1)
+    assert made == []
