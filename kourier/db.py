@@ -180,8 +180,8 @@ M = TypeVar("M", bound=Model)
 class CompiledFirst(Generic[M]):
     """The first row of a query that the ORM builds and compiles once per database connection, then
     runs with other values: for a hot look whose building costs more than its running (the runner's
-    look for its next turn, built for each call, was ~6 % of the worker's CPU: docs/performance.md,
-    issue 17 point 6).
+    look for its next turn, built for each call, was 11 % of the worker's Python CPU, 2 % compiled
+    once: docs/performance.md, issue 17 point 6, session 2).
 
     ``build(**values)`` makes the queryset (ordered). It is built twice, with the two sets of
     ``stand_ins`` (values no row has), and its statement kept only when the two differ in parameters
