@@ -224,9 +224,9 @@ class Asking:
         )
         return taken.turn_id if taken is not None else None
 
-    def holds(self, session_id: int) -> Q:
+    def holds(self, session_id: int, *, now: datetime) -> Q:
         open_pause = Interaction.objects.filter(session_id=session_id, state=Interaction.State.OPEN)
-        return Q(Exists(open_pause)) | Q(Exists(kept_answers.holding_back(session_id)))
+        return Q(Exists(open_pause)) | Q(Exists(kept_answers.holding_back(session_id, now=now)))
 
     def held_sessions(self) -> QuerySet[Any]:
         now = timezone.now()

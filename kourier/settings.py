@@ -208,7 +208,8 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 CACHES = {
     "default": {
-        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        # Django's Redis cache, with one redis-py client per pool instead of one per command.
+        "BACKEND": "kourier.shared_cache.ClientKeepingRedisCache",
         "LOCATION": REDIS_URL,
         "KEY_PREFIX": env("CACHE_KEY_PREFIX", default="kourier"),
     }

@@ -37,6 +37,23 @@ class Acknowledgment:
     accepted_at: datetime  # when the message was taken as a turn
 
 
+# What an acknowledgment reads of a turn, its Binding and its Connection (``_acknowledgment``), and
+# nothing else: the ORM builds every column it selects into the statement, and the other ~80 columns
+# of the three made each read cost ~1.3 ms of CPU, five times what it costs to run
+# (docs/performance.md, issue 17 point 6).
+_READ = (
+    "channel_id",
+    "message_ts",
+    "created_at",
+    "acknowledged",
+    "state",
+    "connection__name",
+    "connection__bot_token_env",
+    "session__binding__acknowledgment_enabled",
+    "session__binding__acknowledgment_emoji",
+)
+
+
 def _acknowledgment(turn: Turn) -> Acknowledgment | None:
     binding = turn.session.binding
     if binding is None or not binding.acknowledgment_enabled:
@@ -62,6 +79,7 @@ def claim(session_id: int) -> list[Acknowledgment]:
         Turn.objects.filter(session_id=session_id, acknowledged=False, state__in=OPEN_TURN_STATES)
         .exclude(kind=Turn.Kind.ANSWER)  # a pressed answer has no message to react to
         .select_related("session__binding", "connection")
+        .only(*_READ)
         .order_by("message_ts")
     )
     claimed = []
@@ -86,6 +104,7 @@ def of_turn(turn_id: int) -> Acknowledgment | None:
         Turn.objects.filter(pk=turn_id, acknowledged=True)
         .exclude(state__in=OPEN_TURN_STATES)
         .select_related("session__binding", "connection")
+        .only(*_READ)
         .first()
     )
     return _acknowledgment(turn) if turn is not None else None
@@ -109,6 +128,7 @@ def left_on_ended_turns(*, ended_before: datetime) -> list[Acknowledgment]:
         )
         .exclude(state__in=OPEN_TURN_STATES)
         .select_related("session__binding", "connection")
+        .only(*_READ)
         .order_by("ended_at")[:STALE_BATCH]
     )
     return [ack for turn in turns if (ack := _acknowledgment(turn)) is not None]

@@ -85,11 +85,12 @@ class Pauses(Protocol):
         """A reply typed in the thread that answers its open pause: the answer turn's id, else None."""
         ...
 
-    def holds(self, session_id: int) -> Q | None:
+    def holds(self, session_id: int, *, now: datetime) -> Q | None:
         """The condition (of any query) that the session's task waits for people, or for a person's
-        answer kept until the agent can be reached and not yet due (its queued turns then wait too);
-        None when nothing can. A condition, not a query: the runner's look for its next turn makes it
-        part of its one statement."""
+        answer kept until the agent can be reached and not yet due at ``now`` (its queued turns then
+        wait too); None when nothing can. A condition, not a query: the runner's look for its next turn
+        makes it part of its one statement, compiled once with stand-ins for ``session_id`` and ``now``
+        (each may go into it only as it is)."""
         ...
 
     def held_sessions(self) -> QuerySet[Any]:
@@ -119,7 +120,7 @@ class _NoPauses:
     ) -> int | None:
         return None
 
-    def holds(self, session_id: int) -> Q | None:
+    def holds(self, session_id: int, *, now: datetime) -> Q | None:
         return None
 
     def held_sessions(self) -> QuerySet[Any]:

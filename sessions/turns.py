@@ -5,15 +5,17 @@ Async callers reach them through ``kourier.db.in_database_thread``.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Case, Q, Sum, When
+from django.db.models import Case, Q, QuerySet, Sum, When
 from django.utils import timezone
 
 from bindings.manifest import Mentions, Output, ThreadReplies, UserIdentity
+from kourier.db import CompiledFirst
 from kourier.progress import ProgressMode, ThreadKind
 
 from . import pauses
@@ -56,21 +58,41 @@ def release_lease(session_id: int, owner: str) -> None:
     Session.objects.filter(pk=session_id, lease_owner=owner).update(lease_owner="", lease_expires_at=None)
 
 
-def next_queued_turn(session_id: int) -> Turn | None:
+def next_queued_turn(session_id: int, *, now: datetime | None = None) -> Turn | None:
     """The turn the session's runner runs next: one a runner left half-way, then an answer to the
     agent's question, then people's messages in order. While a pause waits for people they wait: the
     agent's task is paused on it, and only the turn that asked may still be running. So they do behind
     a person's answer kept until the agent can be reached again, until it is due or a reply comes
     (``Pauses.holds``; interactions/kept_answers.py). One statement: the pause check is a condition
-    of it, not a query of its own (docs/performance.md, issue 17 point 6)."""
+    of it, not a query of its own; built and compiled by the ORM once per connection, not at every look
+    (docs/performance.md, issue 17 point 6)."""
+    pauses_now = pauses.current()
+    look = _next_queued_looks.get(pauses_now)
+    if look is None:
+        look = _next_queued_looks[pauses_now] = CompiledFirst(
+            Turn, functools.partial(_next_queued, pauses_now), _LOOK_STAND_INS
+        )
+    return look(session_id=session_id, now=now or timezone.now())
+
+
+def _next_queued(pauses_now: pauses.Pauses, *, session_id: int, now: datetime) -> QuerySet[Turn]:
     waiting = Turn.objects.filter(session_id=session_id, state__in=OPEN_TURN_STATES)
-    held = pauses.current().holds(session_id)
+    held = pauses_now.holds(session_id, now=now)
     if held is not None:
         waiting = waiting.filter(Q(state=Turn.State.RUNNING) | ~held)
     return waiting.order_by(
         Case(When(state=Turn.State.RUNNING, then=0), When(kind=Turn.Kind.MESSAGE, then=2), default=1),
         "message_ts",
-    ).first()
+    )
+
+
+# The look compiled for each implementation of the pauses handed in (tests hand in their own), with
+# the values it is compiled with: no session has these ids, and no kept answer these times.
+_next_queued_looks: dict[pauses.Pauses, CompiledFirst[Turn]] = {}
+_LOOK_STAND_INS = (
+    {"session_id": -7_000_000_001, "now": datetime(2001, 2, 3, 4, 5, 6, 7, tzinfo=UTC)},
+    {"session_id": -7_000_000_002, "now": datetime(2002, 3, 4, 5, 6, 7, 8, tzinfo=UTC)},
+)
 
 
 def lease_next_turn(session_id: int, owner: str, *, seconds: int, now: datetime | None = None) -> Turn | None:

@@ -66,7 +66,6 @@ from typing import Any
 
 import aiohttp
 from django.conf import settings
-from django.core.cache import cache
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -304,7 +303,7 @@ class _Budget:
     def blocked_until(self, method: str) -> float | None:
         local = _local_blocks.get(self.key(method))
         try:
-            return _later(cache.get(self.key(method)), local)
+            return _later(shared_cache.backend().get(self.key(method)), local)
         except Exception as exc:
             self._unavailable(exc)
             return local
@@ -312,9 +311,9 @@ class _Budget:
     def block(self, method: str, until: float, retry_after: float) -> None:
         _local_blocks[self.key(method)] = max(until, _local_blocks.get(self.key(method), 0.0))
         try:
-            current = cache.get(self.key(method))
+            current = shared_cache.backend().get(self.key(method))
             if current is None or current < until:
-                cache.set(self.key(method), until, self._expiry(retry_after))
+                shared_cache.backend().set(self.key(method), until, self._expiry(retry_after))
         except Exception as exc:
             self._unavailable(exc)
 
@@ -361,7 +360,7 @@ class _Pace:
     def give_back(self, window: _Window) -> None:
         """A call counted in the window does not go (it is blocked): its place is free again."""
         try:
-            cache.decr(window.key)
+            shared_cache.backend().decr(window.key)
         except Exception as exc:  # gone with its window, or Redis out of reach: a place is lost, no more
             logger.info("slack.pace_not_given_back", extra={"error": type(exc).__name__})
 

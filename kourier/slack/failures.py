@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from django.core.cache import cache
+from kourier import shared_cache
 
 logger = logging.getLogger(__name__)
 
@@ -62,14 +62,14 @@ def remember(workspace: str, method: str, error: str, at: float | None = None) -
     """Keeps the failure as the workspace's last; a cache that cannot be reached loses it (logged)."""
     record = {"method": method, "error": error, "at": time.time() if at is None else at}
     try:
-        cache.set(_key(workspace), record, KEPT_SECONDS)
+        shared_cache.backend().set(_key(workspace), record, KEPT_SECONDS)
     except Exception as exc:  # the call's own failure matters more than the record of it
         logger.warning("slack.failure_not_kept", extra={"method": method, "error": type(exc).__name__})
 
 
 def last_failure(workspace: str) -> SlackFailure | None:
     try:
-        record: Any = cache.get(_key(workspace))
+        record: Any = shared_cache.backend().get(_key(workspace))
     except Exception as exc:
         logger.warning("slack.failure_not_read", extra={"error": type(exc).__name__})
         return None

@@ -1,14 +1,16 @@
 import asyncio
 import threading
 import time
+from datetime import timedelta
 
 import pytest
 from django.db import DatabaseError, OperationalError, connection, transaction
+from django.db.models.sql.compiler import SQLCompiler
 from django.utils import timezone
 
-from kourier.db import in_database_thread, ingress_threads, insert_unless_taken
+from kourier.db import CompiledFirst, in_database_thread, ingress_threads, insert_unless_taken
 from sessions.models import Session, Turn
-from tests.factories import ConnectionFactory
+from tests.factories import ConnectionFactory, TurnFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -200,3 +202,46 @@ def test_on_sqlite_ingress_has_one_thread_whatever_the_setting(ingress_threads_o
     calls = [executor.submit(thread_name) for _ in range(6)]
     release.set()
     assert len({call.result() for call in calls}) == 1
+
+
+class TestCompiledFirst:
+    """A hot look built and compiled by the ORM once per connection, then run with other values."""
+
+    STAND_INS = (
+        {"session_id": -1, "since": timezone.now() - timedelta(days=3000)},
+        {"session_id": -2, "since": timezone.now() - timedelta(days=4000)},
+    )
+
+    def turns_of(self, *, session_id, since):
+        return Turn.objects.filter(session_id=session_id, created_at__gte=since).order_by("message_ts")
+
+    def test_its_rows_are_the_querys_and_it_is_compiled_once(self, monkeypatch):
+        turn = TurnFactory()
+        look = CompiledFirst(Turn, self.turns_of, self.STAND_INS)
+        since = turn.created_at - timedelta(seconds=1)
+        assert look(session_id=turn.session_id, since=since) == turn
+        compiled: list[int] = []
+        as_sql = SQLCompiler.as_sql
+
+        def counted(compiler, *args, **kwargs):
+            compiled.append(1)
+            return as_sql(compiler, *args, **kwargs)
+
+        monkeypatch.setattr(SQLCompiler, "as_sql", counted)
+        found = look(session_id=turn.session_id, since=since)
+        assert look(session_id=turn.session_id, since=turn.created_at + timedelta(seconds=1)) is None
+        assert compiled == []  # the ORM would compile each look
+        assert (found.pk, found.message_ts, found.created_at, found.state) == (
+            turn.pk,
+            turn.message_ts,
+            turn.created_at,
+            turn.state,
+        )
+        assert found.stream_cards == turn.stream_cards  # a JSON column, read as the ORM reads it
+
+    def test_a_value_the_statement_derives_from_an_argument_is_refused(self):
+        def derived(*, session_id, since):
+            return self.turns_of(session_id=session_id, since=since - timedelta(days=1))
+
+        with pytest.raises(ValueError, match="not one of the values"):
+            CompiledFirst(Turn, derived, self.STAND_INS)(session_id=1, since=timezone.now())

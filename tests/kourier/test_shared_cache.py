@@ -1,10 +1,10 @@
 """The shared cache's lookups for async code: what a Slack call asks of Redis before it goes."""
 
+import asyncio
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from django.core.cache import cache
 
 from kourier import shared_cache
 
@@ -26,7 +26,7 @@ def round_trips(monkeypatch) -> list[int]:
 
 
 def on_a_loop_thread(work):
-    """As the turn loop's executor runs cache work: on a thread of its own (with its own connection)."""
+    """As the turn loop's executor runs cache work: on a thread of its own."""
     with ThreadPoolExecutor(max_workers=1) as thread:
         return thread.submit(work).result()
 
@@ -35,7 +35,7 @@ def test_a_value_is_read_and_a_window_counted_in_one_round_trip(round_trips):
     block, window = f"block-{uuid.uuid4()}", f"window-{uuid.uuid4()}"
 
     def lookups():
-        cache.set(block, 12.5, 30)
+        shared_cache.backend().set(block, 12.5, 30)
         before = len(round_trips)
         looked = [
             shared_cache.get_and_count(block, window, 20),
@@ -48,3 +48,54 @@ def test_a_value_is_read_and_a_window_counted_in_one_round_trip(round_trips):
     assert looked == [(12.5, 1), (None, 2)]
     assert trips == 2
     assert counted_after == 3  # the window's counter is the one ``shared_cache.count`` keeps
+
+
+def test_lookups_from_many_turns_share_the_process_connections(monkeypatch):
+    """Each turn is a task of its own, and each hop to the executor runs in a copy of its context:
+    Django's context-local ``cache`` made a backend, a pool and a Redis connection per lookup there."""
+    from redis.connection import AbstractConnection
+
+    connected: list[int] = []
+    handshake = AbstractConnection.on_connect_check_health  # a new connection's HELLO and SETINFO
+
+    def counted(self, *args, **kwargs):
+        connected.append(1)
+        return handshake(self, *args, **kwargs)
+
+    monkeypatch.setattr(AbstractConnection, "on_connect_check_health", counted)
+    key = f"name-{uuid.uuid4()}"
+
+    async def turn() -> None:
+        for _ in range(3):
+            await shared_cache.aget(key)
+            await shared_cache.arun(lambda: shared_cache.get_and_count(key, f"window-{key}", 20))
+
+    async def turns() -> None:
+        # One executor thread, as the fewest the turn loop has: every lookup could use one connection.
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(max_workers=1))
+        await asyncio.gather(*(asyncio.create_task(turn()) for _ in range(10)))
+
+    shared_cache.backend()  # made (and connected, once) before the turns, as by a worker's first turn
+    connected.clear()
+    asyncio.run(turns())
+    assert len(connected) <= 1  # 60 before: one per lookup
+
+
+def test_a_lookup_makes_no_redis_client_of_its_own(monkeypatch):
+    """Django's Redis cache made a ``redis.Redis`` (with its ~170 response callbacks) per command."""
+    import redis
+
+    key = f"name-{uuid.uuid4()}"
+    shared_cache.backend().get(key)  # the process's first lookup makes the one client
+    made: list[int] = []
+    make = redis.Redis.__init__
+
+    def counted(self, *args, **kwargs):
+        made.append(1)
+        make(self, *args, **kwargs)
+
+    monkeypatch.setattr(redis.Redis, "__init__", counted)
+    shared_cache.backend().set(key, "Ada", 30)
+    assert shared_cache.backend().get(key) == "Ada"
+    assert shared_cache.get_and_count(key, f"window-{key}", 20) == ("Ada", 1)
+    assert made == []

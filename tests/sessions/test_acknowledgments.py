@@ -141,3 +141,19 @@ class TestClaims:
         services.route_message(binding.connection, said())
         Turn.objects.update(state=Turn.State.DONE)
         assert acknowledgments.claim(Turn.objects.get().session_id) == []
+
+
+def test_an_acknowledgment_reads_only_the_columns_it_uses(acknowledged_turn):
+    """The Binding's and the Connection's other columns cost more to build into the statement than
+    the statement costs to run (docs/performance.md, issue 17 point 6)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    turn, claimed = acknowledged_turn
+    Turn.objects.filter(pk=turn.pk).update(state=Turn.State.RUNNING)
+    end(turn, ago=1)
+    with CaptureQueriesContext(connection) as read:
+        assert acknowledgments.of_turn(turn.pk) == claimed
+    [statement] = [query["sql"] for query in read.captured_queries]
+    assert "agent_url" not in statement
+    assert "signing_secret_env" not in statement

@@ -4,12 +4,13 @@ waits for people, no reply is an answer, and nothing can be put to a thread."""
 import asyncio
 
 import pytest
+from django.utils import timezone
 
 from sessions import pauses
 
 
 def test_no_session_waits_for_people_and_no_reply_is_an_answer():
-    assert pauses.NO_PAUSES.holds(1) is None
+    assert pauses.NO_PAUSES.holds(1, now=timezone.now()) is None
     assert not pauses.NO_PAUSES.held_sessions().exists()
     reply = {"message_ts": "1700000000.000200", "user_id": "U0ADA", "text": "staging"}
     assert pauses.NO_PAUSES.take_typed_reply(None, **reply, now=None) is None  # type: ignore[arg-type]

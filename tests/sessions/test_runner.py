@@ -122,7 +122,7 @@ class RecordedPauses:
     def take_typed_reply(self, session, *, message_ts, user_id, text, now) -> int | None:
         return None
 
-    def holds(self, session_id: int) -> None:
+    def holds(self, session_id: int, *, now) -> None:
         return None
 
     def held_sessions(self):

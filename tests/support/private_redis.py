@@ -9,6 +9,8 @@ from asgiref.local import Local
 from django.conf import settings
 from django.core.cache import caches
 
+from kourier import shared_cache
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -41,3 +43,4 @@ def _settings_use_test_redis(redis_url: str) -> None:
     # and forget any backend made before this on the old address (one was, when a test module of the
     # cache ran first), so every thread makes its own on the test Redis.
     caches._connections = Local(caches.thread_critical)  # type: ignore[attr-defined]  # Django keeps them there
+    shared_cache.forget_backend()  # and the process's one backend for async code's lookups, likewise

@@ -6,10 +6,10 @@ import time
 import uuid
 
 import pytest
-from django.core.cache import caches
 from django.test import override_settings
 from slack_sdk.errors import SlackApiError
 
+from kourier import shared_cache
 from kourier.simulator import defaults
 from kourier.slack import failures
 from kourier.slack.clients import (
@@ -352,9 +352,9 @@ def test_without_redis_a_429_still_holds_the_method_back_in_this_process(slack_f
     def unreachable(*args, **kwargs):
         raise ConnectionError("redis is down")
 
-    # (Not the module-level ``cache`` proxy: pytest's collection would open it before the test Redis is set.)
+    # The one backend every lookup of the process goes through (kourier/shared_cache.py).
     for operation in ("get", "set", "add", "incr"):
-        monkeypatch.setattr(caches["default"], operation, unreachable)
+        monkeypatch.setattr(shared_cache.backend(), operation, unreachable)
     steps = SteppedTime()
     client = client_for("async", workspace=f"T0001-{uuid.uuid4().hex}", clock=steps.clock, sleep=steps.sleep)
     ts = call(client, "chat_postMessage", channel=defaults.CHANNEL_ID, text="draft")["ts"]
