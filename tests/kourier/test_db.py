@@ -5,12 +5,12 @@ from datetime import timedelta
 
 import pytest
 from django.db import DatabaseError, OperationalError, connection, transaction
-from django.db.models.sql.compiler import SQLCompiler
 from django.utils import timezone
 
 from kourier.db import CompiledFirst, in_database_thread, ingress_threads, insert_unless_taken
 from sessions.models import Session, Turn
 from tests.factories import ConnectionFactory, TurnFactory
+from tests.support.orm import count_compilations
 
 pytestmark = pytest.mark.django_db
 
@@ -220,14 +220,7 @@ class TestCompiledFirst:
         look = CompiledFirst(Turn, self.turns_of, self.STAND_INS)
         since = turn.created_at - timedelta(seconds=1)
         assert look(session_id=turn.session_id, since=since) == turn
-        compiled: list[int] = []
-        as_sql = SQLCompiler.as_sql
-
-        def counted(compiler, *args, **kwargs):
-            compiled.append(1)
-            return as_sql(compiler, *args, **kwargs)
-
-        monkeypatch.setattr(SQLCompiler, "as_sql", counted)
+        compiled = count_compilations(monkeypatch)
         found = look(session_id=turn.session_id, since=since)
         assert look(session_id=turn.session_id, since=turn.created_at + timedelta(seconds=1)) is None
         assert compiled == []  # the ORM would compile each look

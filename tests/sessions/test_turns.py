@@ -11,6 +11,7 @@ from sessions import services, turns
 from sessions.models import Session, ThreadNote, Turn
 from tests.factories import BindingFactory, InteractionFactory, TurnFactory
 from tests.sessions.messages import CHANNEL, said
+from tests.support.orm import count_compilations
 
 pytestmark = pytest.mark.django_db
 
@@ -246,18 +247,9 @@ class TestDailyTokenBudget:
 
 def test_the_runners_look_for_its_next_turn_is_built_once(binding, monkeypatch):
     """The ORM built the look (a Case, two EXISTS) at every call: 11 % of the worker's Python CPU."""
-    from django.db.models.sql.compiler import SQLCompiler
-
     services.route_message(binding.connection, said())
     session = Session.objects.get()
     first = turns.next_queued_turn(session.id)
-    compiled: list[int] = []
-    as_sql = SQLCompiler.as_sql
-
-    def counted(compiler, *args, **kwargs):
-        compiled.append(1)
-        return as_sql(compiler, *args, **kwargs)
-
-    monkeypatch.setattr(SQLCompiler, "as_sql", counted)
+    compiled = count_compilations(monkeypatch)
     assert turns.next_queued_turn(session.id) == first
     assert compiled == []
