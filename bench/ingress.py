@@ -52,8 +52,8 @@ import httpx
 from slack_sdk.signature import SignatureVerifier
 
 from bench import profiling, support
-from kourier.simulator import defaults
-from kourier.simulator.fake import SlackFake
+from simulator import defaults
+from simulator.fake import SlackFake
 
 SLACK_ACK_TIMEOUT = 3.0  # Slack retries an event that is not acked within three seconds
 CLIENT_TIMEOUT = 30.0  # long enough to measure how late a late ack is
@@ -74,7 +74,7 @@ class SlackEvent:
 
 
 def _envelope(event: dict, event_id: str) -> dict:
-    """The event_callback body Slack wraps each event in (kourier/simulator/events.py has the same)."""
+    """The event_callback body Slack wraps each event in (simulator/events.py has the same)."""
     return {
         "token": "bench-verification-token",
         "team_id": defaults.TEAM_ID,

@@ -33,8 +33,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
 from bench import support
-from kourier.simulator import defaults
-from kourier.simulator.fake import SlackFake
+from simulator import defaults
+from simulator.fake import SlackFake
 
 BOT_TOKEN_ENV = "BENCH_SLACK_BOT_TOKEN"
 SECRET_ENV = "BENCH_SLACK_SIGNING_SECRET"

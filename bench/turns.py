@@ -4,7 +4,7 @@
     .venv/bin/python bench/turns.py --sessions 1000 --pace 15 --workers 2 --timeout 900
 
 Starts on 127.0.0.1:
-- the Slack fake (kourier/simulator) in this process, with its rate limits as Slack's (scaled only
+- the Slack fake (simulator) in this process, with its rate limits as Slack's (scaled only
   by --rate-limit-multiplier, which the report then states), one workspace per
   --sessions-per-workspace threads (each workspace is one Slack app installation: one Connection
   and one Binding, applied with `manage.py apply`), plus a warm-up workspace;
@@ -60,10 +60,10 @@ import httpx
 
 from bench import support
 from bench.scripted_agent import MARKER, is_the_answer
-from kourier.simulator import delivery as slack_delivery
-from kourier.simulator.delivery import Delivery
-from kourier.simulator.fake import SlackFake
-from kourier.simulator.pipeline import RecordedCall
+from simulator import delivery as slack_delivery
+from simulator.delivery import Delivery
+from simulator.fake import SlackFake
+from simulator.pipeline import RecordedCall
 
 WARM_UP_THREAD = 0
 POLL_SECONDS = 1.0

@@ -29,5 +29,5 @@ gc.collect()
 gc.freeze()
 
 # Slack's requests skip Django's middleware and request thread (kourier/http_routes.py,
-# kourier/slack/door.py); the health checks and the admin go to Django.
+# kourier/doors/slack.py); the health checks and the admin go to Django.
 application = ProtocolTypeRouter({"http": http_routes(django_asgi_app)})

@@ -1,6 +1,6 @@
 """A door's request, read on the event loop: POST only, and no more body than Django would take.
 
-Slack's door (kourier/slack/door.py) and the alerts' door (alerts/door.py) are Channels consumers
+Slack's door (kourier/doors/slack.py) and the alerts' door (kourier/doors/alerts.py) are Channels consumers
 served ahead of Django. Both answer 405 for another method and stop reading a body past
 DATA_UPLOAD_MAX_MEMORY_SIZE (each says 413 in its own words), then hand the whole body to ``handle``.
 """

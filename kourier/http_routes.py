@@ -1,6 +1,6 @@
 """What the web process serves where: Slack's requests at the door, on the event loop; the rest by Django.
 
-Alert sources deliver at /triggers/<binding>/<trigger> (alerts/door.py); a new door is one
+Alert sources deliver at /triggers/<binding>/<trigger> (kourier/doors/alerts.py); a new door is one
 more path above Django's catch-all.
 """
 
@@ -9,8 +9,8 @@ from collections.abc import Awaitable, Callable
 from channels.routing import URLRouter
 from django.urls import path, re_path
 
-from alerts.door import AlertDoor
-from kourier.slack.door import SlackEvents
+from kourier.doors.alerts import AlertDoor
+from kourier.doors.slack import SlackEvents
 
 ASGIApp = Callable[..., Awaitable[None]]
 

@@ -95,7 +95,7 @@ REDIS_URL = env("REDIS_URL", default=EMBEDDED_REDIS_URL)
 REDIS_IS_EMBEDDED = "REDIS_URL" not in env.ENVIRON
 
 SLACK_API_URL = env("SLACK_API_URL")
-# The workspace simulator (kourier/simulator): a local Slack with #demo bound to the demo agent, which
+# The workspace simulator (simulator): a local Slack with #demo bound to the demo agent, which
 # `manage.py serve` runs beside the service. auto: when no Slack app is configured (no SLACK_BOT_TOKEN,
 # and no Connection whose bot token variable is set); on: always; off: never. Never in production:
 # `manage.py check --deploy` fails while it runs.

@@ -1,8 +1,7 @@
 from django.contrib import admin
 from django.urls import path
 
-from kourier import health, metrics_view
-from kourier.simulator import page as simulator_page
+from kourier import health, metrics_view, simulator_page
 
 # Slack's requests (POST /slack/events) are served ahead of Django: kourier/http_routes.py.
 urlpatterns = [

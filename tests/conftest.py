@@ -19,7 +19,7 @@ def _forget_per_process_caches():
     from bindings import directory
     from bindings.services import forget_noted_identities
     from kourier.a2a.factory import AGENT_CARDS
-    from kourier.slack.listeners import forget_apps
+    from kourier.doors.slack_listeners import forget_apps
 
     directory.forget()
     forget_noted_identities()

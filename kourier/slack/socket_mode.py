@@ -13,7 +13,7 @@ session in its constructor (outside a running loop the pinned aiohttp refuses); 
 app token forever, logging a traceback each time; closes the old websocket before it opens the new
 one; never acks a frame it cannot read, so Slack sends it again; and cannot stop taking envelopes
 while it finishes the ones it holds. slack_sdk still calls apps.connections.open and Bolt still
-dispatches each payload, with the listeners the HTTP door uses (kourier/slack/listeners.py).
+dispatches each payload, with the listeners the HTTP door uses (kourier/doors/slack_listeners.py).
 
 What a listener does decides the ack, as on HTTP: acked once Bolt answers 200 (the listeners store
 before they return), not acked when it fails (Slack sends it again). An envelope that cannot be read

@@ -17,10 +17,10 @@ from alerts.payloads import AlertNotice, AlertStatus, Notification
 from alerts.queue import DELIVER_ALERT
 from bindings.manifest import ThreadPer, TriggerKind, TriggerSpec
 from kourier import queue
-from kourier.simulator import defaults
 from kourier.slack import clients
 from sessions.identity import SYSTEM_IDENTITY
 from sessions.models import Session, ThreadNote, Turn
+from simulator import defaults
 from tests.factories import BindingFactory
 from tests.support.queue import enqueued
 

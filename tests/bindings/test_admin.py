@@ -15,10 +15,10 @@ from alerts.models import Alert
 from audit.models import AuditEvent
 from bindings import manifest
 from bindings.models import Binding, Connection
-from kourier.simulator import defaults
 from kourier.slack import failures
 from kourier.slack.clients import connection_workspace
 from sessions.models import Turn
+from simulator import defaults
 from tests.factories import (
     AlertFactory,
     BindingFactory,

@@ -10,8 +10,8 @@ from django.db import transaction
 
 from alerts import services as alert_services
 from bindings.models import Binding, Connection
-from kourier.simulator import defaults
-from kourier.simulator.fake import SlackFake
+from simulator import defaults
+from simulator.fake import SlackFake
 from tests.factories import BindingFactory, ConnectionFactory
 from tests.support.stack import QUIET_SECONDS, Stack, StackPool
 

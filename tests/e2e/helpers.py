@@ -9,9 +9,9 @@ import time
 import pytest
 
 from kourier.a2a.dialects.kagent import DENIAL_REASON
-from kourier.simulator import defaults
 from kourier.slack.outbox import PostKind
 from sessions.models import PostIntent, Turn
+from simulator import defaults
 from tests.fakes.a2a_agent import HITL_EXTENSION, ReceivedMessage, kagent
 from tests.fakes.a2a_agent.kagent import PendingTool
 from tests.fakes.a2a_agent.steps import Step, text, tool_result

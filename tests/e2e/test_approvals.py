@@ -22,9 +22,9 @@ from interactions.models import Interaction, KeptPress
 from interactions.presses import KEPT_FOR_RETRY
 from kourier.a2a.dialects.kagent import DENIAL_REASON, TIMEOUT_DENIAL_REASON
 from kourier.progress import STOPPED, WAITING_FOR_YOUR_ANSWER
-from kourier.simulator import defaults
 from sessions import notices
 from sessions.models import Turn
+from simulator import defaults
 from tests.e2e.conftest import another_app, through_another_app
 from tests.e2e.helpers import (
     ADD,

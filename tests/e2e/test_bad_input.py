@@ -9,8 +9,8 @@ from urllib.parse import urlencode
 import pytest
 import redis
 
-from kourier.simulator import defaults
 from sessions.models import Session, ThreadNote, Turn
+from simulator import defaults
 
 pytestmark = pytest.mark.slow
 

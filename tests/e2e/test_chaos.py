@@ -31,9 +31,9 @@ from typing import Any
 import pytest
 
 from kourier.a2a.text import SEGMENT_SEPARATOR
-from kourier.simulator import defaults
 from kourier.slack.outbox import PostKind
 from sessions.models import PostIntent, Session, Turn
+from simulator import defaults
 from tests.e2e.helpers import ACK, poll_until
 from tests.fakes.a2a_agent import steps
 from tests.fakes.a2a_agent.gates import Gate

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from kourier.simulator import defaults
-from kourier.simulator.fake import SlackFake
+from simulator import defaults
+from simulator.fake import SlackFake
 from tests.fakes.a2a_agent import steps
 from tests.support.postgres import PostgresCluster, postgres_bin_dir, postgres_cluster
 from tests.support.stack import REPO_ROOT, Stack

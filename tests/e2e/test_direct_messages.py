@@ -5,10 +5,10 @@ person the Binding does not let talk gets the refusal and nothing of theirs is s
 
 import pytest
 
-from kourier.simulator import defaults
 from kourier.slack.status import ASSISTANT_STATUS_WORKING
 from sessions import notices
 from sessions.models import Session, ThreadNote, Turn
+from simulator import defaults
 from tests.e2e.helpers import wait_for_turns_to_end
 from tests.fakes.a2a_agent import steps
 

@@ -6,9 +6,9 @@ import pytest
 
 from interactions import feedback
 from interactions.models import Feedback
-from kourier.simulator import defaults
 from kourier.slack.blocks import FEEDBACK_DOWN_ACTION, FEEDBACK_UP_ACTION
 from sessions.models import Session
+from simulator import defaults
 from tests.e2e.helpers import WAIT, wait_for_reply_count
 from tests.fakes.a2a_agent import steps
 

@@ -6,8 +6,8 @@ import httpx
 import pytest
 import redis
 
-from kourier.simulator import defaults
 from sessions.models import Session, Turn
+from simulator import defaults
 
 pytestmark = [pytest.mark.slow, pytest.mark.shares_stacks]  # tests/support/stack.py: StackPool
 

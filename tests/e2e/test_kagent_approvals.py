@@ -24,10 +24,10 @@ from interactions.approval_prompts import (
 from interactions.approvals import SEPARATE_APPROVER
 from interactions.models import Interaction
 from kourier.a2a.dialects.kagent import DENIAL_REASON, POLICY_DENIAL_REASON, TIMEOUT_DENIAL_REASON
-from kourier.simulator import defaults
 from sessions import notices
 from sessions.identity import SYSTEM_IDENTITY
 from sessions.models import Turn
+from simulator import defaults
 from tests.e2e.helpers import bot_messages, has_controls, wait_for, wait_for_prompt
 from tests.e2e.test_alerts import TOKEN, TOKEN_ENV, TRIGGERS, am_alert, deliver, group
 from tests.factories import StaffUserFactory

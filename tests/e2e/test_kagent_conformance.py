@@ -13,9 +13,9 @@ import pytest
 from interactions.prompts import SUBMIT_ACTION
 from kourier.a2a.client import A2AClient
 from kourier.a2a.wire import TaskState
-from kourier.simulator import defaults
 from sessions import notices
 from sessions.models import Turn
+from simulator import defaults
 from tests.support.kagent_runtime.script import RemoteAgent, Script, ask_agent, ask_user, question
 from tests.support.kagent_runtime.script import Turn as ModelTurn
 from tests.support.kagent_runtime.stream_cutter import StreamCutter

@@ -11,9 +11,9 @@ import pytest
 from interactions.approval_prompts import DECIDE_ACTION
 from interactions.prompts import SUBMIT_ACTION
 from kourier.a2a.dialects.kagent import DENIAL_REASON
-from kourier.simulator import defaults
 from sessions import notices
 from sessions.models import Turn
+from simulator import defaults
 from tests.fakes.a2a_agent import ReceivedMessage, kagent
 from tests.fakes.a2a_agent.kagent import PendingTool
 from tests.fakes.a2a_agent.kagent.shapes import Question

@@ -6,9 +6,9 @@ headers says what arrived."""
 
 import pytest
 
-from kourier.simulator import defaults
 from sessions.identity import SYSTEM_IDENTITY
 from sessions.models import Turn
+from simulator import defaults
 from tests.e2e.test_alerts import TOKEN, TOKEN_ENV, TRIGGERS, am_alert, deliver, group
 from tests.support.kagent_runtime.script import Script
 from tests.support.kagent_runtime.script import Turn as ModelTurn

@@ -9,8 +9,8 @@ import json
 import pytest
 
 from interactions.prompts import SUBMIT_ACTION
-from kourier.simulator import defaults
 from sessions.models import Turn
+from simulator import defaults
 from tests.support.kagent_runtime.script import Script, Usage, ask_user, question
 from tests.support.kagent_runtime.script import Turn as ModelTurn
 

@@ -26,11 +26,11 @@ from kourier.progress import (
     ThreadKind,
 )
 from kourier.redaction import format_call
-from kourier.simulator import defaults
 from kourier.slack.status import ASSISTANT_STATUS_WORKING
 from sessions import notices
 from sessions.identity import SYSTEM_IDENTITY
 from sessions.models import Session, Turn
+from simulator import defaults
 from tests.e2e.conftest import assert_acked
 from tests.e2e.helpers import wait_for_turns_to_end
 from tests.factories import BindingFactory

@@ -16,9 +16,9 @@ from interactions.bound import ANOTHER_APP
 from interactions.models import Interaction
 from interactions.prompts import SUBMIT_ACTION, TIMED_OUT_LINE
 from kourier.progress import STOPPED, WAITING_FOR_YOUR_ANSWER
-from kourier.simulator import defaults
 from sessions import notices
 from sessions.models import Session, Turn
+from simulator import defaults
 from tests.e2e.conftest import another_app, through_another_app
 from tests.e2e.helpers import bot_messages, wait_for, wait_for_prompt, wait_for_turns_to_end
 from tests.fakes.a2a_agent import HITL_EXTENSION, ReceivedMessage, kagent

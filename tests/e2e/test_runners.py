@@ -4,8 +4,8 @@ import signal
 
 import pytest
 
-from kourier.simulator import defaults
 from sessions.models import Session, Turn
+from simulator import defaults
 from tests.e2e.helpers import WAIT, replies, wait_for, wait_for_reply_count, wait_for_turns_to_end
 from tests.fakes.a2a_agent import steps
 from tests.fakes.a2a_agent.gates import Gate

@@ -14,7 +14,7 @@ import pytest
 
 from bindings.models import Binding
 from kourier.management.commands.serve import Command, Simulator, simulator_wanted
-from kourier.simulator import defaults, demo
+from simulator import defaults, demo
 from tests.factories import ConnectionFactory
 from tests.support.private_redis import free_port
 from tests.support.stack import REPO_ROOT

@@ -28,7 +28,7 @@ import pytest
 
 from interactions.approval_prompts import DECIDE_ACTION
 from interactions.prompts import SUBMIT_ACTION
-from kourier.simulator import demo
+from simulator import demo
 from tests.e2e.test_admin_browser import TIMEOUT_MS, chromium  # noqa: F401  (the fixture)
 from tests.e2e.test_serve import wait_for_ready
 from tests.support.private_redis import free_port

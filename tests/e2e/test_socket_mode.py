@@ -9,8 +9,8 @@ import pytest
 from interactions.approval_prompts import APPROVE_ACTION
 from interactions.models import Interaction
 from interactions.prompts import SUBMIT_ACTION
-from kourier.simulator import defaults
 from sessions.models import Turn
+from simulator import defaults
 from tests.e2e.test_approvals import decisions_received, pause_then_finish
 from tests.e2e.test_approvals import wait_for_prompt as wait_for_approval_prompt
 from tests.e2e.test_questions import answers_received, ask_then_finish

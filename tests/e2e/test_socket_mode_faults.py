@@ -17,8 +17,8 @@ import pytest
 
 from interactions.approval_prompts import APPROVE_ACTION
 from interactions.models import Interaction
-from kourier.simulator import defaults
 from sessions.models import Turn
+from simulator import defaults
 from tests.e2e.helpers import pause_then_finish
 from tests.e2e.helpers import wait_for_prompt as wait_for_approval_prompt
 from tests.e2e.test_socket_mode import mentions_at, wait_until_answered

@@ -7,8 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from kourier.simulator import defaults
 from sessions.models import Session, Turn
+from simulator import defaults
 from tests.e2e.conftest import APP_TOKEN_ENV, BOT_TOKEN_ENV, SIGNING_SECRET_ENV
 from tests.e2e.test_socket_mode import mentions_at, wait_until_answered
 from tests.e2e.test_threads import WAIT, replies, wait_for_reply_count, wait_for_turns_to_end

@@ -3,8 +3,8 @@ process) and another over Socket Mode (`manage.py socket`), each workspace answe
 
 import pytest
 
-from kourier.simulator import defaults
 from sessions.models import Turn
+from simulator import defaults
 from tests.e2e.conftest import APP_TOKEN_ENV, BOT_TOKEN_ENV, SIGNING_SECRET_ENV, assert_acked
 from tests.e2e.test_threads import replies, wait_for_reply_count, wait_for_turns_to_end
 from tests.factories import BindingFactory, ConnectionFactory

@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from kourier.simulator import defaults
 from sessions import notices
 from sessions.models import Session, Turn
+from simulator import defaults
 from tests.e2e.helpers import (
     ACK,
     WAIT,

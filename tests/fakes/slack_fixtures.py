@@ -1,4 +1,4 @@
-"""Pytest fixtures for the Slack fake, the workspace simulator of kourier/simulator (loaded as a plugin by tests/conftest.py).
+"""Pytest fixtures for the Slack fake, the workspace simulator of simulator (loaded as a plugin by tests/conftest.py).
 
 ``slack_fake``: a started fake with the default world of defaults.py (workspace T0001, bot U0BOT,
 channel C0001 with Ada U0ADA and Grace U0GRACE), stopped after the test. ``make_slack_fake`` builds
@@ -15,8 +15,8 @@ import pytest
 from slack_sdk import WebClient
 from slack_sdk.web.async_client import AsyncWebClient
 
-from kourier.simulator import defaults
-from kourier.simulator.fake import SlackFake
+from simulator import defaults
+from simulator.fake import SlackFake
 
 CLIENT_TIMEOUT_SECONDS = 10
 

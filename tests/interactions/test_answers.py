@@ -5,7 +5,7 @@ import pytest
 
 from interactions import prompts
 from interactions.answers import Incomplete, Mismatch, read_answers, read_typed_reply
-from kourier.simulator.interactivity import state_values
+from simulator.interactivity import state_values
 
 from .questions import (
     FREE_TEXT,

@@ -20,10 +20,10 @@ from interactions.models import Interaction
 from kourier.a2a.dialects.kagent import POLICY_DENIAL_REASON
 from kourier.a2a.events import AnswerFormat, ApprovalRequest, ToolToApprove
 from kourier.a2a.follow import Cancelled
-from kourier.simulator import defaults
-from kourier.simulator.blocks import block_problems
 from sessions.identity import SYSTEM_IDENTITY
 from sessions.models import Turn
+from simulator import defaults
+from simulator.blocks import block_problems
 from tests.factories import BindingFactory, TurnFactory
 
 PROMPT_TS = "1700000000.000900"

@@ -10,9 +10,9 @@ from django.utils import timezone
 from interactions import approval_prompts, approvals, closings, registry, services, sweeps
 from interactions.models import Interaction, PromptClosing
 from kourier.a2a.events import AnswerFormat, ApprovalRequest, ToolToApprove
-from kourier.simulator import defaults
 from kourier.slack.clients import SlackError
 from sessions.models import Turn
+from simulator import defaults
 from tests.factories import BindingFactory, TurnFactory
 from tests.support.queue import enqueued
 

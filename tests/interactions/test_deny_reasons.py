@@ -10,10 +10,10 @@ from audit.models import AuditEvent
 from interactions import approval_prompts, approvals, deny_reasons, services
 from interactions.kinds import Refusal, Refused, Taken
 from interactions.models import Interaction
-from kourier.simulator import defaults
-from kourier.simulator.modals import view_problems
 from kourier.slack.incoming import ModalSubmission, SubmitPress
 from sessions.models import Turn
+from simulator import defaults
+from simulator.modals import view_problems
 from tests.factories import BindingFactory, TurnFactory
 
 from .test_approvals import PROMPT_TS, SECRET, opened, request, tool

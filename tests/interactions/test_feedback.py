@@ -15,10 +15,10 @@ from interactions.models import Feedback
 from interactions.queue import SEND_FEEDBACK
 from kourier import metrics
 from kourier.a2a.kagent_feedback import FeedbackNotSent
-from kourier.simulator import defaults
-from kourier.simulator.modals import view_problems
 from kourier.slack.incoming import ModalSubmission
 from sessions.models import Turn
+from simulator import defaults
+from simulator.modals import view_problems
 from tests.factories import BindingFactory, TurnFactory
 from tests.support.queue import enqueued
 

@@ -13,10 +13,10 @@ from interactions import approval_prompts, approvals, kept_answers, questions, r
 from interactions.models import Interaction, KeptAnswer, PromptClosing
 from kourier.a2a.events import AnswerFormat, ApprovalRequest, ToolToApprove
 from kourier.a2a.follow import Cancelled
-from kourier.simulator import defaults
 from sessions import sweeps as session_sweeps
 from sessions import turns
 from sessions.models import Turn
+from simulator import defaults
 from tests.factories import BindingFactory, TurnFactory
 from tests.support.queue import enqueued
 

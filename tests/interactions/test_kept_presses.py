@@ -10,8 +10,8 @@ from interactions import approval_prompts, approvals, kept_presses, services, sw
 from interactions.kinds import Taken
 from interactions.models import Interaction, KeptPress
 from kourier.a2a.events import AnswerFormat, ApprovalRequest, ToolToApprove
-from kourier.simulator import defaults
 from sessions.models import Turn
+from simulator import defaults
 from tests.factories import BindingFactory, TurnFactory
 from tests.support.queue import enqueued
 

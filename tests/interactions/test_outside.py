@@ -17,8 +17,8 @@ from interactions import approval_prompts, approvals, outside, services
 from interactions.kinds import Refused, Taken
 from interactions.models import Interaction, PromptClosing
 from kourier.a2a.events import AnswerFormat, ApprovalRequest, ToolToApprove
-from kourier.simulator import defaults
 from sessions.models import Turn
+from simulator import defaults
 from tests.factories import BindingFactory, StaffUserFactory, TurnFactory
 
 PROMPT_TS = "1700000000.000900"

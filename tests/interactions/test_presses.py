@@ -17,11 +17,11 @@ from interactions.kinds import Refusal
 from interactions.models import Interaction, KeptPress
 from interactions.presses import KEPT_FOR_RETRY, Outcome, decide_press, take_press
 from kourier.a2a.events import AnswerFormat, ApprovalRequest, ToolToApprove
-from kourier.simulator import defaults
-from kourier.simulator.interactivity import state_values
 from kourier.slack.incoming import SubmitPress
 from kourier.slack.people import MEMBERS_PAGE_SIZE
 from sessions.models import Turn
+from simulator import defaults
+from simulator.interactivity import state_values
 from tests.factories import BindingFactory, TurnFactory
 
 from .questions import FREE_TEXT, ONE_OF_THREE, question

@@ -6,8 +6,8 @@ import pytest
 from interactions import prompts, questions, services
 from interactions.kinds import Refusal, Taken
 from interactions.models import Interaction
-from kourier.simulator import defaults
 from sessions.models import Turn
+from simulator import defaults
 from tests.factories import BindingFactory, TurnFactory
 
 from .questions import ONE_OF_THREE, question

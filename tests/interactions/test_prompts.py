@@ -8,8 +8,8 @@ import pytest
 
 from interactions import prompts
 from interactions.prompts import Widget
-from kourier.simulator import defaults
-from kourier.simulator.blocks import MAX_BLOCKS_PER_MESSAGE, block_problems, interactive_elements
+from simulator import defaults
+from simulator.blocks import MAX_BLOCKS_PER_MESSAGE, block_problems, interactive_elements
 
 from .questions import FREE_TEXT, ONE_OF_THREE, REGIONS, SEVERAL_OF_THREE, asked, choices, question
 

@@ -11,8 +11,8 @@ from django.utils import timezone
 from interactions import approval_prompts, approvals, reminders, services, sweeps
 from interactions.models import Interaction
 from kourier.a2a.events import AnswerFormat, ApprovalRequest, ToolToApprove
-from kourier.simulator import defaults
 from sessions.models import Turn
+from simulator import defaults
 from tests.factories import BindingFactory, TurnFactory
 
 DEADLINE = datetime(2026, 12, 2, 10, 30, tzinfo=UTC)

@@ -15,10 +15,10 @@ from interactions.audit import answer_shape
 from interactions.kinds import Refusal, Refused, Taken
 from interactions.models import Interaction
 from kourier.a2a.events import Question
-from kourier.simulator import defaults
-from kourier.simulator.blocks import interactive_elements
 from sessions import turns
 from sessions.models import Turn
+from simulator import defaults
+from simulator.blocks import interactive_elements
 from tests.factories import BindingFactory, TurnFactory
 from tests.support.queue import enqueued
 

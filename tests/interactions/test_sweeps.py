@@ -11,10 +11,10 @@ from django.utils import timezone
 from interactions import prompts, questions, services, sweeps
 from interactions.models import Interaction
 from kourier import queue
-from kourier.simulator import defaults
-from kourier.simulator.blocks import interactive_elements
 from sessions import notices
 from sessions.models import Turn
+from simulator import defaults
+from simulator.blocks import interactive_elements
 from tests.factories import BindingFactory, InteractionFactory, TurnFactory
 from tests.fakes.a2a_agent.raw_client import RawA2A, task_of
 from tests.fakes.a2a_agent.steps import input_required, jsonrpc_error

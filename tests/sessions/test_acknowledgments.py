@@ -8,11 +8,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from kourier.simulator import defaults
 from kourier.slack.clients import async_web_client
 from kourier.slack.incoming import ChatMessage
 from sessions import acknowledgments, services, sweeps, turns
 from sessions.models import Turn
+from simulator import defaults
 from tests.factories import BindingFactory
 
 # The reaction's row is written from the database threads async code uses: they must see the test's rows.

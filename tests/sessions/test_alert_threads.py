@@ -4,11 +4,11 @@ message the alerts app posted, filed under the system identity (no person)."""
 import pytest
 
 from kourier.progress import ThreadKind
-from kourier.simulator import defaults
 from sessions import services, turns
 from sessions.agent_text import Author, Note, build_turn_text
 from sessions.identity import SYSTEM_IDENTITY, filed_under, is_person
 from sessions.models import Session, Turn
+from simulator import defaults
 from tests.factories import BindingFactory
 from tests.support.queue import enqueued
 

@@ -10,13 +10,13 @@ from django.utils import timezone
 
 from bindings import directory
 from bindings.manifest import DirectMessagesSpec
-from kourier.simulator import defaults
 from kourier.slack.incoming import ChatMessage
 from sessions import notices
 from sessions.direct_messages import Access, access_of, take_direct_message, thread_title
 from sessions.models import Session, ThreadNote, Turn
 from sessions.routing import Route
 from sessions.services import route_message, tell_expired
+from simulator import defaults
 from tests.factories import BindingFactory
 
 pytestmark = pytest.mark.django_db

@@ -9,13 +9,13 @@ from django.test import override_settings
 from django.utils import timezone
 from slack_sdk.web.async_client import AsyncWebClient
 
-from kourier.simulator import defaults
 from kourier.slack.clients import RetryPolicy, async_web_client
 from kourier.slack.incoming import ChatMessage
 from kourier.slack.outbox import IntentState, PostKind, notice_key, notice_metadata, post_notice
 from sessions import services, sweeps
 from sessions.models import PostIntent, Turn
 from sessions.outbox import TurnOutbox, confirm_post, intend_post
+from simulator import defaults
 from tests.factories import BindingFactory
 
 # The outbox's own threads write the rows: they must be committed for them to be seen.

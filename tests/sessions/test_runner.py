@@ -17,11 +17,11 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from kourier.a2a.events import TextDelta
 from kourier.a2a.wire import Message, Role, TextPart
-from kourier.simulator import defaults
 from kourier.slack.writer import MESSAGE_TEXT_LIMIT, ReplyTarget, SlackReply
 from sessions import notices, pauses, runner, turns
 from sessions.models import Session, Turn
 from sessions.runner import TurnDisplay
+from simulator import defaults
 from tests.factories import BindingFactory, TurnFactory
 from tests.fakes.a2a_agent.steps import fail, input_required, text
 

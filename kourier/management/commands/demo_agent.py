@@ -3,7 +3,7 @@
 import uvicorn
 from django.core.management.base import BaseCommand
 
-from kourier.demo_agent.server import DEFAULT_PACE_SECONDS, build_app
+from demo_agent.server import DEFAULT_PACE_SECONDS, build_app
 
 
 class Command(BaseCommand):

@@ -3,7 +3,7 @@ and `manage.py socket` when a Connection has an app token (Socket Mode).
 
 With no Slack app configured (SIMULATOR=auto, the default) it also runs the workspace simulator: the
 Slack fake in this process, on 127.0.0.1, with the product's processes pointed at it (SLACK_API_URL),
-the demo agent as one more child, and #demo bound to it (kourier/simulator/demo.py's manifest,
+the demo agent as one more child, and #demo bound to it (simulator/demo.py's manifest,
 applied like any other). The page is the web processes' /simulator/.
 
 With no REDIS_URL it first starts the private Redis-compatible server of the embedded default.
@@ -30,9 +30,9 @@ from bindings import manifest, services
 from bindings.models import Connection
 from kourier.embedded_redis import start_private_redis
 from kourier.metrics import MULTIPROC_DIR_VARIABLE, mark_process_dead
-from kourier.simulator import control, demo
-from kourier.simulator.fake import SlackFake
 from kourier.web_processes import daphne_commands, default_web_processes, listen
+from simulator import control, demo
+from simulator.fake import SlackFake
 
 GRACEFUL_STOP_SECONDS = 30
 

@@ -18,10 +18,10 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
 from bindings.models import Connection, MissingSecret
+from kourier.doors.slack_listeners import bolt_app_for
 from kourier.metrics_endpoint import serve_process_metrics
 from kourier.queue import import_task_modules
 from kourier.slack.clients import async_web_client, connection_workspace
-from kourier.slack.listeners import bolt_app_for
 from kourier.slack.socket_mode import SocketModeLink, SocketModeRefused
 
 logger = logging.getLogger(__name__)

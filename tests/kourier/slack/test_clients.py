@@ -10,7 +10,6 @@ from django.test import override_settings
 from slack_sdk.errors import SlackApiError
 
 from kourier import shared_cache
-from kourier.simulator import defaults
 from kourier.slack import failures
 from kourier.slack.clients import (
     PACE_WINDOW_SECONDS,
@@ -25,6 +24,7 @@ from kourier.slack.clients import (
     shared_session,
     web_client,
 )
+from simulator import defaults
 from tests.support.metrics import sample
 
 # Backoffs short enough for tests; the fake answers at once.

@@ -7,7 +7,6 @@ import pytest
 from django.test import override_settings
 from slack_sdk.web.async_client import AsyncWebClient
 
-from kourier.simulator import defaults
 from kourier.slack.clients import RetryPolicy, async_web_client
 from kourier.slack.outbox import (
     EarlierPost,
@@ -22,6 +21,7 @@ from kourier.slack.outbox import (
     post_once,
     reply_metadata,
 )
+from simulator import defaults
 from tests.support.memory_outbox import MemoryOutbox
 
 REPLY_KEY = "turn-key-1"

@@ -6,8 +6,8 @@ import uuid
 import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
-from kourier.simulator import defaults
 from kourier.slack.people import person_email
+from simulator import defaults
 
 
 @pytest.fixture

@@ -5,8 +5,8 @@ import asyncio
 import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
-from kourier.simulator import defaults
 from kourier.slack.reactions import add_reaction, remove_reaction
+from simulator import defaults
 
 
 @pytest.fixture

@@ -28,11 +28,11 @@ from kourier.progress import (
     ProgressMode,
     ThreadKind,
 )
-from kourier.simulator import defaults
-from kourier.simulator.clock import ManualClock
 from kourier.slack import status as assistant_status
 from kourier.slack.status import ASSISTANT_STATUS_WORKING, AssistantStatus
 from kourier.slack.writer import STREAM_CARD_LIMIT, ReplyTarget, SlackReply
+from simulator import defaults
+from simulator.clock import ManualClock
 
 STEPS, SAA, ACTIVITY = ProgressMode.STEPS, ProgressMode.STEPS_AND_ACTIVITY, ProgressMode.ACTIVITY
 CHAT, ALERT = ThreadKind.CHAT, ThreadKind.ALERT

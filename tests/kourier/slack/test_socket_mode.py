@@ -9,7 +9,6 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
-from kourier.simulator import defaults
 from kourier.slack.socket_mode import (
     Backoff,
     Control,
@@ -20,6 +19,7 @@ from kourier.slack.socket_mode import (
     read_frame,
     retry_headers,
 )
+from simulator import defaults
 
 EVENT = {"type": "event_callback", "team_id": "T1", "event": {"type": "app_mention", "text": "hi"}}
 

@@ -9,8 +9,6 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from kourier.progress import Card, CardStatus, View, Write, WriteKind
-from kourier.simulator import defaults
-from kourier.simulator.clock import ManualClock
 from kourier.slack.blocks import feedback_block
 from kourier.slack.clients import RetryPolicy, async_web_client
 from kourier.slack.outbox import PostKind, part_key
@@ -26,6 +24,8 @@ from kourier.slack.writer import (
     check_move,
     split_for_messages,
 )
+from simulator import defaults
+from simulator.clock import ManualClock
 from tests.support.memory_outbox import MemoryOutbox
 
 REPLY_KEY = "turn-key-1"

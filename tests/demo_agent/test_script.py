@@ -2,7 +2,7 @@
 
 import pytest
 
-from kourier.demo_agent.script import (
+from demo_agent.script import (
     DENIAL_PREFIX,
     AskApproval,
     AskUser,

@@ -12,9 +12,9 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from kourier.simulator import SlackFake, defaults
-from kourier.simulator.defaults import ADA, APP_TOKEN, CHANNEL_ID, GRACE, TEAM_ID
-from kourier.simulator.web_api import METHODS
+from simulator import SlackFake, defaults
+from simulator.defaults import ADA, APP_TOKEN, CHANNEL_ID, GRACE, TEAM_ID
+from simulator.web_api import METHODS
 
 # slack_sdk warns when a post has no top-level text; some tests leave it out on purpose.
 missing_text_is_deliberate = pytest.mark.filterwarnings("ignore:The top-level `text` argument is missing")

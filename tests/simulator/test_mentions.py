@@ -1,6 +1,6 @@
 """A typed @Name becomes the mention Slack's client would send."""
 
-from kourier.simulator.mentions import typed_mentions_to_ids
+from simulator.mentions import typed_mentions_to_ids
 
 PEOPLE = {"Agent Kourier": "U0BOT", "Agent": "U0AGENT", "Ada Lovelace": "U0ADA", "ada": "U0ADA"}
 GROUPS = {"oncall": "S0ONCALL"}

@@ -1,4 +1,4 @@
-"""The alerts' door (alerts/door.py), served ahead of Django at /triggers/<binding>/<trigger>: what it
+"""The alerts' door (kourier/doors/alerts.py), served ahead of Django at /triggers/<binding>/<trigger>: what it
 refuses, with which answer, storing nothing; and what it takes, counted by alert.
 
 Requests go through the web process's routing (kourier.http_routes), in this process."""

@@ -12,8 +12,8 @@ import pytest
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from kourier.simulator import FakeMisuse, ManualClock, SlackFake
-from kourier.simulator.defaults import ADA, APP_TOKEN, BOT_TOKEN, CHANNEL_ID, GRACE, TEAM_ID
+from simulator import FakeMisuse, ManualClock, SlackFake
+from simulator.defaults import ADA, APP_TOKEN, BOT_TOKEN, CHANNEL_ID, GRACE, TEAM_ID
 
 from .receiver import SIGNING_SECRET, Receiver
 from .socket_app import SocketApp

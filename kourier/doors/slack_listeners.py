@@ -1,5 +1,5 @@
 """The Bolt app of each Connection and its listeners: verify Slack's requests and hand messages to the
-sessions app. Served over HTTP by kourier/slack/door.py and over Socket Mode by `manage.py socket`.
+sessions app. Served over HTTP by kourier/doors/slack.py and over Socket Mode by `manage.py socket`.
 
 Listeners only read the event (kourier/slack/incoming.py) and call a service; the service commits
 the rows and enqueues the work, and Bolt acks once the listener returns (process_before_response),
@@ -25,12 +25,9 @@ from interactions import deny_reasons, feedback
 from interactions.presses import take_press
 from interactions.registry import ACTIONS as PROMPT_ACTIONS
 from kourier.db import in_database_thread
-from sessions.direct_messages import offer_suggested_prompts, take_direct_message
-from sessions.services import route_message
-
-from .blocks import FEEDBACK_ACTIONS
-from .clients import async_web_client, connection_workspace
-from .incoming import (
+from kourier.slack.blocks import FEEDBACK_ACTIONS
+from kourier.slack.clients import async_web_client, connection_workspace
+from kourier.slack.incoming import (
     ChatMessage,
     IgnoredEvent,
     UnreadableEvent,
@@ -40,6 +37,8 @@ from .incoming import (
     read_modal,
     read_submit,
 )
+from sessions.direct_messages import offer_suggested_prompts, take_direct_message
+from sessions.services import route_message
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from kourier.simulator.blocks import block_problems, chunk_problems, metadata_error
+from simulator.blocks import block_problems, chunk_problems, metadata_error
 
 
 def section(text: str = "hello", **extra: Any) -> dict[str, Any]:

@@ -5,7 +5,7 @@ import asyncio
 import pytest
 from slack_sdk.errors import SlackApiError
 
-from kourier.slack.listeners import authorize_once
+from kourier.doors.slack_listeners import authorize_once
 
 pytestmark = pytest.mark.anyio
 

@@ -18,8 +18,8 @@ from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
-from kourier.simulator import SlackFake
-from kourier.simulator.defaults import ADA, APP_ID, APP_TOKEN, BOT_TOKEN, CHANNEL_ID, TEAM_ID
+from simulator import SlackFake
+from simulator.defaults import ADA, APP_ID, APP_TOKEN, BOT_TOKEN, CHANNEL_ID, TEAM_ID
 
 from .socket_app import SocketApp, ack_everything, ack_nothing
 from .test_events import FORM_BLOCKS

@@ -1,9 +1,11 @@
 """The simulator's web page on the product's web port (/simulator/): the page itself, its script and
-style, and its JSON API, forwarded to the fake (control.py) where the workspace lives.
+style, and its JSON API, forwarded to the workspace simulator (simulator/control.py), where the
+workspace lives in a process of its own. This module never imports the simulator: it speaks to it
+over HTTP only.
 
 Served only while `manage.py serve` runs the simulator: it sets SIMULATOR_URL, the fake's address on
 127.0.0.1, for its processes; otherwise every path here is a 404. Plain HTML, CSS and JavaScript from
-page/, no build step. The fake's answers, refusals included, pass through unchanged.
+templates/simulator/, no build step. The fake's answers, refusals included, pass through unchanged.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.middleware.csrf import get_token
 from django.views.decorators.http import require_http_methods
 
-PAGE_DIR = Path(__file__).resolve().parent / "page"
+PAGE_DIR = Path(__file__).resolve().parent.parent / "templates" / "simulator"
 ASSETS = {
     "simulator.js": "text/javascript; charset=utf-8",
     "simulator.css": "text/css; charset=utf-8",

@@ -9,7 +9,7 @@ body over DATA_UPLOAD_MAX_MEMORY_SIZE (read no further), 400 for a body that is 
 signature helpers verify text), 401 when no Connection signed it (an unknown name in the path too),
 503 when the Connection is not configured, and 400 for a signed body it cannot read (not JSON or
 form data, not a payload Slack sends). Everything else is the answer of the Connection's Bolt app
-(kourier/slack/listeners.py).
+(kourier/doors/slack_listeners.py).
 """
 
 import logging
@@ -23,9 +23,9 @@ from slack_sdk.signature import SignatureVerifier
 from bindings import directory
 from bindings.models import Connection, MissingSecret
 from kourier.bounded_post import BoundedPost
+from kourier.slack.incoming import why_unreadable
 
-from .incoming import why_unreadable
-from .listeners import bolt_app_for
+from .slack_listeners import bolt_app_for
 
 logger = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ import httpx
 import pytest
 from slack_sdk import WebClient
 
-from kourier.simulator import control, demo
-from kourier.simulator.fake import SlackFake
+from simulator import control, demo
+from simulator.fake import SlackFake
 
 from .receiver import SIGNING_SECRET, Receiver
 

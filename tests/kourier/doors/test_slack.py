@@ -11,8 +11,8 @@ import pytest
 
 from bindings import directory
 from kourier.http_routes import http_routes
-from kourier.simulator.events import signed_headers
 from sessions.models import Turn
+from simulator.events import signed_headers
 from tests.factories import ConnectionFactory
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db]

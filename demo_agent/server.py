@@ -45,8 +45,8 @@ from a2a.types import (
 from google.protobuf.json_format import MessageToDict, ParseDict
 from starlette.applications import Starlette
 
-from kourier.demo_agent import script
-from kourier.demo_agent.script import (
+from demo_agent import script
+from demo_agent.script import (
     ASK_USER_CALL_ID,
     ASK_USER_TOOL,
     HITL_EXTENSION,

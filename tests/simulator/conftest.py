@@ -4,7 +4,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kourier.simulator import SlackFake
+from simulator import SlackFake
 
 from .receiver import SIGNING_SECRET, Receiver
 

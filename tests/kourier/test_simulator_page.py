@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import pytest
 from django.test import Client, override_settings
 
-from kourier.simulator import control, demo
-from kourier.simulator.fake import SlackFake
+from simulator import control, demo
+from simulator.fake import SlackFake
 from tests.support.private_redis import free_port
 
 

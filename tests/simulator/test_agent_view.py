@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from slack_sdk import WebClient
 
-from kourier.simulator import SlackFake
-from kourier.simulator.defaults import ADA, CHANNEL_ID, GRACE
+from simulator import SlackFake
+from simulator.defaults import ADA, CHANNEL_ID, GRACE
 
 from .receiver import Receiver
 from .test_web_api import slack_error

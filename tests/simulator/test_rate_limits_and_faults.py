@@ -13,9 +13,9 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
-from kourier.simulator import ManualClock, SlackFake
-from kourier.simulator.defaults import ADA, CHANNEL_ID, TEAM_ID
-from kourier.simulator.rate_limits import RateLimiter
+from simulator import ManualClock, SlackFake
+from simulator.defaults import ADA, CHANNEL_ID, TEAM_ID
+from simulator.rate_limits import RateLimiter
 
 # slack_sdk annotates ``timeout`` as int but hands it to urlopen/aiohttp, which take fractions of a second.
 SHORT_TIMEOUT = cast(int, 0.3)

@@ -7,8 +7,8 @@ import threading
 import pytest
 from slack_sdk import WebClient
 
-from kourier.simulator import SlackFake
-from kourier.simulator.defaults import ADA, CHANNEL_ID, GRACE, TEAM_ID
+from simulator import SlackFake
+from simulator.defaults import ADA, CHANNEL_ID, GRACE, TEAM_ID
 
 
 def test_a_thread_reads_in_order_with_everything_a_person_sees(

@@ -16,14 +16,13 @@ import dataclasses
 import hmac
 import logging
 
+from alerts import payloads
+from alerts.services import take_alerts
 from bindings import directory
 from bindings.manifest import ThreadPer, TriggerKind, TriggerSpec
 from bindings.models import Binding, MissingSecret
 from kourier.bounded_post import BoundedPost
 from kourier.db import in_database_thread
-
-from . import payloads
-from .services import take_alerts
 
 logger = logging.getLogger(__name__)
 

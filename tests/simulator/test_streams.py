@@ -13,8 +13,8 @@ from slack_sdk.models.messages.chunk import MarkdownTextChunk, PlanUpdateChunk, 
 from slack_sdk.models.metadata import Metadata
 from slack_sdk.web.async_client import AsyncWebClient
 
-from kourier.simulator import ManualClock, SlackFake
-from kourier.simulator.defaults import ADA, CHANNEL_ID, GRACE, TEAM_ID
+from simulator import ManualClock, SlackFake
+from simulator.defaults import ADA, CHANNEL_ID, GRACE, TEAM_ID
 
 FEEDBACK_BLOCKS = [
     {

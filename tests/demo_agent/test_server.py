@@ -4,8 +4,8 @@ import asyncio
 
 import httpx
 
-from kourier.demo_agent.script import HITL_EXTENSION
-from kourier.demo_agent.server import build_app
+from demo_agent.script import HITL_EXTENSION
+from demo_agent.server import build_app
 
 
 async def get_card(url: str) -> dict:

@@ -11,8 +11,8 @@ import httpx
 import pytest
 from slack_sdk import WebClient
 
-from kourier.simulator import FakeMisuse, SlackFake
-from kourier.simulator.defaults import ADA, APP_ID, CHANNEL_ID, GRACE, TEAM_ID
+from simulator import FakeMisuse, SlackFake
+from simulator.defaults import ADA, APP_ID, CHANNEL_ID, GRACE, TEAM_ID
 
 from .receiver import SIGNING_SECRET, Receiver
 
