@@ -13,11 +13,16 @@ blocks and ``markdown_text`` as Markdown, where ``[text](url)`` shows one addres
   name with a WORD JOINER on each side of the ``@``, a bare ``@here`` gets one after it: it reads the
   same and notifies no one;
 - a person's mention (``<@U…>``) likewise, unless the Binding allows it (``output.allowMentions:
-  users``); a channel's link (``<#C…>``) and a date (``<!date^…>``) are kept: they notify no one;
+  users``) and it names a user id; a channel's link (``<#C…>``) and a date (``<!date^…>``) are kept:
+  they notify no one;
+- the same forms written with Slack's escapes (``&lt;!here&gt;``: a Markdown block shows them as the
+  brackets), and a Markdown link that opens one (``[the team](!subteam^S1)``), likewise;
 - a link whose text names another address than the one it opens shows the address it opens.
 
-The result never holds a form it neutralized, and neutralizing it again changes nothing, so a stream
-that shows a growing text shows only neutralized text (kourier/slack/writer.py).
+Markdown's links are read first, then Slack's forms in what that left, and the whole is repeated
+until nothing changes: the result never holds a form it neutralized, and neutralizing it again
+changes nothing (a fixpoint), so a stream that shows a growing text shows only neutralized text
+(kourier/slack/writer.py). tests/kourier/slack/test_mrkdwn.py holds both with generated texts.
 
 ``escape`` is for a name put into Kourier's own mrkdwn (a sub-agent's name, a tool's name):
 ``&``, ``<`` and ``>`` shown as they are. ``code_span`` is for text put between backticks.
@@ -30,9 +35,14 @@ from urllib.parse import urlsplit
 
 WORD_JOINER = "\u2060"
 BROADCASTS = ("channel", "here", "everyone")
+# A text built to need more rounds than this (links nested in links) is shown with look-alike brackets.
+MAX_ROUNDS = 8
+LOOK_ALIKES = {"&lt;": "\uff1c", "&gt;": "\uff1e", "<": "\uff1c", ">": "\uff1e", "[": "\uff3b", "]": "\uff3d"}
 
-# Slack's angle-bracket forms: <!…>, <@…>, <#…>, <url|text>. No line break or nested bracket inside.
-_ANGLE = re.compile(r"<([^<>\n]*)>")
+# Slack's angle-bracket forms: <!…>, <@…>, <#…>, <url|text>. No bracket inside (an escaped one may be).
+_ANGLE = re.compile(r"<([^<>]*)>")
+# The same forms with Slack's escapes (&lt;, &gt;) read as the brackets, as a Markdown block shows them.
+_ESCAPED_ANGLE = re.compile(r"(<|&lt;)((?:(?!&lt;|&gt;)[^<>])*)(>|&gt;)")
 # A bare @here, @channel or @everyone (Slack's clients and link_names read these as broadcasts).
 _BARE_BROADCAST = re.compile(r"(?<![\w@])@(?=(?:channel|here|everyone)\b)", re.IGNORECASE)
 # Markdown's inline link: [text](address "title"), the address optionally in <>.
@@ -42,13 +52,35 @@ _NAMED_HOST = re.compile(
     r"(?:[a-z][a-z0-9+.\-]*://)?(?:[^\s/@:]+@)?((?:[a-z0-9](?:[a-z0-9\-]*[a-z0-9])?\.)+[a-z][a-z0-9\-]*[a-z0-9])",
     re.IGNORECASE,
 )
+_LOOK_ALIKE = re.compile("|".join(re.escape(form) for form in LOOK_ALIKES))
+# A person's mention a Binding may allow: a user id, and nothing else after the @.
+_USER_ID = re.compile(r"@[UW][A-Z0-9]+")
 
 
 def neutralize(text: str, *, allow_user_mentions: bool = False) -> str:
-    """``text`` with no broadcast, no group mention, no disguised link (the module's docstring)."""
-    text = _ANGLE.sub(lambda match: _angle(match.group(1), allow_user_mentions), text)
-    text = _BARE_BROADCAST.sub("@" + WORD_JOINER, text)
-    return _MARKDOWN_LINK.sub(_markdown_link, text)
+    """``text`` with no broadcast, no group mention, no disguised link (the module's docstring).
+
+    A fixpoint: neutralizing the result changes nothing. One round can build a form out of what it
+    rewrote (``<[a.example](!here)>``: the link's address between the brackets around it), so rounds
+    are repeated until one changes nothing. Each round that changes more than word joiners shortens
+    the text, so they end; a text built to nest deeper than ``MAX_ROUNDS`` is shown with look-alike
+    brackets instead, in which no form is left to build.
+    """
+    for _ in range(MAX_ROUNDS):
+        shown = _neutralized_once(text, allow_user_mentions)
+        if shown == text:
+            return text
+        text = shown
+    return _BARE_BROADCAST.sub("@" + WORD_JOINER, _LOOK_ALIKE.sub(lambda match: LOOK_ALIKES[match[0]], text))
+
+
+def _neutralized_once(text: str, allow_user_mentions: bool) -> str:
+    # Markdown's links first: a link is rewritten to what it opens, and Slack's forms are then read in
+    # what the rewriting left, the brackets around a link included.
+    text = _MARKDOWN_LINK.sub(lambda match: _markdown_link(match, allow_user_mentions), text)
+    text = _ANGLE.sub(lambda match: _angle("<", match[1], ">", allow_user_mentions), text)
+    text = _ESCAPED_ANGLE.sub(lambda match: _angle(match[1], match[2], match[3], allow_user_mentions), text)
+    return _BARE_BROADCAST.sub("@" + WORD_JOINER, text)
 
 
 def _inert(name: str) -> str:
@@ -56,29 +88,40 @@ def _inert(name: str) -> str:
     return WORD_JOINER + "@" + WORD_JOINER + name.lstrip("@")
 
 
-def _angle(inner: str, allow_user_mentions: bool) -> str:
-    target, _, label = inner.partition("|")
+def _notified(target: str, allow_user_mentions: bool) -> str | None:
+    """Whom a form's target notifies (``here``, ``group``, ``U1``); None when it notifies no one: a
+    date, a channel's link, an address, or a person's mention the Binding allows."""
     if target.startswith("!"):
         command = target[1:]
         if command.startswith("date^"):
-            return f"<{inner}>"
+            return None
         if command.startswith("subteam^"):
-            return _inert(label or "group")
-        return _inert(label or command.split("^")[0] or "channel")
+            return "group"
+        return command.split("^")[0] or "channel"
     if target.startswith("@"):
-        if allow_user_mentions:
-            return f"<{inner}>"
-        return _inert(label or target[1:])
-    if target.startswith("#"):
-        return f"<{inner}>"
-    if label and _disguises(label, target):
-        return f"<{target}>"
-    return f"<{inner}>"
+        if allow_user_mentions and _USER_ID.fullmatch(target):
+            return None
+        return target[1:]
+    return None
 
 
-def _markdown_link(match: re.Match[str]) -> str:
-    label, address = match.group(1), match.group(2)
-    return address if _disguises(label, address) else match.group(0)
+def _angle(opening: str, inner: str, closing: str, allow_user_mentions: bool) -> str:
+    target, _, label = inner.partition("|")
+    notified = _notified(target, allow_user_mentions)
+    if notified is not None:
+        return _inert(label or notified)
+    if not target.startswith("#") and label and _disguises(label, target):
+        return f"{opening}{target}{closing}"
+    return f"{opening}{inner}{closing}"
+
+
+def _markdown_link(match: re.Match[str], allow_user_mentions: bool) -> str:
+    label, address = match[1], match[2]
+    notified = _notified(address, allow_user_mentions)
+    if notified is not None:
+        # The name of whom it would notify, not the label: a link shows what it opens.
+        return _inert(notified)
+    return address if _disguises(label, address) else match[0]
 
 
 def _host(address: str) -> str:

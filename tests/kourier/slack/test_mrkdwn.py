@@ -1,8 +1,11 @@
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from kourier.slack.mrkdwn import WORD_JOINER, code_span, escape, neutralize
+from kourier.slack.mrkdwn import MAX_ROUNDS, WORD_JOINER, code_span, escape, neutralize
+from tests.support.slack_specials import live_specials
 
 INERT = WORD_JOINER + "@" + WORD_JOINER
 BARE = "@" + WORD_JOINER
@@ -86,3 +89,75 @@ def test_a_code_span_cannot_be_ended_by_its_text():
     shown = f"`{code_span('a`b <!here> `')}`"
     assert shown.count("`") == 2
     assert "<!here>" not in shown
+
+
+# A Markdown link rewritten to the address it opens, between the brackets around it: each of these
+# came out as the broadcast, group or person it names before neutralizing was a fixpoint.
+LINKS_THAT_BUILT_A_SPECIAL = [
+    ("<[https://good.example](!channel)>", f"<{INERT}channel>"),
+    ("<[https://good.example](!here)>", f"<{INERT}here>"),
+    ("<[good.example](!everyone)>", f"<{INERT}everyone>"),
+    ("<[good.example](!subteam^S0ONCALL)>", f"<{INERT}group>"),
+    ("<[good.example](@U0ADA)>", f"<{INERT}U0ADA>"),
+    ("&lt;[good.example](!here)&gt;", f"&lt;{INERT}here&gt;"),
+]
+
+# Forms Slack reads as notifications in other clothes: Slack's escapes (a Markdown block shows them
+# as the brackets), a Markdown link that opens one, a line break inside the brackets.
+OTHER_CLOTHES = [
+    ("&lt;!here&gt;", f"{INERT}here"),
+    ("<!channel&gt;", f"{INERT}channel"),
+    ("&lt;@U0ADA&gt;", f"{INERT}U0ADA"),
+    ("<https://good.example|&lt;!here&gt;>", f"<https://good.example|{INERT}here>"),
+    ("[the team](!subteam^S0ONCALL)", f"{INERT}group"),
+    ("[x](<!everyone>)", f"{INERT}everyone"),
+    ("[ada](@U0ADA)", f"{INERT}U0ADA"),
+    ("<!here\n>", f"{INERT}here\n"),
+]
+
+
+@pytest.mark.parametrize(("written", "shown"), LINKS_THAT_BUILT_A_SPECIAL + OTHER_CLOTHES)
+def test_a_rewritten_link_or_an_escaped_form_never_notifies(written, shown):
+    assert neutralize(written) == shown
+    assert neutralize(shown) == shown
+    assert live_specials(shown) == []
+
+
+def test_an_allowed_mention_is_a_user_id_and_nothing_else():
+    shown = neutralize("<@U0ADA> <@here> <@channel|x> [ada](@U0ADA)", allow_user_mentions=True)
+
+    assert shown == f"<@U0ADA> {INERT}here {INERT}x [ada](@U0ADA)"
+
+
+def test_a_text_nested_past_the_rounds_is_shown_with_look_alike_brackets():
+    # Each round rewrites the innermost disguised link, which makes the next one around it.
+    depth = MAX_ROUNDS + 3
+    written = (
+        "[" * depth + "h0.example](h1.example)" + "".join(f"](h{n}.example)" for n in range(2, depth + 1))
+    )
+
+    shown = neutralize(written)
+
+    assert not set("<>[]") & set(shown)
+    assert neutralize(shown) == shown
+    assert shown.endswith(f"(h{depth}.example)")
+
+
+# The pieces a steered agent builds Slack's forms from, Markdown's links and Slack's escapes
+# included, so that generated texts are mostly near-misses and nestings of the dangerous forms.
+PIECES = [
+    *'<>!@^|[]()`\n #&;:./"',
+    *"channel here everyone subteam date U123 S1 C1 lt gt &lt; &gt; &amp; https:// mailto:".split(),
+    *"good.example evil.example".split(),
+    WORD_JOINER,
+]
+TEXTS = st.lists(st.sampled_from(PIECES), max_size=40).map("".join)
+
+
+@settings(max_examples=3000, deadline=None, database=None)
+@given(written=TEXTS, allow_user_mentions=st.booleans())
+def test_neutralizing_is_a_fixpoint_and_leaves_no_live_special(written, allow_user_mentions):
+    shown = neutralize(written, allow_user_mentions=allow_user_mentions)
+
+    assert neutralize(shown, allow_user_mentions=allow_user_mentions) == shown
+    assert live_specials(shown, allow_user_mentions=allow_user_mentions) == []
