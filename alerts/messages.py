@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from kourier.slack.mrkdwn import code_span, escape
+from kourier.slack.mrkdwn import code_span, escape, link
 from sessions.agent_text import quote_untrusted
 
 from .payloads import AlertNotice, AlertStatus
@@ -53,11 +53,10 @@ def alert_message(notice: AlertNotice, *, previous_link: str = "") -> str:
         shown = " ".join(f"`{code_span(k)}={code_span(v)}`" for k, v in labels[:MAX_LABELS_SHOWN])
         more = len(labels) - MAX_LABELS_SHOWN
         lines.append(shown + (f" and {more} more" if more > 0 else ""))
-    links = []
-    if notice.link and not any(c in notice.link for c in "<>|"):
-        links.append(f"<{notice.link}|Source>")
-    if previous_link:
-        links.append(f"<{previous_link}|Previous thread>")
+    # A link the source gave is shown only when it is a web address (mrkdwn.link).
+    links = [
+        shown for shown in (link(notice.link, "Source"), link(previous_link, "Previous thread")) if shown
+    ]
     if links:
         lines.append(" · ".join(links))
     return "\n".join(lines)
@@ -111,9 +110,9 @@ def group_message(title: str, notices: list[AlertNotice], group_labels: dict[str
     if len(summaries) == 1:
         lines.append(_escape(summaries.pop()))
     lines.append(_listed([member_name(n, group_labels) for n in notices]))
-    link = next((n.link for n in notices if n.link), "")
-    if link and not any(c in link for c in "<>|"):
-        lines.append(f"<{link}|Source>")
+    source = next((shown for n in notices if (shown := link(n.link, "Source"))), "")
+    if source:
+        lines.append(source)
     return "\n".join(lines)
 
 

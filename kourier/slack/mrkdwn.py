@@ -25,13 +25,14 @@ changes nothing (a fixpoint), so a stream that shows a growing text shows only n
 (kourier/slack/writer.py). tests/kourier/slack/test_mrkdwn.py holds both with generated texts.
 
 ``escape`` is for a name put into Kourier's own mrkdwn (a sub-agent's name, a tool's name):
-``&``, ``<`` and ``>`` shown as they are. ``code_span`` is for text put between backticks.
+``&``, ``<`` and ``>`` shown as they are. ``code_span`` is for text put between backticks. ``link`` is
+for an address others gave (an alert's source): linked only when it is a web address.
 """
 
 from __future__ import annotations
 
 import re
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 WORD_JOINER = "\u2060"
 BROADCASTS = ("channel", "here", "everyone")
@@ -155,3 +156,24 @@ def code_span(text: str) -> str:
     """Text for between backticks in mrkdwn, which has no escape for a backtick: each becomes a
     look-alike (MODIFIER LETTER GRAVE ACCENT), so the span cannot end early."""
     return escape(text).replace("`", "\u02cb")
+
+
+# What a URL may hold as it is (RFC 3986's reserved and unreserved characters, and % for what is
+# already encoded); anything else (spaces, <, >, |, ", `) is percent-encoded.
+_URL_CHARACTERS = ":/?#[]@!$&'()*+,;=-._~%"
+
+
+def link(address: str, label: str) -> str:
+    """A mrkdwn link to ``address``, an address others gave (an alert's source), shown as ``label``.
+    Empty when ``address`` is not a web address (http or https, with a host): between the brackets
+    anything else may be a broadcast or a mention (``<!here|Source>``, ``<@U1|Source>``)."""
+    try:
+        parts = urlsplit(address)
+        is_web = parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
+    except ValueError:
+        return ""
+    if not is_web:
+        return ""
+    # Percent-encoded, then Slack's escape of &: nothing in it can end the link or open a form.
+    url = quote(address, safe=_URL_CHARACTERS).replace("&", "&amp;")
+    return f"<{url}|{escape(label)}>"

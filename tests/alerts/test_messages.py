@@ -1,5 +1,6 @@
 """What an alert thread shows, and what its first turn tells the agent."""
 
+import json
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -7,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from alerts import messages
-from alerts.payloads import AlertNotice, AlertStatus
+from alerts.payloads import AlertNotice, AlertStatus, read_generic, read_notification
+from tests.support.slack_specials import live_specials
 
 NOTICE = AlertNotice(
     fingerprint="a1",
@@ -164,3 +166,139 @@ def test_a_groups_first_turn_quotes_each_alert_and_cannot_be_closed_from_inside(
     assert text.endswith("\n</untrusted-data-0123456789abcdef>")
     assert "</untrusted-data>" not in text
     assert "alerts Alertmanager left out of this notification: 2" in text
+
+
+# What an alert source may write in any field to notify a channel, a group or a person.
+SPECIALS = [
+    "!channel",
+    "!here",
+    "!everyone",
+    "!subteam^S0ONCALL",
+    "@U0ADA",
+    "<!here>",
+    "<!subteam^S0ONCALL|@oncall>",
+    "<@U0ADA>",
+    "&lt;!channel&gt;",
+    "@here",
+    "x|<!here",
+]
+
+
+def _alertmanager(**alert):
+    return {
+        "version": "4",
+        "groupKey": '{}:{alertname="DiskFull"}',
+        "status": "firing",
+        "receiver": "kourier",
+        "groupLabels": {"alertname": "DiskFull"},
+        "commonLabels": {"alertname": "DiskFull"},
+        "commonAnnotations": {},
+        "externalURL": "http://alertmanager.example",
+        "alerts": [
+            {
+                "status": "firing",
+                "labels": {"alertname": "DiskFull", "severity": "critical", "instance": "db-1"},
+                "annotations": {"summary": "Disk full", "description": "", "runbook_url": "http://r/disk"},
+                "startsAt": "2024-05-01T10:00:00Z",
+                "generatorURL": "http://prometheus.example/graph",
+                "fingerprint": "a1",
+                **alert,
+            }
+        ],
+    }
+
+
+def _with(data, path, value):
+    """``data`` with ``value`` at ``path``; a path ending in ``KEY`` puts it as a new key there."""
+    *parents, last = path
+    for step in parents:
+        data = data[step]
+    if last is KEY:
+        data[value] = "v"
+    else:
+        data[last] = value
+
+
+KEY = object()
+# Every field of each kind's body an alert source writes, where the body holds it.
+ALERTMANAGER_FIELDS = [
+    ("externalURL",),
+    ("receiver",),
+    ("groupKey",),
+    ("groupLabels", "alertname"),
+    ("groupLabels", KEY),
+    ("commonLabels", "alertname"),
+    ("commonAnnotations", "summary"),
+    ("alerts", 0, "generatorURL"),
+    ("alerts", 0, "fingerprint"),
+    ("alerts", 0, "labels", "alertname"),
+    ("alerts", 0, "labels", "severity"),
+    ("alerts", 0, "labels", "instance"),
+    ("alerts", 0, "labels", KEY),
+    ("alerts", 0, "annotations", "summary"),
+    ("alerts", 0, "annotations", "description"),
+    ("alerts", 0, "annotations", "runbook_url"),
+    ("alerts", 0, "annotations", KEY),
+]
+GENERIC_FIELDS = [
+    ("id",),
+    ("fingerprint",),
+    ("title",),
+    ("text",),
+    ("labels", "team"),
+    ("labels", KEY),
+    ("link",),
+]
+
+
+def _shown_for_alertmanager(data):
+    """Every mrkdwn text Kourier posts of an Alertmanager notification: per alert and per group."""
+    notification = read_notification(json.dumps(data).encode())
+    notices, group_labels = notification.alerts, notification.group_labels
+    title = messages.group_title(group_labels, notices)
+    names = [messages.member_name(notice, group_labels) for notice in notices]
+    return [
+        *(messages.alert_message(notice) for notice in notices),
+        messages.group_message(title, notices, group_labels),
+        messages.joined_note(names),
+        messages.group_fired_again_note(names),
+        messages.partly_resolved_note(names, 1),
+        messages.held_note(title, len(notices), 1),
+        messages.held_group_note(title, messages.joined_note(names)),
+    ]
+
+
+def _shown_for_generic(data):
+    [notice] = read_generic(json.dumps(data).encode())
+    return [
+        messages.alert_message(notice),
+        messages.alert_message(notice, previous_link="https://acme.slack.com/archives/C1/p1"),
+        messages.group_message(notice.title, [notice], {}),
+        messages.held_note(notice.title, 1, 1),
+    ]
+
+
+@pytest.mark.parametrize("special", SPECIALS)
+@pytest.mark.parametrize("path", ALERTMANAGER_FIELDS, ids=lambda path: ".".join(map(str, path)))
+def test_no_alertmanager_field_notifies_anyone(path, special):
+    data = _alertmanager()
+    _with(data, path, special)
+
+    for text in _shown_for_alertmanager(data):
+        assert live_specials(text, markdown=False) == [], text
+
+
+@pytest.mark.parametrize("special", SPECIALS)
+@pytest.mark.parametrize("path", GENERIC_FIELDS, ids=lambda path: ".".join(map(str, path)))
+def test_no_generic_trigger_field_notifies_anyone(path, special):
+    data = {
+        "id": "a1",
+        "title": "DiskFull",
+        "text": "Disk full",
+        "labels": {"team": "db"},
+        "link": "http://x",
+    }
+    _with(data, path, special)
+
+    for text in _shown_for_generic(data):
+        assert live_specials(text, markdown=False) == [], text

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kourier.slack.mrkdwn import MAX_ROUNDS, WORD_JOINER, code_span, escape, neutralize
+from kourier.slack.mrkdwn import MAX_ROUNDS, WORD_JOINER, code_span, escape, link, neutralize
 from tests.support.slack_specials import live_specials
 
 INERT = WORD_JOINER + "@" + WORD_JOINER
@@ -147,9 +147,8 @@ def test_a_text_nested_past_the_rounds_is_shown_with_look_alike_brackets():
 # included, so that generated texts are mostly near-misses and nestings of the dangerous forms.
 PIECES = [
     *'<>!@^|[]()`\n #&;:./"',
-    *"channel here everyone subteam date U123 S1 C1 lt gt &lt; &gt; &amp; https:// mailto:".split(),
-    *"good.example evil.example".split(),
-    WORD_JOINER,
+    *["channel", "here", "everyone", "subteam", "date", "U123", "S1", "C1", "lt", "gt"],
+    *["&lt;", "&gt;", "&amp;", "https://", "mailto:", "good.example", "evil.example", WORD_JOINER],
 ]
 TEXTS = st.lists(st.sampled_from(PIECES), max_size=40).map("".join)
 
@@ -161,3 +160,25 @@ def test_neutralizing_is_a_fixpoint_and_leaves_no_live_special(written, allow_us
 
     assert neutralize(shown, allow_user_mentions=allow_user_mentions) == shown
     assert live_specials(shown, allow_user_mentions=allow_user_mentions) == []
+
+
+@pytest.mark.parametrize(
+    ("address", "shown"),
+    [
+        ("http://prometheus.example/graph", "<http://prometheus.example/graph|Source>"),
+        ("HTTPS://prometheus.example/a?b=1&c=2", "<HTTPS://prometheus.example/a?b=1&amp;c=2|Source>"),
+        ("https://x.example/a|b <!here>", "<https://x.example/a%7Cb%20%3C!here%3E|Source>"),
+        ("!here", ""),
+        ("!subteam^S0ONCALL", ""),
+        ("@U0ADA", ""),
+        ("#C0GENERAL", ""),
+        ("mailto:a@x.example", ""),
+        ("javascript:alert(1)", ""),
+        ("/graph?g0.expr=up", ""),
+        ("http://", ""),
+        ("http://[::1", ""),
+        ("", ""),
+    ],
+)
+def test_a_link_others_gave_is_linked_only_when_it_is_a_web_address(address, shown):
+    assert link(address, "Source") == shown
