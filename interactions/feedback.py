@@ -196,6 +196,12 @@ def read_comment(submission: ModalSubmission) -> Comment | str | None:
     return Comment(kept["f"], submission.user_id, redact_text(typed.strip())[:MAX_COMMENT], issue)
 
 
+def channel_of(feedback_id: int) -> str | None:
+    """The conversation of the answer a feedback is on (None when it is gone): a comment in a direct
+    message answers to its Binding's allow-list (sessions.direct_messages.may_act)."""
+    return Feedback.objects.filter(pk=feedback_id).values_list("turn__channel_id", flat=True).first()
+
+
 def add_comment(comment: Comment) -> bool:
     """Keeps a thumbs down's comment and issue type; False (logged, nothing stored) when that thumbs
     down is gone (the answer deleted, or changed to a thumbs up since)."""

@@ -133,6 +133,11 @@ async def aset(key: str, value: Any, ttl: int) -> None:
     await arun(lambda: backend().set(key, value, ttl))
 
 
+async def aadd(key: str, value: Any, ttl: int) -> bool:
+    """``cache.add`` for async callers: sets ``key`` unless it is set; whether this call set it."""
+    return await arun(lambda: backend().add(key, value, ttl))
+
+
 async def acount(key: str, ttl: int) -> int:
     """``count`` for async callers."""
     return await arun(lambda: count(key, ttl))

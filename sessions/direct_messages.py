@@ -3,7 +3,13 @@ private, the refusal of anyone else, and Slack's agent surface (suggested prompt
 
 The session core does not tell a direct message from a channel's: once a message is let through it is
 routed like any other (sessions.services.route_message). A refused person's message is not stored,
-and no log line holds a message's text.
+and no log line holds a message's text. A press of a button or a form submitted in the conversation
+answers to the same lists (``may_act``), before anything of it is read or stored.
+
+A person the lists do not let through is refused without asking Slack again for
+``REFUSAL_PACE_SECONDS``, and told once in that time: someone who is not allowed cannot spend the
+workspace's budget of usergroups.users.list (which the approvers' checks share) or of posts by
+writing or pressing again and again.
 """
 
 from __future__ import annotations
@@ -19,7 +25,8 @@ from bindings.services import note_slack_identity
 from kourier import shared_cache
 from kourier.db import in_database_thread
 from kourier.slack.clients import SlackError, error_name, may_pass
-from kourier.slack.incoming import AppOpened, ChatMessage
+from kourier.slack.ephemeral import tell_privately
+from kourier.slack.incoming import AppOpened, ChatMessage, SubmitPress
 from kourier.slack.outbox import post_notice
 from kourier.slack.people import usergroup_members
 
@@ -30,6 +37,7 @@ logger = logging.getLogger(__name__)
 
 THREAD_TITLE_MAX_LENGTH = 80  # ours: Slack documents no limit; a title is read in a list
 REFUSAL_ONCE_SECONDS = 3600  # a redelivery of a refused message within the hour is not answered again
+REFUSAL_PACE_SECONDS = 60  # a person refused is refused again without asking Slack, and not told again
 
 
 class Access(enum.Enum):
@@ -62,6 +70,69 @@ async def access_of(client: Any, spec: DirectMessagesSpec, user_id: str, *, bind
     return Access.REFUSED
 
 
+async def paced_access_of(
+    client: Any, spec: DirectMessagesSpec, user_id: str, *, binding: str
+) -> tuple[Access, bool]:
+    """``access_of``, paced for the people it does not let through: a refusal (or a check Slack could
+    not answer) is kept ``REFUSAL_PACE_SECONDS`` for the person and the Binding, and given again in
+    that time without asking Slack. True with a kept verdict, and with a fresh one another message
+    kept first (a burst): the person was told already."""
+    if spec.open_to_everyone or user_id in spec.allowed_users:
+        return Access.ALLOWED, False
+    key = f"dm-access-kept:{binding}:{user_id}"
+    kept = await shared_cache.aget(key)
+    if kept is not None:
+        return Access(kept), True
+    access = await access_of(client, spec, user_id, binding=binding)
+    if access is Access.ALLOWED:
+        return access, False
+    return access, not await shared_cache.aadd(key, access.value, REFUSAL_PACE_SECONDS)
+
+
+def is_direct_conversation(channel_id: str) -> bool:
+    # Slack's ids of direct-message conversations start with D; a press's and a form's payloads carry
+    # no channel type (an event's channel_type "im" is what a message is told by).
+    return channel_id.startswith("D")
+
+
+async def may_act(connection_id: int, client: Any, *, channel_id: str, user_id: str) -> Access:
+    """Whether a person may press a button or submit a form in ``channel_id``: in a direct-message
+    conversation of the Connection, only a person its direct-message Binding lets talk (paced as a
+    message is); anywhere else ALLOWED, the channel's own rules deciding."""
+    if not is_direct_conversation(channel_id):
+        return Access.ALLOWED
+    binding = await _binding(connection_id)
+    spec = binding.direct_messages_spec() if binding is not None else None
+    if binding is None or spec is None:
+        return Access.ALLOWED  # no Binding takes these conversations: nothing of ours is there to press
+    access, _ = await paced_access_of(client, spec, user_id, binding=binding.name)
+    if access is not Access.ALLOWED:
+        logger.info(
+            "direct_message.press_refused",
+            extra={"binding": binding.name, "user_id": user_id, "access": access.value},
+        )
+    return access
+
+
+async def may_press(connection_id: int, client: Any, press: SubmitPress) -> bool:
+    """``may_act`` for a press (or a form that kept its press): a refusal is told to the person alone."""
+    access = await may_act(connection_id, client, channel_id=press.channel_id, user_id=press.user_id)
+    if access is Access.ALLOWED:
+        return True
+    text = (
+        notices.DIRECT_MESSAGE_PRESS_REFUSED
+        if access is Access.REFUSED
+        else notices.DIRECT_MESSAGE_PRESS_ACCESS_UNKNOWN
+    )
+    try:
+        await tell_privately(press.response_url, text)
+    except (SlackError, TimeoutError, OSError) as exc:
+        logger.warning(
+            "direct_message.refusal_not_told", extra={"channel": press.channel_id, "error": error_name(exc)}
+        )
+    return False
+
+
 async def take_direct_message(
     connection_id: int, message: ChatMessage, client: Any, *, team_id: str, bot_user_id: str
 ) -> None:
@@ -79,13 +150,14 @@ async def take_direct_message(
         return
     spec = binding.direct_messages_spec()
     assert spec is not None
-    access = await access_of(client, spec, message.user_id, binding=binding.name)
+    access, told = await paced_access_of(client, spec, message.user_id, binding=binding.name)
     if access is not Access.ALLOWED:
         logger.info(
             "direct_message.refused",
-            extra={"binding": binding.name, "user_id": message.user_id, "access": access.value},
+            extra={"binding": binding.name, "user_id": message.user_id, "access": access.value, "told": told},
         )
-        await _refuse(client, connection_id, message, access)
+        if not told:
+            await _refuse(client, connection_id, message, access)
         return
     result = await in_database_thread(_route, thread_sensitive=True)(
         connection_id, message, team_id=team_id, bot_user_id=bot_user_id

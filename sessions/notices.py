@@ -69,3 +69,12 @@ DIRECT_MESSAGE_ACCESS_UNKNOWN = (
     "I could not check just now whether you may talk to me here, so your message was not passed on. "
     "Please send it again in a minute."
 )
+# The same two, told privately to a person who pressed a button or submitted a form in the conversation.
+DIRECT_MESSAGE_PRESS_REFUSED = (
+    "Sorry, I can only talk in private with the people this app is set up for, so your press was not "
+    "taken. Ask whoever runs this app if you need access."
+)
+DIRECT_MESSAGE_PRESS_ACCESS_UNKNOWN = (
+    "I could not check just now whether you may talk to me here, so your press was not taken. "
+    "Please try again in a minute."
+)

@@ -37,7 +37,7 @@ from kourier.slack.incoming import (
     read_modal,
     read_submit,
 )
-from sessions.direct_messages import offer_suggested_prompts, take_direct_message
+from sessions.direct_messages import Access, may_act, may_press, offer_suggested_prompts, take_direct_message
 from sessions.services import route_message
 
 logger = logging.getLogger(__name__)
@@ -153,7 +153,10 @@ def _build_app(connection: Connection) -> AsyncApp:
 
     app.event(re.compile(".*"))(ignore_other_events)
 
-    async def take_prompt_press(ack, body: dict, action: dict) -> None:
+    # A press or a form in a direct-message conversation answers to its Binding's allow-list first
+    # (may_press, may_act), as the person's messages do: a refused one is read no further.
+
+    async def take_prompt_press(ack, body: dict, action: dict, client) -> None:
         await ack()
         press = read_submit(body, action)
         if isinstance(press, UnreadableEvent):
@@ -161,13 +164,14 @@ def _build_app(connection: Connection) -> AsyncApp:
                 "slack.press_unreadable", extra={"reason": press.reason, "connection_id": connection_id}
             )
             return
-        await take_press(press, connection_id=connection_id, bot_token=bot_token)
+        if await may_press(connection_id, client, press):
+            await take_press(press, connection_id=connection_id, bot_token=bot_token)
 
     bot_token = connection.bot_token()
     for prompt_action in PROMPT_ACTIONS:
         app.action(prompt_action)(take_prompt_press)
 
-    async def take_feedback_press(ack, body: dict, action: dict) -> None:
+    async def take_feedback_press(ack, body: dict, action: dict, client) -> None:
         await ack()
         press = read_submit(body, action)
         if isinstance(press, UnreadableEvent):
@@ -175,7 +179,8 @@ def _build_app(connection: Connection) -> AsyncApp:
                 "slack.press_unreadable", extra={"reason": press.reason, "connection_id": connection_id}
             )
             return
-        await feedback.take_press(press, connection_id=connection_id, bot_token=bot_token)
+        if await may_press(connection_id, client, press):
+            await feedback.take_press(press, connection_id=connection_id, bot_token=bot_token)
 
     for feedback_action in FEEDBACK_ACTIONS:
         app.action(feedback_action)(take_feedback_press)
@@ -187,7 +192,7 @@ def _build_app(connection: Connection) -> AsyncApp:
 
     app.action(re.compile(".*"))(ignore_other_actions)
 
-    async def take_deny_reason(ack, body: dict) -> None:
+    async def take_deny_reason(ack, body: dict, client) -> None:
         # A reason modal's submission: the press it kept, with the reason, down the one press path.
         submission = read_modal(body)
         if isinstance(submission, UnreadableEvent):
@@ -209,13 +214,14 @@ def _build_app(connection: Connection) -> AsyncApp:
                 extra={"reason": "private_metadata is not a press", "connection_id": connection_id},
             )
             return
-        await take_press(press, connection_id=connection_id, bot_token=bot_token)
+        if await may_press(connection_id, client, press):
+            await take_press(press, connection_id=connection_id, bot_token=bot_token)
 
     async def reason_modal_closed(ack, body: dict) -> None:
         await ack()  # closing the reason modal decides nothing
         logger.info("interaction.reason_modal_closed", extra={"connection_id": connection_id})
 
-    async def take_feedback_comment(ack, body: dict) -> None:
+    async def take_feedback_comment(ack, body: dict, client) -> None:
         submission = read_modal(body)
         comment = None if isinstance(submission, UnreadableEvent) else feedback.read_comment(submission)
         if isinstance(comment, str):
@@ -228,7 +234,10 @@ def _build_app(connection: Connection) -> AsyncApp:
                 extra={"reason": "not a feedback modal", "connection_id": connection_id},
             )
             return
-        await in_database_thread(feedback.add_comment, thread_sensitive=True)(comment)
+        channel_id = await in_database_thread(feedback.channel_of, thread_sensitive=True)(comment.feedback_id)
+        allowed = await may_act(connection_id, client, channel_id=channel_id or "", user_id=comment.user_id)
+        if allowed is Access.ALLOWED:
+            await in_database_thread(feedback.add_comment, thread_sensitive=True)(comment)
 
     app.view(feedback.CALLBACK_ID)(take_feedback_comment)
     app.view(deny_reasons.CALLBACK_ID)(take_deny_reason)

@@ -12,7 +12,7 @@ from bindings import directory
 from bindings.manifest import DirectMessagesSpec
 from kourier.slack.incoming import ChatMessage
 from sessions import notices
-from sessions.direct_messages import Access, access_of, take_direct_message, thread_title
+from sessions.direct_messages import Access, access_of, may_act, take_direct_message, thread_title
 from sessions.models import Session, ThreadNote, Turn
 from sessions.routing import Route
 from sessions.services import route_message, tell_expired
@@ -124,6 +124,51 @@ def test_a_refused_person_is_told_once_in_the_thread_and_nothing_is_stored(
     assert not Session.objects.exists()
     assert not Turn.objects.exists()
     assert "my secret plan" not in caplog.text
+
+
+def test_a_refused_person_is_refused_again_without_asking_slack_and_told_once_a_while(
+    async_slack_client, slack_fake, ops_group
+):
+    directory.forget()
+    binding = BindingFactory(channels=[], direct_messages={"allowed_groups": ["S0OPS"]})
+    im = slack_fake.user_opens_app(defaults.ADA)
+    directory.current()
+    slack_fake.reset_calls()
+
+    roots = [slack_fake.user_says(defaults.ADA, im, f"spam {n}", deliver="none") for n in range(5)]
+    for ts in roots:
+        message = ChatMessage(defaults.TEAM_ID, im, ts, None, defaults.ADA, "spam", False, direct=True)
+        async_to_sync(take_direct_message)(
+            binding.connection_id, message, async_slack_client, team_id=defaults.TEAM_ID, bot_user_id="U0BOT"
+        )
+
+    assert len(slack_fake.calls("usergroups.users.list")) == 1
+    told = [[m.text for m in slack_fake.thread(im, ts)[1:]] for ts in roots]
+    assert told == [[notices.DIRECT_MESSAGE_REFUSED], [], [], [], []]
+    assert not Turn.objects.exists()
+
+
+# --- Presses and forms in the conversation ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("channel", "user", "allowed"),
+    [
+        (IM, defaults.GRACE, Access.ALLOWED),  # listed
+        (IM, "U0EVE", Access.REFUSED),  # in the conversation's payload, not listed
+        ("C0000000001", "U0EVE", Access.ALLOWED),  # a channel: its own rules decide
+    ],
+)
+def test_a_press_in_a_direct_message_answers_to_the_allow_list(async_slack_client, channel, user, allowed):
+    directory.forget()
+    binding = BindingFactory(channels=[], direct_messages={"allowed_users": [defaults.GRACE]})
+    directory.current()
+
+    access = async_to_sync(may_act)(
+        binding.connection_id, async_slack_client, channel_id=channel, user_id=user
+    )
+
+    assert access is allowed
 
 
 @pytest.mark.parametrize(
