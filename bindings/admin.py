@@ -13,6 +13,7 @@ from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, QuerySet
+from django.db.models.constants import LOOKUP_SEP
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
@@ -161,6 +162,10 @@ class ConnectionAdmin(ManifestAdmin):
 
 
 SUPERUSER_ONLY_FIELDS = ("agent_url", "agent_headers")
+# URLs that may carry credentials (https://user:password@host): the pages show them masked, and no
+# search or filter in the query string (?agent_url__contains=…) reaches them, so that none answers
+# yes or no about a password the pages hide.
+URLS_WITH_CREDENTIALS = ("agent_url", "kagent_controller")
 
 
 @admin.register(Binding)
@@ -168,7 +173,7 @@ class BindingAdmin(ManifestAdmin):
     form = BindingForm
     list_display = ["name", "connection", "channel_list", "agent", "dialect", "output", "tool_approvals"]
     list_filter = ["connection", "dialect", "output", "tool_approvals"]
-    search_fields = ["name", "agent_url", "channels__channel_id"]
+    search_fields = ["name", "channels__channel_id"]
     list_select_related = ["connection"]
     readonly_fields = ["agent", "header_variables", "created_at", "updated_at"]
     fieldsets = [
@@ -227,6 +232,11 @@ class BindingAdmin(ManifestAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Binding]:
         return super().get_queryset(request).prefetch_related("channels")
+
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest | None = None) -> bool:
+        if lookup.split(LOOKUP_SEP)[0] in URLS_WITH_CREDENTIALS:
+            return False
+        return super().lookup_allowed(lookup, value, request)
 
     @admin.display(description="Channels")
     def channel_list(self, obj: Binding) -> str:

@@ -16,6 +16,7 @@ from django.utils.html import escape
 from bindings import manifest, services
 from bindings.manifest import BindingSpec, ConnectionSpec, ManifestWarning, Problem
 from bindings.models import Binding, Connection
+from kourier.credentials import MASK, kept_credentials, without_credentials
 
 CONNECTION_FIELD_PATHS = {
     "metadata.name": "name",
@@ -259,6 +260,12 @@ class ConnectionForm(ManifestForm):
         return services.check_connection(_document(manifest.Kind.CONNECTION, cleaned_data.get("name"), spec))
 
 
+# A URL whose masked credentials were kept with another host or path: the form cannot know them.
+CREDENTIALS_NOT_SHOWN = (
+    f"The credentials of this URL are not shown ({MASK}): type them again, or leave the URL as it was."
+)
+
+
 class BindingForm(ManifestForm):
     field_paths = BINDING_FIELD_PATHS
 
@@ -432,6 +439,15 @@ class BindingForm(ManifestForm):
             value = cleaned_data.get(name)
             return None if value == "" else value  # null: the validator's "omitted"
 
+        if self.instance.pk:
+            # A URL sent back as the form showed it (credentials masked) keeps the stored credentials.
+            stored = form_values(services.binding_spec(self.instance), masked=False)
+            for name in ("agent_url", "kagent_controller"):
+                cleaned_data[name] = kept_credentials(cleaned_data.get(name) or "", stored[name])
+        for name in ("agent_url", "kagent_controller"):
+            if f"://{MASK}@" in (cleaned_data.get(name) or ""):
+                self.add_error(name, CREDENTIALS_NOT_SHOWN)
+
         where: dict[str, Any] = {"channels": split_list(cleaned_data.get("channels", ""))}
         if self.instance.pk and self.instance.direct_messages is not None and not where["channels"]:
             # The admin does not edit directMessages (apply does): a Binding taking them keeps them.
@@ -509,14 +525,16 @@ def _document(kind: manifest.Kind, name: Any, spec: dict[str, Any]) -> dict[str,
     }
 
 
-def form_values(spec: BindingSpec) -> dict[str, Any]:
-    """A Binding's spec as the form shows it."""
+def form_values(spec: BindingSpec, *, masked: bool = True) -> dict[str, Any]:
+    """A Binding's spec as the form shows it (``masked``: its URLs without their credentials)."""
+    shown = without_credentials if masked else str
     return {
         "name": spec.name,
         "connection": spec.connection,
         "channels": ", ".join(spec.channels),
-        "agent_url": "" if spec.agent.kagent else spec.agent.url,
-        "kagent_controller": spec.agent.kagent.controller if spec.agent.kagent else "",
+        # Shown without their credentials (https://***@host); check() keeps the stored ones.
+        "agent_url": "" if spec.agent.kagent else shown(spec.agent.url),
+        "kagent_controller": shown(spec.agent.kagent.controller) if spec.agent.kagent else "",
         "kagent_namespace": spec.agent.kagent.namespace if spec.agent.kagent else "",
         "kagent_name": spec.agent.kagent.name if spec.agent.kagent else "",
         "dialect": spec.agent.dialect.value,

@@ -39,6 +39,7 @@ from bindings.models import (
 )
 from kourier.a2a.factory import agent_card_problem
 from kourier.a2a.kagent_agents import KagentAgentNotFound, find_kagent_agent, line_of
+from kourier.credentials import without_credentials
 from kourier.slack.clients import SlackError, call_outcome, connection_workspace, error_name
 from kourier.slack.identity import token_identity
 
@@ -313,8 +314,10 @@ def describe_agent(agent: manifest.AgentSpec) -> str:
     """How a Binding reaches its agent, for the admin and ``apply``: the kagent line and address found
     for a kagent agent by name, else the URL."""
     if agent.kagent is None:
-        return agent.url
-    return f"kagent agent {agent.kagent}: {line_of(agent.protocol_version.value)} at {agent.url} (A2A {agent.protocol_version.value})"
+        return without_credentials(agent.url)  # shown to staff and in apply's output: never a password
+    return without_credentials(
+        f"kagent agent {agent.kagent}: {line_of(agent.protocol_version.value)} at {agent.url} (A2A {agent.protocol_version.value})"
+    )
 
 
 def find_kagent_agents(validation: Validation) -> None:
@@ -425,8 +428,8 @@ def save_binding(spec: BindingSpec, binding: Binding | None = None, *, actor: st
             actor_kind=_actor_kind(actor),
             subject=f"binding:{spec.name}",
             details={
-                "url": spec.agent.url,
-                "previous_url": before.agent.url if before else None,
+                "url": without_credentials(spec.agent.url),
+                "previous_url": without_credentials(before.agent.url) if before else None,
                 "header_variables": [variable for _, variable in spec.agent.headers],
             },
         )

@@ -1,12 +1,15 @@
 """Structured logging helpers.
 
 Log calls pass identifiers as ``extra`` fields (``logger.info("turn.started", extra={"turn_id": 7})``),
-never message text, answers, tool arguments or secrets.
+never message text, answers, tool arguments or secrets. A library's lines are not ours to word:
+``CredentialsFilter`` masks the credentials of any URL in any line (httpx logs each request's URL).
 """
 
 import logging
 import re
 from collections.abc import Iterable, Mapping
+
+from .credentials import without_credentials
 
 _STANDARD_ATTRIBUTES = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
     "message",
@@ -21,6 +24,31 @@ class ExtraFieldsFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         extras = {k: v for k, v in vars(record).items() if k not in _STANDARD_ATTRIBUTES}
         record.extra_fields = " ".join(f"{k}={v}" for k, v in extras.items())
+        return True
+
+
+class CredentialsFilter(logging.Filter):
+    """Masks a URL's user and password (``https://***@host``) in a record's message, its ``extra``
+    fields and its traceback, whoever logged it: httpx logs ``HTTP Request: POST <url>`` with the
+    URL as configured, credentials included."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except (TypeError, ValueError):  # a bad format: logging reports it as it is
+            return True
+        masked = without_credentials(message)
+        if masked != message:
+            record.msg, record.args = masked, None
+        for key, value in vars(record).items():
+            if key not in _STANDARD_ATTRIBUTES and isinstance(value, str):
+                setattr(record, key, without_credentials(value))
+        if record.exc_info:
+            # Formatted here so the URL an exception names (httpx's HTTPStatusError does) is masked;
+            # both formatters print exc_text when there is no exc_info left.
+            trace = logging.Formatter().formatException(record.exc_info)
+            if without_credentials(trace) != trace:
+                record.exc_info, record.exc_text = None, without_credentials(trace)
         return True
 
 

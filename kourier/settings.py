@@ -283,6 +283,7 @@ LOGGING = {
         "text": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s %(extra_fields)s"},
     },
     "filters": {
+        "credentials": {"()": "kourier.logging.CredentialsFilter"},
         "extra_fields": {"()": "kourier.logging.ExtraFieldsFilter"},
         "quiet_sweeps": {
             "()": "kourier.logging.QuietSweepsFilter",
@@ -293,8 +294,11 @@ LOGGING = {
         "console": {
             "class": "logging.StreamHandler",
             "formatter": LOG_FORMAT,
-            # Readable lines (make serve) also leave out the sweeps that did nothing.
-            "filters": ["extra_fields", "quiet_sweeps"] if LOG_FORMAT == "text" else [],
+            # No URL's credentials in any line; readable lines (make serve) also leave out the sweeps
+            # that did nothing.
+            "filters": ["credentials", "extra_fields", "quiet_sweeps"]
+            if LOG_FORMAT == "text"
+            else ["credentials"],
         },
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kourier.credentials import without_credentials
+
 # JSON-RPC 2.0 and A2A error codes (research/kagent.md §4; the same in A2A 0.3 and 1.0).
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
@@ -40,7 +42,8 @@ class A2AError(Exception):
     outcome_unknown: bool = False
 
     def __init__(self, detail: str, *, method: str | None = None) -> None:
-        self.detail = detail
+        # Shown in the admin, apply's output and the logs: a URL in it never shows its credentials.
+        self.detail = detail = without_credentials(detail)
         self.method = method
         super().__init__(f"{method}: {detail}" if method else detail)
 

@@ -27,6 +27,7 @@ from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from kourier.a2a import codec_v03, codec_v10
 from kourier.a2a.card import parse_agent_card
 from kourier.a2a.errors import IncompatibleAgent, InvalidAgentResponse
+from kourier.credentials import without_credentials
 
 KAGENT_1_0 = "kagent 1.0"
 KAGENT_0_10 = "kagent 0.10"
@@ -39,7 +40,11 @@ LOOKUP_TIMEOUT_SECONDS = 10.0
 
 
 class KagentAgentNotFound(Exception):
-    """The agent could not be found, or what was found is not a kagent agent; the message says which."""
+    """The agent could not be found, or what was found is not a kagent agent; the message says which
+    (apply and the admin show it: the controller's URL without its credentials)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(without_credentials(message))
 
 
 @dataclass(frozen=True)

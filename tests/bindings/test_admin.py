@@ -13,7 +13,7 @@ from django.utils.formats import date_format
 
 from alerts.models import Alert
 from audit.models import AuditEvent
-from bindings import manifest
+from bindings import forms, manifest
 from bindings.models import Binding, Connection
 from kourier.slack import failures
 from kourier.slack.clients import connection_workspace
@@ -618,6 +618,93 @@ def test_no_page_renders_a_header_secret(admin_client, acme, monkeypatch):
         assert page.status_code == 200
         assert "very-secret-agent-token" not in page.content.decode()
     assert "Authorization: <code>OPS_AGENT_TOKEN</code> (set)" in pages[0].content.decode()
+
+
+AGENT_WITH_PASSWORD = "https://kourier:s3cret-pass@agents.example/ops/"
+CONTROLLER_WITH_TOKEN = "https://ghp-token-123@kagent.example/"
+
+
+@pytest.mark.parametrize("superuser", [True, False], ids=["superuser", "staff"])
+def test_no_page_shows_the_credentials_of_an_agents_url_or_a_kagent_controller(client, acme, superuser):
+    with_url = BindingFactory(name="ops", connection=acme, agent_url=AGENT_WITH_PASSWORD)
+    with_controller = BindingFactory(
+        name="k8s",
+        connection=acme,
+        agent_url="https://kagent.example/api/a2a/ops/k8s/",
+        kagent_controller=CONTROLLER_WITH_TOKEN,
+        kagent_namespace="ops",
+        kagent_name="k8s",
+    )
+    user = StaffUserFactory(permissions=["bindings.view_binding", "bindings.change_binding"])
+    user.is_superuser = superuser
+    user.save()
+    client.force_login(user)
+
+    pages = [
+        client.get(reverse("admin:bindings_binding_changelist")),
+        client.get(reverse("admin:bindings_binding_change", args=[with_url.pk])),
+        client.get(reverse("admin:bindings_binding_change", args=[with_controller.pk])),
+    ]
+
+    for page in pages:
+        assert page.status_code == 200
+        assert "s3cret-pass" not in page.content.decode()
+        assert "ghp-token-123" not in page.content.decode()
+    assert "https://***@agents.example/ops/" in pages[1].content.decode()
+    assert "https://***@kagent.example/" in pages[2].content.decode()
+
+
+@pytest.mark.parametrize(
+    "lookup", ["agent_url__contains=s3cret", "agent_url__startswith=https://kourier:s", "kagent_controller=x"]
+)
+def test_no_filter_answers_about_a_urls_credentials(admin_client, acme, lookup):
+    BindingFactory(name="ops", connection=acme, agent_url=AGENT_WITH_PASSWORD)
+
+    response = admin_client.get(reverse("admin:bindings_binding_changelist") + "?" + lookup)
+
+    assert response.status_code == 400
+
+
+def test_no_search_finds_a_binding_by_its_urls_credentials(admin_client, acme):
+    BindingFactory(name="ops", connection=acme, agent_url=AGENT_WITH_PASSWORD)
+
+    response = admin_client.get(reverse("admin:bindings_binding_changelist") + "?q=s3cret")
+
+    assert response.context["cl"].result_count == 0
+
+
+def test_a_url_saved_as_the_form_shows_it_keeps_its_credentials_and_the_audit_shows_none(admin_client, acme):
+    existing = BindingFactory(
+        name="ops", connection=acme, channels=["C0123456789"], agent_url=AGENT_WITH_PASSWORD
+    )
+
+    unchanged = admin_client.post(
+        reverse("admin:bindings_binding_change", args=[existing.pk]),
+        binding_form(agent_url="https://***@agents.example/ops/", output="final"),
+    )
+    elsewhere = admin_client.post(
+        reverse("admin:bindings_binding_change", args=[existing.pk]),
+        binding_form(agent_url="https://***@elsewhere.example/"),
+    )
+    existing.refresh_from_db()
+    assert (existing.agent_url, existing.output) == (AGENT_WITH_PASSWORD, "final")
+    moved_at = timezone.now()
+    moved = admin_client.post(
+        reverse("admin:bindings_binding_change", args=[existing.pk]),
+        binding_form(agent_url="https://kourier:n3w-pass@elsewhere.example/"),
+    )
+
+    assert unchanged.status_code == 302
+    assert forms.CREDENTIALS_NOT_SHOWN in form_errors(elsewhere)
+    assert not AuditEvent.objects.filter(action="binding.agent_changed", at__lt=moved_at).exists()
+    assert moved.status_code == 302
+    existing.refresh_from_db()
+    assert existing.agent_url == "https://kourier:n3w-pass@elsewhere.example/"
+    [event] = AuditEvent.objects.filter(action="binding.agent_changed")
+    assert (event.details["url"], event.details["previous_url"]) == (
+        "https://***@elsewhere.example/",
+        "https://***@agents.example/ops/",
+    )
 
 
 # --- A Binding's live page ---------------------------------------------------------------------------
