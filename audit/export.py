@@ -1,11 +1,19 @@
 """The audit as CSV: the rows a filtered list shows, with the columns its detail pages show, and each
-row's place in the hash chain (``previous_hash``, ``hash``), so that an export can be checked too."""
+row's place in the hash chain (``previous_hash``, ``hash``), so that an export can be checked too.
+
+A spreadsheet reads a cell that begins with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return as a
+formula, and a row's text is partly others' (a Slack user's, a tool's name): such a cell is written
+with a ``'`` before it, as OWASP's CSV injection guidance says. So that an export can still be checked
+against its hashes, the quote is added to every cell that begins with quotes and then one of those,
+and ``read_cell`` takes exactly one away.
+"""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+import re
 from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import datetime
 from itertools import islice
@@ -21,6 +29,8 @@ COLUMNS = [
     "previous_hash", "hash",
 ]  # fmt: skip
 BATCH_ROWS = 1000
+# A cell a spreadsheet would run, after any quotes already there.
+_FORMULA = re.compile(r"'*[=+\-@\t\r]")
 
 
 def csv_text(rows: Iterable[Sequence[Any]]) -> str:
@@ -33,8 +43,15 @@ def _cell(value: Any) -> Any:
     if isinstance(value, datetime):
         return value.isoformat()
     if isinstance(value, dict | list):
-        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+        value = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    if isinstance(value, str) and _FORMULA.match(value):
+        return "'" + value
     return value
+
+
+def read_cell(cell: str) -> str:
+    """A text cell of the export as the row holds it: the quote added before a formula taken away."""
+    return cell[1:] if cell.startswith("'") and _FORMULA.match(cell) else cell
 
 
 async def stream_csv(rows: QuerySet[AuditEvent]) -> AsyncIterator[str]:

@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from audit import chain
+from audit.export import read_cell
 from audit.services import record
 from interactions.models import Interaction
 from tests.factories import StaffUserFactory, TurnFactory
@@ -166,6 +167,36 @@ def test_an_export_is_checkable_on_its_own_each_row_chained_to_the_one_before(ad
         assert chain.digest(previous_hash, content) == row["hash"]
         previous_hash = row["hash"]
     assert len(exported) == 2
+
+
+# What a spreadsheet would run, at the start of a cell (OWASP's CSV injection list), and quotes before it.
+FORMULAS = ['=HYPERLINK("http://x")', "+1+1", "-2+3", "@SUM(A1)", "\tcmd", "\rcmd", "'=already quoted"]
+
+
+@pytest.mark.parametrize("formula", FORMULAS)
+def test_a_cell_a_spreadsheet_would_run_is_exported_quoted_and_still_checks(admin_client, formula):
+    record("interaction.decided", binding_name="ops", actor_id=formula, subject=formula, policy=formula)
+
+    [row] = export(admin_client)
+
+    for column in ("actor_id", "subject", "policy"):
+        assert row[column] == "'" + formula
+        assert read_cell(row[column]) == formula
+    content = {
+        **{column: read_cell(value) for column, value in row.items()},
+        "at": datetime.fromisoformat(row["at"]),
+        "details": json.loads(row["details"]),
+    }
+    assert chain.digest(row["previous_hash"], content) == row["hash"]
+
+
+@pytest.mark.parametrize("kept", ["U0ADA", "'quoted", "a=b", "", "interaction 12"])
+def test_any_other_cell_is_exported_as_it_is(admin_client, kept):
+    record("interaction.decided", binding_name="ops", actor_id="U0ADA", subject=kept)
+
+    [row] = export(admin_client)
+
+    assert row["subject"] == read_cell(row["subject"]) == kept
 
 
 def test_the_list_offers_the_export_with_its_filters_but_not_its_page(admin_client, rows):

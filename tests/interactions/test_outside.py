@@ -191,6 +191,18 @@ class TestTheCommand:
             f"add_numbers, check_status\t{interaction.deadline:%Y-%m-%d %H:%M:%S} UTC",
         ]
 
+    def test_a_tools_name_cannot_act_on_the_terminal(self, ada):
+        interaction = opened("\x1b]0;pwned\x07add", "\x1b[2Jwipe\rcheck")
+        out = StringIO()
+
+        call_command("interactions", "list", "--pending", stdout=out)
+        with pytest.raises(CommandError) as refused:
+            call_command("interactions", "decide", str(interaction.pk), "--deny", "nope", "--as", "ada")
+
+        for printed in (out.getvalue(), str(refused.value)):
+            assert not set(printed) & {"\x1b", "\x07", "\r"}
+            assert "\\x1b]0;pwned\\x07add" in printed
+
     def test_decide_approves_and_denies_as_the_user(self, ada):
         interaction = opened()
         out = StringIO()

@@ -7,6 +7,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from interactions import outside
+from kourier.terminal import printable
 
 
 class Command(BaseCommand):
@@ -43,9 +44,11 @@ class Command(BaseCommand):
             return
         self.stdout.write("ID\tBINDING\tTHREAD\tTOOLS\tDEADLINE")
         for one in pending:
-            thread = f"{one.channel_id}/{one.thread_ts}"
+            # A tool's name is the agent's: printable, so that it cannot act on the terminal.
+            thread = printable(f"{one.channel_id}/{one.thread_ts}")
+            tools = printable(", ".join(one.tools))
             self.stdout.write(
-                f"{one.id}\t{one.binding}\t{thread}\t{', '.join(one.tools)}\t{one.deadline:%Y-%m-%d %H:%M:%S} UTC"
+                f"{one.id}\t{printable(one.binding)}\t{thread}\t{tools}\t{one.deadline:%Y-%m-%d %H:%M:%S} UTC"
             )
 
     def _decide(self, *, id: int, username: str, approve, deny, approve_all, deny_all, **_) -> None:
@@ -62,6 +65,6 @@ class Command(BaseCommand):
                 approve_all=approve_all,
                 deny_all=deny_all,
             )
-        except outside.NotDecided as exc:
-            raise CommandError(str(exc)) from exc
+        except outside.NotDecided as exc:  # it may name the agent's tools
+            raise CommandError(printable(str(exc))) from exc
         self.stdout.write(f"Interaction {id} decided as {username}; the agent is sent the decision.")
