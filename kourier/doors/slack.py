@@ -68,8 +68,10 @@ class SlackEvents(BoundedPost):
         try:
             connection = signed_by(await directory.acurrent(), name, body, headers)
         except MissingSecret as exc:
-            await self._misconfigured(name, exc)
-            return
+            # The operator's to fix, and said to them in the log; the request gets the answer an unknown
+            # name gets, so that no one outside learns which names are Connections.
+            logger.error("slack.connection_misconfigured", extra={"connection": name, "detail": str(exc)})
+            connection = None
         if connection is None:
             # Unknown path, or a signature no Connection made: the same answer, so nothing is revealed.
             logger.warning("slack.request_refused", extra={"reason": "no connection verifies it"})
@@ -107,8 +109,8 @@ def signed_by(
 ) -> Connection | None:
     """The Connection that signed the request: the one named in the path, else any whose secret verifies it.
 
-    A named Connection whose signing secret is not set raises MissingSecret: that is a server's
-    misconfiguration, not a request to refuse.
+    A named Connection whose signing secret is not set raises MissingSecret: the server's
+    misconfiguration, logged for the operator; the request is refused as an unknown name's is.
     """
     if name is not None:
         named = connections.by_name.get(name)

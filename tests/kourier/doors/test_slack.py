@@ -110,10 +110,18 @@ async def test_an_unknown_connection_gets_the_answer_a_forged_signature_gets(acm
     assert (unknown[0], json.loads(unknown[2])) == (401, {"error": "invalid request"})
 
 
-async def test_a_connection_whose_secret_is_not_set_is_a_server_problem(acme, monkeypatch):
+async def test_a_connection_whose_secret_is_not_set_answers_as_an_unknown_name_and_tells_the_operator(
+    acme, monkeypatch, caplog
+):
     monkeypatch.delenv("INGRESS_SIGNING_SECRET")
-    status, _, body = await request("/slack/events/acme", URL_VERIFICATION, headers=signed(URL_VERIFICATION))
-    assert (status, json.loads(body)) == (503, {"error": "connection is not configured"})
+
+    secretless = await request("/slack/events/acme", URL_VERIFICATION, headers=signed(URL_VERIFICATION))
+    unknown = await request("/slack/events/nobody", URL_VERIFICATION, headers=signed(URL_VERIFICATION))
+
+    assert secretless == unknown
+    assert (secretless[0], json.loads(secretless[2])) == (401, {"error": "invalid request"})
+    [misconfigured] = [r for r in caplog.records if r.message == "slack.connection_misconfigured"]
+    assert (misconfigured.levelname, misconfigured.connection) == ("ERROR", "acme")
 
 
 @pytest.mark.parametrize("path", ["/slack/events", "/slack/events/acme"])
