@@ -11,18 +11,23 @@ Where kagent puts them (research/kagent.md; kagent's source):
   ``_turn_usage.TurnUsage.stamp``); the last call's ``kagent.dev/a2a/usage`` is ignored, the total
   says it all.
 
-A count that is not a whole number of tokens (a string, a negative, a bool) is not usage: it is
-skipped, and the turn goes on as for an agent that reports none.
+A count that is not a whole number of tokens (a string, a negative, a bool, NaN, an infinity, more
+than ``MAX_TOKEN_COUNT``) is not usage: it is skipped, and the turn goes on as for an agent that
+reports none.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 PER_CALL_KEYS = ("kagent_usage_metadata", "adk_usage_metadata")
 TASK_TOTAL_KEY = "https://kagent.dev/extensions/usage/v1"
+# More tokens than any model call or task spends by far: a larger count is not one (1e300 would pass
+# every other check and overflow the turn's column, or spend a channel's budget at once).
+MAX_TOKEN_COUNT = 10**12
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,7 @@ def _tokens(value: Any) -> int | None:
         return 0
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    if value < 0 or value != int(value):
+    # NaN and the infinities first: int() of them raises, and NaN is neither below 0 nor above the cap.
+    if not math.isfinite(value) or not 0 <= value <= MAX_TOKEN_COUNT or value != int(value):
         return None
     return int(value)

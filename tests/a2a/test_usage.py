@@ -5,7 +5,7 @@ golden transcripts), kagent 1.0's task total, and usage of the wrong type ignore
 import pytest
 
 from kourier.a2a.dialects import kagent
-from kourier.a2a.usage import TokenCount, per_call_usage, task_total_usage
+from kourier.a2a.usage import MAX_TOKEN_COUNT, TokenCount, per_call_usage, task_total_usage
 from kourier.a2a.wire import Message, Role, StatusUpdate, TaskState, TextPart
 from tests.a2a.transcripts import GO, V010, exchanges, wire_events
 
@@ -30,6 +30,13 @@ def test_kagent_1_0s_usage_extension_is_the_task_total():
         pytest.param({"promptTokenCount": -1, "candidatesTokenCount": 5}, id="negative"),
         pytest.param({"promptTokenCount": 1.5, "candidatesTokenCount": 5}, id="a fraction"),
         pytest.param({"promptTokenCount": True, "candidatesTokenCount": 5}, id="a boolean"),
+        pytest.param({"promptTokenCount": float("nan"), "candidatesTokenCount": 5}, id="NaN"),
+        pytest.param({"promptTokenCount": float("inf"), "candidatesTokenCount": 5}, id="infinity"),
+        pytest.param({"promptTokenCount": 5, "candidatesTokenCount": float("-inf")}, id="minus infinity"),
+        pytest.param({"promptTokenCount": 1e300, "candidatesTokenCount": 5}, id="past any count"),
+        pytest.param({"promptTokenCount": MAX_TOKEN_COUNT + 1, "candidatesTokenCount": 5}, id="past the cap"),
+        pytest.param({"promptTokenCount": None, "candidatesTokenCount": "NaN"}, id="a string NaN"),
+        pytest.param({"promptTokenCount": [1], "candidatesTokenCount": {"n": 1}}, id="a list and an object"),
         pytest.param({"promptTokenCount": 0}, id="nothing counted"),
         pytest.param("lots", id="not a mapping"),
     ],
