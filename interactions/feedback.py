@@ -6,7 +6,8 @@ constraint; a second press of the other thumb changes it, of the same one change
 without text, counted by Binding and verdict. Thumbs down also opens a modal for an optional comment
 and an issue type (kagent's); the comment is redacted and kept, never audited. For a kagent agent
 named by its controller (``spec.agent.kagent``), each recorded change is sent to the controller's
-feedback API after commit (tasks.send_feedback, a version sent once: safe to run twice).
+feedback API after commit (tasks.send_feedback, a version sent once: safe to run twice), naming the
+person only as the Binding's ``userIdentity`` lets turns name them (sessions/identity.sent_as).
 
 A press on an answer that is gone (its session deleted), or on a Binding without feedback, is a log
 line and nothing stored.
@@ -16,14 +17,17 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from asgiref.sync import async_to_sync
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from audit.services import record
+from bindings.manifest import UserIdentity
+from bindings.models import Connection, MissingSecret
 from kourier import metrics
 from kourier.a2a.kagent_feedback import FeedbackNotSent, post_feedback
 from kourier.db import in_database_thread
@@ -33,6 +37,8 @@ from kourier.slack.blocks import FEEDBACK_UP_ACTION
 from kourier.slack.clients import SlackError, async_web_client, connection_workspace, error_name
 from kourier.slack.incoming import ModalSubmission, SubmitPress, input_text, selected_value
 from kourier.slack.modals import open_modal
+from kourier.slack.people import person_email
+from sessions.identity import sent_as
 from sessions.models import Turn
 
 from .models import Feedback
@@ -238,14 +244,19 @@ def add_comment(comment: Comment) -> bool:
 @dataclass(frozen=True)
 class ToSend:
     controller: str
-    user_id: str
+    user_id: str  # the person's Slack ID, as the feedback was recorded
     body: dict[str, Any]
+    user_identity: UserIdentity = UserIdentity.NONE  # the Binding's: what the person is sent as
+    # For their email (users.info), when that is what is sent; "" when the token is not set.
+    connection_id: int = 0
+    team_id: str = ""
+    bot_token: str = field(default="", repr=False)
 
 
 def to_send(feedback_id: int, version: int) -> ToSend | None:
     """What to send kagent for this version of a feedback; None when it is sent, superseded or gone."""
     feedback = (
-        Feedback.objects.select_related("turn__session__binding")
+        Feedback.objects.select_related("turn__session__binding", "turn__connection")
         .filter(pk=feedback_id, version=version, sent_version__lt=version)
         .first()
     )
@@ -260,7 +271,37 @@ def to_send(feedback_id: int, version: int) -> ToSend | None:
     }
     if feedback.issue_type:
         body["issue_type"] = feedback.issue_type
-    return ToSend(binding.kagent_controller, feedback.user_id, body)
+    identity = UserIdentity(binding.user_identity)
+    connection = feedback.turn.connection
+    return ToSend(
+        binding.kagent_controller,
+        feedback.user_id,
+        body,
+        user_identity=identity,
+        connection_id=connection.pk,
+        team_id=connection.team_id,
+        bot_token=_bot_token(connection) if identity is UserIdentity.EMAIL else "",
+    )
+
+
+def _bot_token(connection: Connection) -> str:
+    try:
+        return connection.bot_token()
+    except MissingSecret:  # no email then: the Slack ID, as a turn sends when Slack shows none
+        return ""
+
+
+async def sent_user(sending: ToSend) -> str | None:
+    """Who the feedback names to kagent: as the Binding's turns name the person (none, the Slack ID,
+    or the email, the Slack ID when Slack shows none), so that it names no one they do not."""
+
+    async def email_of(user_id: str) -> str | None:
+        if not sending.bot_token:
+            return None
+        slack = async_web_client(sending.bot_token, workspace=connection_workspace(sending.connection_id))
+        return await person_email(slack, sending.team_id, user_id)
+
+    return await sent_as(sending.user_identity, sending.user_id, email_of)
 
 
 def _feedback_text(feedback: Feedback) -> str:
@@ -281,7 +322,7 @@ def send(feedback_id: int, version: int) -> str:
     if sending is None:
         return "nothing"
     try:
-        post_feedback(sending.controller, sending.user_id, sending.body)
+        post_feedback(sending.controller, async_to_sync(sent_user)(sending), sending.body)
     except FeedbackNotSent as exc:
         logger.warning(
             "feedback.not_sent",

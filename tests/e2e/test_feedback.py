@@ -34,6 +34,7 @@ def test_thumbs_are_recorded_once_per_person_a_comment_taken_and_sent_to_kagent(
         kagent_controller=kagent_controller.url,
         kagent_namespace="ops",
         kagent_name="k8s-agent",
+        user_identity="slack-user-id",  # turns and feedback name the person by their Slack ID
     )
     ts = world.mention("how are the pods?")
     [reply] = wait_for_reply_count(world, ts, 1)

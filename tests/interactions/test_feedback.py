@@ -28,9 +28,12 @@ REPLY_TS = "1700000300.000200"
 SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 
 
-def an_answer(*, feedback_on: bool = True, controller: str = ""):
+def an_answer(*, feedback_on: bool = True, controller: str = "", user_identity: str = "slack-user-id"):
     binding = BindingFactory(
-        channels=[defaults.CHANNEL_ID], feedback=feedback_on, kagent_controller=controller
+        channels=[defaults.CHANNEL_ID],
+        feedback=feedback_on,
+        kagent_controller=controller,
+        user_identity=user_identity,
     )
     return TurnFactory(
         session__binding=binding,
@@ -197,6 +200,33 @@ class TestSendingToKagent:
         recorded = thumbs(turn, True)
         assert feedback.send(recorded.feedback_id, recorded.version) == "sent"
         assert kagent_controller.feedback[0][1]["feedback_text"] == "Thumbs up in Slack. (A2A task task-9)"
+
+    @pytest.mark.parametrize(
+        ("user_identity", "sent_as"),
+        [("none", ""), ("slack-user-id", defaults.ADA), ("email", defaults.ADA_EMAIL)],
+    )
+    def test_the_person_is_named_only_as_the_bindings_turns_name_them(
+        self, kagent_controller, slack_fake, settings, monkeypatch, user_identity, sent_as
+    ):
+        settings.SLACK_API_URL = slack_fake.url
+        monkeypatch.setenv("SLACK_BOT_TOKEN", slack_fake.bot_token)
+        turn = an_answer(controller=kagent_controller.url, user_identity=user_identity)
+        recorded = thumbs(turn, True)
+
+        assert feedback.send(recorded.feedback_id, recorded.version) == "sent"
+
+        assert [user for user, _ in kagent_controller.feedback] == [sent_as]
+
+    def test_with_email_and_no_bot_token_the_slack_id_is_sent_as_turns_send_it(
+        self, kagent_controller, monkeypatch
+    ):
+        monkeypatch.delenv("SLACK_BOT_TOKEN", raising=False)
+        turn = an_answer(controller=kagent_controller.url, user_identity="email")
+        recorded = thumbs(turn, True)
+
+        assert feedback.send(recorded.feedback_id, recorded.version) == "sent"
+
+        assert [user for user, _ in kagent_controller.feedback] == [defaults.ADA]
 
     def test_a_controller_that_fails_is_tried_again_and_one_that_refuses_is_not(self, kagent_controller):
         turn = an_answer(controller=kagent_controller.url)
