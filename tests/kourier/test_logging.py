@@ -3,6 +3,7 @@ line shows a URL's credentials, whoever logs it."""
 
 import io
 import logging
+from typing import cast
 
 import httpx
 import pytest
@@ -79,7 +80,8 @@ def log_line(request):
 
 
 def test_the_console_handler_masks_credentials_first():
-    assert settings.LOGGING["handlers"]["console"]["filters"][0] == "credentials"
+    handlers = cast(dict[str, dict[str, list[str]]], settings.LOGGING["handlers"])
+    assert handlers["console"]["filters"][0] == "credentials"
 
 
 def test_httpx_logs_a_request_without_its_urls_credentials(log_line):

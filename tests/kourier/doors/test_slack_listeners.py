@@ -5,9 +5,11 @@ import asyncio
 import json
 import time
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlencode
 
 import pytest
+from django.db.models import QuerySet
 from slack_sdk.errors import SlackApiError
 
 from bindings import directory
@@ -186,6 +188,7 @@ async def test_a_press_or_a_form_in_a_direct_message_is_taken_only_from_a_person
     slack_fake, conversation, what
 ):
     turn_id, interaction_id = conversation.turn_id, conversation.interaction_id
+    taken: QuerySet[Any]
     if what == "thumbs":
         payload = block_actions(
             slack_fake, conversation, conversation.answer_ts, FEEDBACK_UP_ACTION, str(turn_id)
