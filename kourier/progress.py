@@ -43,7 +43,7 @@ Fixed choices where the spec is silent (the report and tests pin them):
   latest 20 cards.
 - Display limits: a call is shown as ``name(key="value", …)`` at most ``CALL_DISPLAY_LIMIT`` (200)
   characters, so every title and line stays under the 256 characters third parties report for a Slack
-  task card's title (UNVERIFIED, research/slack.md §1.2). A chat thread's stream shows every card.
+  task card's title (UNVERIFIED, docs/slack-platform.md §1.2). A chat thread's stream shows every card.
 - A tool card's title is the call (``name(arguments)``); ``No result was reported.`` and the activity
   card's ``Took …`` are the card's ``output``. The activity card keeps its ``Took …`` under ``Waiting
   for your answer`` and ``Stopped`` too.
@@ -57,7 +57,7 @@ Fixed choices where the spec is silent (the report and tests pin them):
 - An alert thread's turn that never posted and ends with nothing to show writes nothing in any mode
   (as the spec says of steps); a chat thread's gets one write, ``(no output)``.
 - A chat thread's stream shows every card (the 20-card limit is the alert thread's); a stream holds
-  about 50 task cards (UNVERIFIED, research/slack.md §1.2), which the Slack side must handle.
+  about 50 task cards (UNVERIFIED, docs/slack-platform.md §1.2), which the Slack side must handle.
 
 Restarts: ``view()`` is the whole view at any moment, for rewriting a message with ``chat.update``
 (a chat thread's replacement keeps its cards before the text).
@@ -89,7 +89,7 @@ WORKING_DELAY = 3.0  # seconds; the spec: "The 3 second delay is not configurabl
 ALERT_CARD_LIMIT = 20  # an alert thread shows the latest 20 cards
 CALL_DISPLAY_LIMIT = 200  # characters of name(arguments) in a title or line
 TITLE_LIMIT = 256  # Slack task card title (UNVERIFIED); every title here stays under it
-DEFAULT_THROTTLE = 1.0  # seconds; about one chat.update a second per message (research/slack.md §1.5)
+DEFAULT_THROTTLE = 1.0  # seconds; about one chat.update a second per message (docs/slack-platform.md §1.5)
 
 
 class ProgressMode(enum.StrEnum):

@@ -1,7 +1,7 @@
 """Slack Web API clients. Every client in the product is made here, so all of them use SLACK_API_URL
 and the same rules for Slack's faults.
 
-Budgets. Slack limits calls per app, workspace and method (research/slack.md §4.7). A client has a
+Budgets. Slack limits calls per app, workspace and method (docs/slack-platform.md §4.7). A client has a
 ``workspace`` key: the caller's (a Connection's team or id), or else the bot token's digest, since
 one bot token is one app in one workspace. When Slack answers 429 for a (workspace, method), "blocked
 until now + Retry-After" goes into Redis (the Django cache), so every worker's calls of that method
@@ -90,7 +90,7 @@ SERVER_ERRORS = frozenset({"fatal_error", "internal_error", "service_unavailable
 SERVER_ERROR_STATUSES = range(500, 505)
 BUDGET_KEY_PREFIX = "slack-blocked"
 PACE_KEY_PREFIX = "slack-paced"
-# The methods a reply calls many times, paced per workspace below their tier (research/slack.md §4.7:
+# The methods a reply calls many times, paced per workspace below their tier (docs/slack-platform.md §4.7:
 # chat.appendStream Tier 4, chat.update Tier 3), so many live replies in one workspace share the budget
 # instead of drawing 429s: a paced call waits for the next window, and meanwhile its reply coalesces.
 PACED_CALLS_PER_MINUTE = {"chat.appendStream": 100, "chat.update": 50}

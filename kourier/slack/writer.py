@@ -28,7 +28,7 @@ A view with neither line nor cards is plain ``markdown_text``. With blocks, ``te
 fallback (Slack's ``chat.update`` takes at most 4,000 characters of it; the text itself is in the
 markdown block). A message shows at most ``MESSAGE_CARD_LIMIT`` cards, the latest, under a line that
 counts the rest (progress already keeps an alert thread's to 20); a stream takes at most
-``STREAM_CARD_LIMIT`` cards (about 50 fit in one streamed message, research/slack.md §1.2,
+``STREAM_CARD_LIMIT`` cards (about 50 fit in one streamed message, docs/slack-platform.md §1.2,
 UNVERIFIED), leaves later new cards out, and is rewritten at its end to show the latest. Text past
 12,000 characters goes on in messages of its own at the end.
 

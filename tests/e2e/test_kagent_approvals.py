@@ -57,7 +57,7 @@ CALLS = [
 
 
 def rejected(reason: str) -> dict:
-    """What kagent's approval callback hands the model for a denied call (research/kagent.md §2)."""
+    """What kagent's approval callback hands the model for a denied call (docs/kagent-dialect.md §2)."""
     return {"result": f"Tool call was rejected by user. Reason: {reason}"}
 
 
