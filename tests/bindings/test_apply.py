@@ -11,6 +11,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from bindings import manifest, services
+from bindings.manifest import audited_rules
 from bindings.models import Binding, BindingChannel, Connection
 from tests.factories import BindingFactory, ConnectionFactory
 
@@ -530,7 +531,9 @@ def test_a_change_that_leaves_the_approval_rules_alone_audits_no_rule():
 
 def test_a_rule_is_audited_once_its_name_is_listed(monkeypatch):
     services.apply_manifests(as_yaml(CONNECTION, binding()))
-    monkeypatch.setattr(manifest, "APPROVAL_RULE_FIELDS", (*manifest.APPROVAL_RULE_FIELDS, "askUser"))
+    monkeypatch.setattr(
+        audited_rules, "APPROVAL_RULE_FIELDS", (*audited_rules.APPROVAL_RULE_FIELDS, "askUser")
+    )
 
     services.apply_manifests(as_yaml(CONNECTION, binding(**{"interactions.askUser": True})))
 
@@ -542,7 +545,7 @@ def test_a_rule_the_manifest_leaves_out_when_unset_is_audited_to_and_from_none(m
         timeout = manifest.format_duration(spec.interactions.timeout)
         return {"remindBefore": "10m"} if timeout == "2h" else {}
 
-    monkeypatch.setattr(manifest, "approval_rules", rules)
+    monkeypatch.setattr(audited_rules, "approval_rules", rules)
     services.apply_manifests(as_yaml(CONNECTION, binding()))
     services.apply_manifests(as_yaml(CONNECTION, binding(**{"interactions.timeout": "2h"})))
     services.apply_manifests(as_yaml(CONNECTION, binding()))

@@ -16,6 +16,7 @@ from bindings.manifest import (
     InteractionsSpec,
     SessionSpec,
 )
+from bindings.manifest.checker import show
 
 from .manifests import CONNECTION, EXAMPLE, MINIMAL_BINDING, binding, documents, errors_of, varied
 
@@ -883,7 +884,7 @@ def test_changed_fields_are_named_by_their_manifest_paths():
 def test_a_daily_token_budget_must_be_a_whole_number_of_tokens(tokens):
     assert errors_of(binding(**{"budget.dailyTokensPerChannel": tokens})) == [
         f'Binding "ops": spec.budget.dailyTokensPerChannel: must be a whole number of tokens from 1 to '
-        f"1000000000000 (got {manifest._show(tokens)})"
+        f"1000000000000 (got {show(tokens)})"
     ]
 
 
