@@ -114,7 +114,7 @@ from kourier.progress import (
 )
 
 from .blocks import line_block, markdown_chunk, task_card_block, task_update_chunk
-from .clients import SlackOutcomeUnknown, error_name
+from .faults import SlackOutcomeUnknown, error_name
 from .mrkdwn import neutralize
 from .outbox import Outbox, PostKind, intend_reply, part_key, part_metadata, post_once, reply_metadata
 from .status import AssistantStatus
