@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+import yaml
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
@@ -15,7 +16,7 @@ from bindings.manifest import audited_rules
 from bindings.models import Binding, BindingChannel, Connection
 from tests.factories import BindingFactory, ConnectionFactory
 
-from .manifests import CONNECTION, EXAMPLE, MINIMAL_BINDING, as_yaml, binding, varied
+from .manifests import CONNECTION, EXAMPLE, MINIMAL_BINDING, as_yaml, binding, every_field, varied
 
 pytestmark = pytest.mark.django_db
 
@@ -243,6 +244,25 @@ def test_exported_manifests_apply_back_unchanged_and_export_the_same_text():
     ]
     assert snapshot() == before
     assert services.export_manifests() == exported
+
+
+def test_every_field_applied_is_exported_as_written_and_applies_back_unchanged(kagent_controller, a2a_agent):
+    kagent_controller.add("1.0", "ops", "k8s-agent", a2a_agent.url)
+    written = every_field(agent_url=a2a_agent.url, controller=kagent_controller.url)
+    assert services.apply_manifests(as_yaml(*written)).ok
+
+    exported = services.export_manifests()
+
+    def by_name(documents):
+        return {(document["kind"], document["metadata"]["name"]): document for document in documents}
+
+    assert by_name(yaml.safe_load_all(exported)) == by_name(written)
+    again = services.apply_manifests(exported)
+    assert [(applied.name, applied.action) for applied in again.resources] == [
+        ("acme", services.Action.UNCHANGED),
+        ("desk", services.Action.UNCHANGED),
+        ("ops", services.Action.UNCHANGED),
+    ]
 
 
 def test_an_empty_database_exports_nothing():
