@@ -287,7 +287,7 @@ class Usage:
 
 class SlackRetries:
     """Slack's retries of an event the app did not ack within 3 s: at once, after 1 and 5 minutes
-    (research/slack.md); the fake records failed deliveries but leaves retrying to its caller."""
+    (docs/slack-platform.md §4.2); the fake records failed deliveries but leaves retrying to its caller."""
 
     DELAYS = (0.0, 60.0, 300.0)
 

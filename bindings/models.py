@@ -97,7 +97,7 @@ class Connection(models.Model):
 class Binding(models.Model):
     """One configured bridge: channels of a Connection → one agent endpoint, and how threads behave.
 
-    The fields mirror the manifest's ``spec`` (bindings/manifest.py has the defaults and the rules).
+    The fields mirror the manifest's ``spec`` (bindings/manifest/ has the defaults and the rules).
     ``agent_headers`` maps a header name to the name of the environment variable holding its value:
     the Binding's service identity toward the agent.
     """

@@ -20,7 +20,7 @@ from typing import Any, TypeAlias
 
 HITL_EXTENSION = "https://kagent.dev/extensions/hitl/v1"
 ALERT_PREFIX = "Slack: alert:"
-# kagent's denial result starts so (research/kagent.md §2); a client shows it as a failed call.
+# kagent's denial result starts so (docs/kagent-dialect.md §2); a client shows it as a failed call.
 DENIAL_PREFIX = "Tool call was rejected by user."
 ASK_USER_TOOL = "ask_user"
 ASK_USER_CALL_ID = "call_ask_user"

@@ -1,5 +1,5 @@
 """The demo agent's server: a2a-sdk's request handler and task store, with an executor that plays
-``script``'s steps in kagent 1.0's shapes (research/kagent.md, captures_v1alpha):
+``script``'s steps in kagent 1.0's shapes (docs/kagent-dialect.md, tests/a2a/data/kagent_v1alpha):
 
 - text streams as chunks of one artifact per model turn, then the whole turn (text and tool calls)
   again as a ``lastChunk`` that replaces it, then a working status with an empty message;

@@ -104,7 +104,7 @@ def count(key: str, ttl: int) -> int:
 def get_and_count(get_key: str, count_key: str, ttl: int) -> tuple[Any, int]:
     """``cache.get(get_key)`` and ``count(count_key, ttl)``, in one round trip to Redis (a pipeline:
     the counter made with its lifetime unless it exists, then INCR) instead of three or four: a Slack
-    call of a paced method asks both every time (kourier/slack/clients.py, docs/performance.md)."""
+    call of a paced method asks both every time (kourier/slack/budgets.py, docs/performance.md)."""
     redis_cache = backend()
     if not isinstance(redis_cache, RedisCache):  # another backend (none is configured): one call each
         return redis_cache.get(get_key), count(count_key, ttl)

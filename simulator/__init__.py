@@ -3,7 +3,7 @@
 One Slack for two uses: the tests' fake of Slack (the ``slack_fake`` fixture in
 tests/fakes/slack_fixtures.py) and the local workspace `make serve` offers when no Slack app is
 configured. Start with ``SlackFake`` (fake.py). Behaviour follows Slack's documented Web API and
-limits, summed up in docs/slack-fake.md; see the module docstrings for what each part enforces.
+limits, summed up in docs/slack-platform.md; see the module docstrings for what each part enforces.
 
 It is Slack, the other side of the wire: it imports nothing of the product, and no product process
 imports it (the web processes serve its page from kourier/simulator_page.py and speak to it over HTTP).

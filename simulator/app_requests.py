@@ -87,7 +87,8 @@ class AppRequests:
         actions: list[dict[str, Any]],
         values: dict[str, Any],
     ) -> Outgoing:
-        """A form body with one ``payload`` field, as Slack sends interactivity (research/slack.md §4.3)."""
+        """A form body with one ``payload`` field, as Slack sends interactivity (docs/slack-platform.md
+        §4.3)."""
         workspace = self._state.workspace(source.channel.team_id)
         response_url = interactivity.register_response_url(self._state, workspace, source, person)
         payload = interactivity.block_actions_payload(

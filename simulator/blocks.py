@@ -2,8 +2,8 @@
 
 Each ``*_problems`` function returns what Slack would complain about, one string per problem in the
 shape Slack puts in an ``invalid_blocks`` answer (``"<what is wrong> [json-pointer:/blocks/0/text]"``).
-An empty list means Slack accepts the payload. Limits come from research/slack.md §3 and slack_sdk's
-model validators; limits the research marks UNVERIFIED are deliberately not enforced.
+An empty list means Slack accepts the payload. Limits come from docs/slack-platform.md §3 and slack_sdk's
+model validators; limits that page marks UNVERIFIED are deliberately not enforced.
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def block_problems(
 
 
 def chunk_problems(chunks: object, *, allow_task_cards: bool = True) -> list[str]:
-    """Everything Slack would refuse in a stream call's ``chunks`` (research/slack.md §1.2)."""
+    """Everything Slack would refuse in a stream call's ``chunks`` (docs/slack-platform.md §1.2)."""
     report = _Report()
     if not isinstance(chunks, list):
         report.add("/chunks", "must be an array")

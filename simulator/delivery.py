@@ -1,6 +1,6 @@
 """Sending Events API and interactivity requests to the app over real HTTP, and the record of each.
 
-Slack waits three seconds for a 2xx (research/slack.md §4.2); a slower answer is a failed delivery,
+Slack waits three seconds for a 2xx (docs/slack-platform.md §4.2); a slower answer is a failed delivery,
 recorded with ``error="timeout"`` so a test can assert the app acks in time.
 """
 

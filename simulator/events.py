@@ -1,6 +1,6 @@
 """The Events API and interactivity payloads Slack sends to an app, and their signatures. Pure builders.
 
-Shapes follow research/slack.md §4.1 (event envelope), §4.3 (signing) and §4.5 (block_actions).
+Shapes follow docs/slack-platform.md §4.1 (event envelope), §4.3 (signing) and §4.5 (block_actions).
 """
 
 from __future__ import annotations

@@ -607,7 +607,7 @@ class SlackFake:
         """A person posts a message; returns its ts.
 
         Slack sends the app a ``message`` event, and also an ``app_mention`` when the text mentions the
-        app (research/slack.md §4.1). ``deliver`` picks which of the two to send ("none": neither),
+        app (docs/slack-platform.md §4.1). ``deliver`` picks which of the two to send ("none": neither),
         ``order`` their order, and ``concurrent`` sends them at the same moment.
         """
         with self._state.lock:

@@ -1,4 +1,4 @@
-"""A person using a message's buttons and menus: block_actions payloads (research/slack.md §3.1, §4.5),
+"""A person using a message's buttons and menus: block_actions payloads (docs/slack-platform.md §3.1, §4.5),
 and the ``response_url`` an app answers on.
 
 A person can only use what the message shows them, so asking for an element or option that is not

@@ -1,7 +1,8 @@
 """The fake's Web API methods (all but the stream methods, which are in streams.py).
 
 Each method checks its arguments as Slack does and raises ``SlackError`` with Slack's error name;
-errors, argument names and answer shapes follow research/slack.md §3, §4.6 and Slack's method reference.
+errors, argument names and answer shapes follow docs/slack-platform.md §3, §4.6 and Slack's method
+reference.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Slack's rate limits: a budget of calls per sliding window, per workspace and method.
 
-Tiers from research/slack.md §4.7 ("per API method per workspace/team per app"); chat.postMessage is
+Tiers from docs/slack-platform.md §4.7 ("per API method per workspace/team per app"); chat.postMessage is
 "about 1/s per channel", modelled as a burst of a few posts per few seconds per channel.
 Methods without a budget here (auth.test, assistant.threads.setStatus: "Special") are not limited.
 """

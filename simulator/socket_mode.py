@@ -1,4 +1,4 @@
-"""Socket Mode: Slack's websocket to an app, as research/slack.md §4.4 and Slack's Socket Mode pages
+"""Socket Mode: Slack's websocket to an app, as docs/slack-platform.md §4.4 and Slack's Socket Mode pages
 describe it.
 
 - ``apps.connections.open`` (app-level token in the Authorization header) hands out a one-time
@@ -43,7 +43,7 @@ from aiohttp import WSMsgType, web
 from .delivery import ACK_TIMEOUT, Delivery, Outgoing
 
 MAX_CONNECTIONS_PER_APP = 10
-DEFAULT_RETRY_DELAYS = (0.0, 60.0, 300.0)  # as for HTTP deliveries (research/slack.md §4.2)
+DEFAULT_RETRY_DELAYS = (0.0, 60.0, 300.0)  # as for HTTP deliveries (docs/slack-platform.md §4.2)
 DISCONNECT_REASONS = ("refresh_requested", "warning", "link_disabled", "too_many_websockets")
 
 

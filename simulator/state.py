@@ -19,8 +19,8 @@ AssistantStatusSupport = Literal["ok", "missing_scope", "unknown_method"]
 StreamMode = Literal["markdown_text", "chunks"]
 StreamState = Literal["streaming", "stopped", "stopped_by_user"]
 
-DEFAULT_STREAM_LIFETIME = 300.0  # observed expiry of a stream, research/slack.md §1.3
-ASSISTANT_STATUS_TIMEOUT = 120.0  # "A two minute timeout applies", research/slack.md §2.1
+DEFAULT_STREAM_LIFETIME = 300.0  # observed expiry of a stream, docs/slack-platform.md §1.3
+ASSISTANT_STATUS_TIMEOUT = 120.0  # "A two minute timeout applies", docs/slack-platform.md §2.1
 
 
 @dataclass

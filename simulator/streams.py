@@ -1,6 +1,6 @@
 """chat.startStream / chat.appendStream / chat.stopStream and the stream state machine.
 
-research/slack.md §1: a stream starts, takes appends, and stops; it expires ``stream_lifetime``
+docs/slack-platform.md §1: a stream starts, takes appends, and stops; it expires ``stream_lifetime``
 seconds after it starts, appends or not. It is locked to the content form of its first payload
 (top-level ``markdown_text`` or ``chunks``); one call may not carry both.
 """
@@ -203,6 +203,7 @@ def chat_stop_stream(call: Call) -> dict[str, Any]:
 
 
 def end_stream(stream: Stream, state: StreamState, now: float) -> None:
-    """Stop taking content; views.py shows a card left in progress as failed (research/slack.md §1.3)."""
+    """Stop taking content; views.py shows a card left in progress as failed (docs/slack-platform.md
+    §1.3)."""
     stream.state = state
     stream.ended_at = now

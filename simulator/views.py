@@ -1,7 +1,7 @@
 """Messages as a person in the channel sees them, for tests to assert on.
 
 A stream shows its text so far, its task cards and blocks; once it has stopped or expired, a card
-still in progress shows as an error (research/slack.md §1.3, "renders that card with a red error
+still in progress shows as an error (docs/slack-platform.md §1.3, "renders that card with a red error
 icon"). Task cards sent as ``task_card``/``plan`` blocks show the same way as streamed ones.
 """
 

@@ -4,6 +4,7 @@ import pytest
 
 pytest_plugins = [
     "tests.support.private_redis",
+    "tests.support.requires_postgres",
     "tests.support.stack",
     "tests.support.seeds_report",
     "tests.fakes.slack_fixtures",

@@ -5,7 +5,7 @@ and retries on its own and hides what went over the wire. Kourier needs to contr
 one explicit set of timeouts (connect, silence between events, whole request) mapped to errors that
 say whether a retry can help and whether the request may already have reached the agent; a stream
 that stops at a paused task even when the server keeps it open (SubscribeToTask on an input-required
-task, research/kagent.md §4); the ``A2A-Extensions`` opt-in on every request; and a stream that ends
+task, docs/kagent-dialect.md §4); the ``A2A-Extensions`` opt-in on every request; and a stream that ends
 without a final state reported as such, so the runner can reconcile. The SDK is still used where it
 fits: its constants (header names, versions, the card path) and its schemas, which validate every
 object the agent sends (``codec_v10`` / ``codec_v03``).

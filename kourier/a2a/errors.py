@@ -4,7 +4,7 @@ Every error says two things a runner needs to decide its next step:
 
 - ``retryable``: sending the same request again may succeed (the agent was unreachable, busy, slow).
 - ``outcome_unknown``: the request may have reached the agent and taken effect. Agents do not
-  de-duplicate on ``messageId`` (research/kagent.md §4), so before re-sending such a request the caller
+  de-duplicate on ``messageId`` (docs/kagent-dialect.md §4), so before re-sending such a request the caller
   must look it up (``get_task`` / ``find_task_for_message``) and re-send only when the agent is known
   not to have it (design.md, invariant 4).
 
@@ -19,7 +19,7 @@ from typing import Any
 
 from kourier.credentials import without_credentials
 
-# JSON-RPC 2.0 and A2A error codes (research/kagent.md §4; the same in A2A 0.3 and 1.0).
+# JSON-RPC 2.0 and A2A error codes (docs/kagent-dialect.md §4; the same in A2A 0.3 and 1.0).
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602

@@ -1,7 +1,7 @@
 """Finding a kagent agent by name on its controller: which kagent line serves it, and at which address.
 
 kagent's controller serves each agent at an address made of its namespace and name, and the two lines
-use different ones (research/kagent.md; kagent's controller source):
+use different ones (docs/kagent-dialect.md, "The controller"; kagent's controller source):
 
 - kagent 1.0: ``<controller>/agents/<namespace>/<name>`` (A2A 1.0; its card at
   ``.well-known/agent-card.json`` below it);

@@ -1,6 +1,6 @@
 """Model tokens an agent reports, read from event metadata (pure).
 
-Where kagent puts them (research/kagent.md; kagent's source):
+Where kagent puts them (docs/kagent-dialect.md §1; kagent's source):
 
 - kagent 0.10, Python runtime: ``kagent_usage_metadata`` on each model call's (non-partial) message,
   ``{promptTokenCount, candidatesTokenCount, totalTokenCount}`` (google-genai's usage, camelCase);

@@ -1,4 +1,4 @@
-"""Slack's shapes for what a reply shows: stream chunks and Block Kit blocks (research/slack.md §1)."""
+"""Slack's shapes for what a reply shows: stream chunks and Block Kit blocks (docs/slack-platform.md §1)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from kourier.progress import Card
 
 
 def task_update_chunk(card: Card) -> dict[str, Any]:
-    """A stream's card: a later chunk with the same id updates it (research/slack.md §1.2)."""
+    """A stream's card: a later chunk with the same id updates it (docs/slack-platform.md §1.2)."""
     chunk: dict[str, Any] = {
         "type": "task_update",
         "id": card.id,
@@ -32,7 +32,7 @@ def rich_text(text: str) -> dict[str, Any]:
 
 
 def task_card_block(card: Card, block_id: str) -> dict[str, Any]:
-    """A message's card (research/slack.md §1.5); ``output`` is a rich_text object."""
+    """A message's card (docs/slack-platform.md §1.5); ``output`` is a rich_text object."""
     block: dict[str, Any] = {
         "type": "task_card",
         "block_id": block_id,

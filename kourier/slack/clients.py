@@ -1,22 +1,16 @@
 """Slack Web API clients. Every client in the product is made here, so all of them use SLACK_API_URL
 and the same rules for Slack's faults.
 
-Budgets. Slack limits calls per app, workspace and method (research/slack.md §4.7). A client has a
-``workspace`` key: the caller's (a Connection's team or id), or else the bot token's digest, since
-one bot token is one app in one workspace. When Slack answers 429 for a (workspace, method), "blocked
-until now + Retry-After" goes into Redis (the Django cache), so every worker's calls of that method
-for that workspace wait the block out instead of drawing more 429s. A call waits at most
+Budgets (budgets.py). A client has a ``workspace`` key: the caller's (a Connection's team or id), or
+else the bot token's digest, since one bot token is one app in one workspace. A (workspace, method)
+that Slack answered 429 for is blocked for every worker until its ``Retry-After`` is over, and the
+methods a reply calls many times are paced per workspace. A call waits at most
 ``RetryPolicy.max_wait`` in all: a block that ends later fails the call at once with
-``SlackRateLimited``, a ``SlackApiError`` whose error is ``ratelimited``, without calling Slack.
-The methods a reply calls many times (``PACED_CALLS_PER_MINUTE``: ``chat.appendStream``,
-``chat.update``) are also paced before Slack refuses them: every worker counts a workspace's calls
-per 10 s window in Redis, a call past the window's share waits for the next window, and its reply
-coalesces meanwhile (writer.py), so many live replies in one workspace slow down instead of drawing
-429s.
-Each process also keeps the blocks it was told of, so that it still honours them when Redis cannot
-be reached (then the calls go on, logged, and other workers learn of a block from their own 429).
+``SlackRateLimited``, a ``SlackApiError`` whose error is ``ratelimited``, without calling Slack. A
+paced call waits for the next window, and its reply coalesces meanwhile (writer.py), so many live
+replies in one workspace slow down instead of drawing 429s.
 
-Faults, per call:
+Faults, per call (faults.py tells which is which):
 
 - 429: Slack did not apply the call. It is sent again once the block is over, at most
   ``rate_limit_retries`` times, within ``max_wait``; then the 429 reaches the caller.
@@ -53,12 +47,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import http.client
 import logging
 import math
 import random
 import time
-import urllib.error
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -75,6 +67,25 @@ from slack_sdk.web.slack_response import SlackResponse
 from kourier import metrics, shared_cache
 
 from . import failures
+from .budgets import Budget, Pace, clearance_for
+from .faults import (
+    CALL_OK,
+    TRANSPORT_ERRORS,
+    fault_name,
+    is_server_error,
+    never_reached_slack,
+    retry_after_of,
+    slack_error,
+)
+
+# The faults' names the apps catch and ask about, where they make their clients.
+from .faults import SlackError as SlackError
+from .faults import SlackOutcomeUnknown as SlackOutcomeUnknown
+from .faults import SlackRateLimited as SlackRateLimited
+from .faults import SlackUnavailable as SlackUnavailable
+from .faults import call_outcome as call_outcome
+from .faults import error_name as error_name
+from .faults import may_pass as may_pass
 from .threads import find_post, find_started_stream
 
 logger = logging.getLogger(__name__)
@@ -84,23 +95,6 @@ SLACK_TIMEOUT_SECONDS = 10
 # Calls that create something Slack shows: repeating one whose answer was lost could show it twice.
 NOT_REPEATABLE_METHODS = frozenset(
     {"chat.postMessage", "chat.postEphemeral", "chat.startStream", "chat.appendStream"}
-)
-# Slack's error names for its own failures (HTTP 200 or 5xx): the call may succeed when sent again.
-SERVER_ERRORS = frozenset({"fatal_error", "internal_error", "service_unavailable", "request_timeout"})
-SERVER_ERROR_STATUSES = range(500, 505)
-BUDGET_KEY_PREFIX = "slack-blocked"
-PACE_KEY_PREFIX = "slack-paced"
-# The methods a reply calls many times, paced per workspace below their tier (research/slack.md §4.7:
-# chat.appendStream Tier 4, chat.update Tier 3), so many live replies in one workspace share the budget
-# instead of drawing 429s: a paced call waits for the next window, and meanwhile its reply coalesces.
-PACED_CALLS_PER_MINUTE = {"chat.appendStream": 100, "chat.update": 50}
-PACE_WINDOW_SECONDS = 10
-# Faults of the connection: the call's answer did not arrive.
-TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (
-    TimeoutError,
-    OSError,
-    aiohttp.ClientError,
-    http.client.HTTPException,
 )
 
 
@@ -123,23 +117,6 @@ class RetryPolicy:
 RETRY_POLICY = RetryPolicy()
 
 
-# What a Slack call raises when Slack refused it or could not be reached: the name the apps catch, so
-# that they need not know slack_sdk.
-SlackError = SlackApiError
-
-
-class SlackRateLimited(SlackApiError):
-    """Slack holds this method for this workspace longer than the call may wait; Slack was not called."""
-
-
-class SlackUnavailable(SlackApiError):
-    """Every send of a call met a timeout or a dropped connection."""
-
-
-class SlackOutcomeUnknown(SlackApiError):
-    """A call that is not repeatable may or may not have been applied by Slack; it was not sent again."""
-
-
 def connection_workspace(connection_id: int) -> str:
     """The budget key of a Connection: Slack's limits are per app and workspace, which a Connection
     is (and it outlives a rotated token)."""
@@ -150,250 +127,6 @@ def workspace_key(token: str | None, workspace: str | None) -> str:
     if workspace:
         return workspace
     return "token-" + hashlib.sha256((token or "").encode()).hexdigest()[:16]
-
-
-def _method_of(exc_or_url: str) -> str:
-    return exc_or_url.rstrip("/").rsplit("/", 1)[-1]
-
-
-def _failure(
-    cls: type[SlackApiError],
-    api_url: str,
-    error: str,
-    *,
-    status: int = 200,
-    headers: Mapping[str, str] | None = None,
-) -> SlackApiError:
-    response = SlackResponse(
-        client=None,
-        http_verb="POST",
-        api_url=api_url,
-        req_args={},
-        data={"ok": False, "error": error},
-        headers=dict(headers or {}),
-        status_code=status,
-    )
-    return cls(f"{error} ({_method_of(api_url)})", response)
-
-
-def _header(headers: Any, name: str) -> str | None:
-    for key, value in dict(headers or {}).items():
-        if str(key).lower() == name:
-            return str(value)
-    return None
-
-
-def _response_error(response: Any) -> str:
-    data = getattr(response, "data", None)
-    return str(data.get("error", "")) if isinstance(data, dict) else ""
-
-
-def retry_after_of(exc: SlackApiError) -> float | None:
-    """The seconds Slack asks to wait when it answered 429, else None."""
-    response = exc.response
-    if getattr(response, "status_code", None) != 429:
-        return None
-    value = _header(response.headers, "retry-after")
-    try:
-        return max(1.0, float(value)) if value is not None else 1.0
-    except ValueError:
-        return 1.0
-
-
-def is_server_error(exc: SlackApiError) -> bool:
-    return (
-        getattr(exc.response, "status_code", None) in SERVER_ERROR_STATUSES
-        or _response_error(exc.response) in SERVER_ERRORS
-    )
-
-
-def may_pass(exc: BaseException) -> bool:
-    """Whether a call that failed this way may succeed later (a timeout, a server error, a rate
-    limit), rather than being refused again by Slack."""
-    if not isinstance(exc, SlackApiError):
-        return True
-    return (
-        isinstance(exc, SlackUnavailable | SlackOutcomeUnknown)
-        or is_server_error(exc)
-        or getattr(exc.response, "status_code", None) == 429
-    )
-
-
-def never_reached_slack(exc: BaseException) -> bool:
-    """Whether the connection could not even be opened, so Slack cannot have seen the call."""
-    if isinstance(exc, aiohttp.ClientConnectorError):
-        return True
-    if isinstance(exc, urllib.error.URLError) and not isinstance(exc, urllib.error.HTTPError):
-        return isinstance(exc.reason, ConnectionRefusedError)
-    return isinstance(exc, ConnectionRefusedError)
-
-
-CALL_OK = "ok"
-
-
-def call_outcome(exc: BaseException) -> str:
-    """How a failed call ended, as kourier_slack_calls_total names it (kourier/metrics.py)."""
-    if not isinstance(exc, SlackApiError):
-        return "error"
-    if isinstance(exc, SlackOutcomeUnknown):
-        return "outcome_unknown"
-    if isinstance(exc, SlackUnavailable):
-        return "unavailable"
-    if getattr(exc.response, "status_code", None) == 429:
-        return "rate_limited"
-    if is_server_error(exc):
-        return "server_error"
-    return "refused"
-
-
-def error_name(exc: Exception) -> str:
-    """A Slack error's name, or the exception's type: what a log line may say of a failed call."""
-    if isinstance(exc, SlackApiError):
-        return str(exc.response.get("error", ""))
-    return type(exc).__name__
-
-
-def _fault_name(exc: BaseException) -> str:
-    if isinstance(exc, SlackApiError):
-        return _response_error(exc.response) or f"http_{getattr(exc.response, 'status_code', '')}"
-    return "timeout" if isinstance(exc, TimeoutError) else type(exc).__name__
-
-
-# This process's own record of the blocks it was told of, for when Redis cannot be reached.
-_local_blocks: dict[str, float] = {}
-
-
-def forget_local_blocks() -> None:
-    """Forgets this process's own record of blocks (for tests; a restart does the same)."""
-    _local_blocks.clear()
-
-
-def _later(first: float | None, second: float | None) -> float | None:
-    return max(first or 0.0, second or 0.0) or None
-
-
-class _Budget:
-    """The (workspace, method) blocks every worker sees, kept in Redis through the Django cache."""
-
-    def __init__(self, workspace: str) -> None:
-        self.workspace = workspace
-
-    def key(self, method: str) -> str:
-        return f"{BUDGET_KEY_PREFIX}:{self.workspace}:{method}"
-
-    @staticmethod
-    def _expiry(retry_after: float) -> int:
-        return math.ceil(retry_after) + 1
-
-    def _unavailable(self, exc: Exception) -> None:
-        # Without Redis the calls go on as if nothing were blocked: Slack's own 429s still hold them.
-        logger.warning(
-            "slack.budget_unavailable", extra={"workspace": self.workspace, "error": type(exc).__name__}
-        )
-
-    async def ablock(self, method: str, until: float, retry_after: float) -> None:
-        _local_blocks[self.key(method)] = max(until, _local_blocks.get(self.key(method), 0.0))
-        try:
-            current = await shared_cache.aget(self.key(method))
-            if current is None or current < until:
-                await shared_cache.aset(self.key(method), until, self._expiry(retry_after))
-        except Exception as exc:
-            self._unavailable(exc)
-
-    def blocked_until(self, method: str) -> float | None:
-        local = _local_blocks.get(self.key(method))
-        try:
-            return _later(shared_cache.backend().get(self.key(method)), local)
-        except Exception as exc:
-            self._unavailable(exc)
-            return local
-
-    def block(self, method: str, until: float, retry_after: float) -> None:
-        _local_blocks[self.key(method)] = max(until, _local_blocks.get(self.key(method), 0.0))
-        try:
-            current = shared_cache.backend().get(self.key(method))
-            if current is None or current < until:
-                shared_cache.backend().set(self.key(method), until, self._expiry(retry_after))
-        except Exception as exc:
-            self._unavailable(exc)
-
-
-def paced_calls_per_window(method: str) -> int | None:
-    """Calls of ``method`` one workspace may start in a pacing window. Any 60 s span meets at most
-    seven windows, and a call started late in one window may reach Slack in the next (a busy loop
-    lags): eight windows' worth stays within the tier's minute."""
-    per_minute = PACED_CALLS_PER_MINUTE.get(method)
-    if per_minute is None:
-        return None
-    return max(1, per_minute * PACE_WINDOW_SECONDS // (60 + 2 * PACE_WINDOW_SECONDS))
-
-
-@dataclass(frozen=True)
-class _Window:
-    """A paced method's current pacing window for one workspace: its counter, and the calls it allows."""
-
-    key: str
-    allowed: int
-    ends_at: float
-
-
-class _Pace:
-    """Counts a workspace's calls of a paced method per window in Redis, shared by every worker."""
-
-    ttl = PACE_WINDOW_SECONDS * 2
-
-    def __init__(self, workspace: str) -> None:
-        self.workspace = workspace
-
-    def window(self, method: str, now: float) -> _Window | None:
-        """The window a call of ``method`` at ``now`` takes a place in; None: the method is not paced."""
-        allowed = paced_calls_per_window(method)
-        if allowed is None:
-            return None
-        window = int(now // PACE_WINDOW_SECONDS)
-        return _Window(
-            f"{PACE_KEY_PREFIX}:{self.workspace}:{method}:{window}",
-            allowed,
-            (window + 1) * PACE_WINDOW_SECONDS,
-        )
-
-    def give_back(self, window: _Window) -> None:
-        """A call counted in the window does not go (it is blocked): its place is free again."""
-        try:
-            shared_cache.backend().decr(window.key)
-        except Exception as exc:  # gone with its window, or Redis out of reach: a place is lost, no more
-            logger.info("slack.pace_not_given_back", extra={"error": type(exc).__name__})
-
-
-@dataclass(frozen=True)
-class _Clearance:
-    """What stands before a call: a block until then, or the seconds to the next pacing window."""
-
-    blocked_until: float | None = None
-    pace_wait: float = 0.0
-
-
-def _clearance(budget: _Budget, pace: _Pace, method: str, now: float) -> _Clearance:
-    """A blocked call takes no place in its pacing window; a free one takes it. One executor hop for
-    both lookups, and one round trip to Redis: a call checks them every time, and each hop and round
-    trip costs CPU (docs/performance.md, b)."""
-    window = pace.window(method, now)
-    if window is None:
-        until = budget.blocked_until(method)
-        return _Clearance(blocked_until=until) if until is not None and until > now else _Clearance()
-    try:
-        shared_until, taken = shared_cache.get_and_count(budget.key(method), window.key, pace.ttl)
-    except Exception as exc:
-        # Without Redis the calls go on unpaced, as blocked as this process knows: Slack's 429s and
-        # the blocks still hold them.
-        budget._unavailable(exc)
-        local = _local_blocks.get(budget.key(method))
-        return _Clearance(blocked_until=local) if local is not None and local > now else _Clearance()
-    until = _later(shared_until, _local_blocks.get(budget.key(method)))
-    if until is not None and until > now:
-        pace.give_back(window)
-        return _Clearance(blocked_until=until)
-    return _Clearance(pace_wait=0.0 if taken <= window.allowed else window.ends_at - now)
 
 
 class _Attempts:
@@ -420,7 +153,7 @@ class _Attempts:
                 "slack.rate_limit_wait_exceeded",
                 extra={"workspace": self.workspace, "method": self.method, "seconds": round(until - now, 1)},
             )
-            raise _failure(
+            raise slack_error(
                 SlackRateLimited,
                 self.api_url,
                 "ratelimited",
@@ -456,7 +189,7 @@ class _Attempts:
             extra={
                 "workspace": self.workspace,
                 "method": self.method,
-                "error": _fault_name(exc),
+                "error": fault_name(exc),
                 "attempt": self.failures,
                 "last": give_up,
             },
@@ -466,16 +199,16 @@ class _Attempts:
     def final_error(self, exc: BaseException) -> BaseException:
         if isinstance(exc, SlackApiError):
             return exc
-        error = _failure(SlackUnavailable, self.api_url, _fault_name(exc))
+        error = slack_error(SlackUnavailable, self.api_url, fault_name(exc))
         error.__cause__ = exc
         return error
 
     def outcome_unknown(self, exc: BaseException) -> SlackApiError:
         logger.warning(
             "slack.outcome_unknown",
-            extra={"workspace": self.workspace, "method": self.method, "error": _fault_name(exc)},
+            extra={"workspace": self.workspace, "method": self.method, "error": fault_name(exc)},
         )
-        error = _failure(SlackOutcomeUnknown, self.api_url, _fault_name(exc))
+        error = slack_error(SlackOutcomeUnknown, self.api_url, fault_name(exc))
         error.__cause__ = exc
         return error
 
@@ -495,8 +228,8 @@ class KourierAsyncWebClient(AsyncWebClient):
         super().__init__(retry_handlers=[], **kwargs)
         self.workspace = workspace
         self.policy = policy
-        self._budget = _Budget(workspace)
-        self._pace = _Pace(workspace)
+        self._budget = Budget(workspace)
+        self._pace = Pace(workspace)
         self._clock = clock
         self._sleep = sleep
         self._bot_user_id: str | None = None
@@ -505,7 +238,7 @@ class KourierAsyncWebClient(AsyncWebClient):
         try:
             response = await self._call_with_retries(api_method, **kwargs)
         except Exception as exc:
-            outcome, error = call_outcome(exc), _fault_name(exc)
+            outcome, error = call_outcome(exc), fault_name(exc)
             metrics.slack_call(api_method, outcome)
             if failures.worth_showing(outcome, error):
                 at = self._clock()
@@ -548,7 +281,7 @@ class KourierAsyncWebClient(AsyncWebClient):
                     found = await check(attempts.began)
                 except Exception as exc:
                     logger.warning(
-                        "slack.check_failed", extra={"method": api_method, "error": _fault_name(exc)}
+                        "slack.check_failed", extra={"method": api_method, "error": fault_name(exc)}
                     )
                     raise attempts.outcome_unknown(fault) from fault
                 if found is not None:
@@ -564,7 +297,7 @@ class KourierAsyncWebClient(AsyncWebClient):
     async def _wait_for_clearance(self, api_method: str, attempts: _Attempts) -> float:
         """Seconds to wait before the call may go: a block's end or the next pacing window; 0: go."""
         now = self._clock()
-        clearance = await shared_cache.arun(lambda: _clearance(self._budget, self._pace, api_method, now))
+        clearance = await shared_cache.arun(lambda: clearance_for(self._budget, self._pace, api_method, now))
         return attempts.wait_for_block(clearance.blocked_until, self._clock()) or attempts.wait_for_pace(
             clearance.pace_wait, self._clock()
         )
@@ -630,7 +363,7 @@ class KourierWebClient(WebClient):
         super().__init__(retry_handlers=[], **kwargs)
         self.workspace = workspace
         self.policy = policy
-        self._budget = _Budget(workspace)
+        self._budget = Budget(workspace)
         self._clock = clock
         self._sleep = sleep
 
@@ -638,7 +371,7 @@ class KourierWebClient(WebClient):
         try:
             response = self._call_with_retries(api_method, **kwargs)
         except Exception as exc:
-            outcome, error = call_outcome(exc), _fault_name(exc)
+            outcome, error = call_outcome(exc), fault_name(exc)
             metrics.slack_call(api_method, outcome)
             if failures.worth_showing(outcome, error):
                 failures.remember(self.workspace, api_method, error, self._clock())

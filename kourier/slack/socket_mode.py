@@ -1,6 +1,6 @@
 """Socket Mode: a Connection's websockets to Slack, and the envelopes they carry handed to its Bolt app.
 
-The protocol (research/slack.md §4.4): apps.connections.open with the app-level token gives a
+The protocol (docs/slack-platform.md §4.4): apps.connections.open with the app-level token gives a
 one-time websocket URL; Slack greets with ``hello``; envelopes ``{"envelope_id", "type", "payload",
 "accepts_response_payload", "retry_attempt", "retry_reason"}`` carry what the Events API and
 interactivity would POST; the app acks by sending the envelope_id back within three seconds, else

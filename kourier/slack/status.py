@@ -1,4 +1,5 @@
-"""Slack's assistant status under an alert thread's name while its turn runs (research/slack.md §2.1)."""
+"""Slack's assistant status under an alert thread's name while its turn runs (docs/slack-platform.md
+§2.1)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 logger = logging.getLogger(__name__)
 
 ASSISTANT_STATUS_WORKING = "is working…"
-# Errors that mean this app or workspace cannot set an assistant status at all (research/slack.md §2.1).
+# Errors that mean this app or workspace cannot set an assistant status at all
+# (docs/slack-platform.md §2.1).
 STATUS_UNAVAILABLE_ERRORS = frozenset(
     {"missing_scope", "unknown_method", "not_allowed_token_type", "method_deprecated"}
 )

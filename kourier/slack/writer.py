@@ -28,7 +28,7 @@ A view with neither line nor cards is plain ``markdown_text``. With blocks, ``te
 fallback (Slack's ``chat.update`` takes at most 4,000 characters of it; the text itself is in the
 markdown block). A message shows at most ``MESSAGE_CARD_LIMIT`` cards, the latest, under a line that
 counts the rest (progress already keeps an alert thread's to 20); a stream takes at most
-``STREAM_CARD_LIMIT`` cards (about 50 fit in one streamed message, research/slack.md §1.2,
+``STREAM_CARD_LIMIT`` cards (about 50 fit in one streamed message, docs/slack-platform.md §1.2,
 UNVERIFIED), leaves later new cards out, and is rewritten at its end to show the latest. Text past
 12,000 characters goes on in messages of its own at the end.
 
@@ -46,34 +46,9 @@ Fallbacks, decided per reply and remembered:
 Slack's assistant status (``AssistantStatus``) is set by the reply when it begins and after each
 write but the last, and cleared when it ends.
 
-The reply is in one mode (``ReplyMode``) at a time: how it takes a write depends on it (and on
-whether cards were refused, a fallback of its own):
-
-===============  ==================================================================================
-mode             the reply
-===============  ==================================================================================
-``NOT_STARTED``  a chat thread's live reply that has shown nothing yet: its first write that shows
-                 something starts a stream (where it begins)
-``STREAMING``    a stream is open: appended to, stopped by the last write
-``MESSAGE``      a message, posted the first time it is written, then updated: an alert thread's
-                 reply, a final answer (where they begin), a stream refused, over or given up
-``TAKEN_OVER``   a message an earlier runner began (``existing_ts``, where it begins, or found by
-                 the outbox): it may still stream, so it is stopped before it is first rewritten
-``ENDED``        the last write was made or failed: nothing is written any more
-===============  ==================================================================================
-
-Its moves (``REPLY_MOVES``; any other raises ``IllegalReplyMove``):
-
-- ``NOT_STARTED`` → ``STREAMING``: ``chat.startStream`` took the first write;
-- ``NOT_STARTED`` → ``MESSAGE``: Slack refused the stream, or the first write to show is the last
-  (it is posted whole);
-- ``NOT_STARTED`` or ``MESSAGE`` not posted yet → ``TAKEN_OVER``: the outbox knows the message an
-  earlier attempt made;
-- ``STREAMING`` → ``MESSAGE``: the stream was stopped (by the last write, or after the last write
-  failed), is over, or was given up;
-- ``TAKEN_OVER`` → ``MESSAGE``: stopped if it still streamed, before it is rewritten or left as is;
-- any other → ``ENDED``: ``end()``, which first closes the queue (writes asked for later are
-  dropped) and lets a write already talking to Slack finish.
+The reply is in one mode at a time (``ReplyMode``), and the moves it may make are one table
+(``REPLY_MOVES``): reply_modes.py. What its messages hold (a view's blocks, an answer's parts, the
+agent's text made safe) is reply_content.py, pure.
 
 Posts are written once (design invariant 3): every post carries its key in its metadata, and with an
 ``Outbox`` it is recorded as intended before it is sent and confirmed after (outbox.py). A reply an
@@ -90,51 +65,36 @@ shown twice is better than none: this needs Slack to fail the call and then the 
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from kourier.progress import (
-    NO_OUTPUT,
-    Card,
-    CardStatus,
-    Ending,
-    Progress,
-    View,
-    Write,
-    WriteKind,
-    ended_card,
-    hidden_line,
-)
+from kourier.progress import Card, CardStatus, Ending, Progress, View, Write, WriteKind, ended_card
 
-from .blocks import line_block, markdown_chunk, task_card_block, task_update_chunk
-from .clients import SlackOutcomeUnknown, error_name
-from .mrkdwn import neutralize
+from .blocks import line_block, markdown_chunk, task_update_chunk
+from .faults import SlackOutcomeUnknown, error_name
 from .outbox import Outbox, PostKind, intend_reply, part_key, part_metadata, post_once, reply_metadata
+from .reply_content import (
+    DEFAULT_MAX_MESSAGES,
+    MESSAGE_TEXT_LIMIT,
+    NO_OUTPUT_TEXT,
+    answer_parts,
+    merged,
+    message_content,
+    neutralized,
+    view_key,
+    without_cards,
+)
+from .reply_modes import ReplyMode, check_move
 from .status import AssistantStatus
 
 logger = logging.getLogger(__name__)
 
-NO_OUTPUT_TEXT = NO_OUTPUT
-# markdown_text holds up to 12,000 characters in a post, an update or a stream.
-MESSAGE_TEXT_LIMIT = 12_000
-# The most messages one answer takes (a Binding's replies.maxMessages, which defaults to the same):
-# past it the rest is not posted and the reply ends with ANSWER_CUT_LINE (docs/security.md).
-DEFAULT_MAX_MESSAGES = 10
-ANSWER_CUT_LINE = (
-    "_The answer was cut here: a reply takes at most {messages} messages, "
-    "and {characters:,} more characters were not posted._"
-)
-# chat.update refuses a ``text`` longer than this (msg_too_long); with blocks it is only the fallback.
-FALLBACK_TEXT_LIMIT = 4_000
-# At most 50 blocks in a message: the line, the cards and the text's markdown block fit under it.
-MESSAGE_CARD_LIMIT = 45
 # About 50 task cards fit in one streamed message (3P, UNVERIFIED); new cards past this are left out.
 STREAM_CARD_LIMIT = 45
 
@@ -161,37 +121,6 @@ STREAM_ENDED_ERRORS = frozenset(
 CARDS_REFUSED_ERRORS = frozenset({"invalid_chunks", "invalid_blocks"})
 
 
-class ReplyMode(enum.Enum):
-    """What the reply is now (module docstring)."""
-
-    NOT_STARTED = "not_started"
-    STREAMING = "streaming"
-    MESSAGE = "message"
-    TAKEN_OVER = "taken_over"
-    ENDED = "ended"
-
-
-# Every move a reply may make, from each mode (module docstring).
-REPLY_MOVES: Mapping[ReplyMode, frozenset[ReplyMode]] = {
-    ReplyMode.NOT_STARTED: frozenset(
-        {ReplyMode.STREAMING, ReplyMode.MESSAGE, ReplyMode.TAKEN_OVER, ReplyMode.ENDED}
-    ),
-    ReplyMode.STREAMING: frozenset({ReplyMode.MESSAGE, ReplyMode.ENDED}),
-    ReplyMode.MESSAGE: frozenset({ReplyMode.TAKEN_OVER, ReplyMode.ENDED}),
-    ReplyMode.TAKEN_OVER: frozenset({ReplyMode.MESSAGE, ReplyMode.ENDED}),
-    ReplyMode.ENDED: frozenset(),
-}
-
-
-class IllegalReplyMove(RuntimeError):
-    """A move ``REPLY_MOVES`` does not allow: a bug in the writer, never a fault of Slack's."""
-
-
-def check_move(current: ReplyMode, to: ReplyMode) -> None:
-    if to not in REPLY_MOVES[current]:
-        raise IllegalReplyMove(f"a reply cannot move from {current.name} to {to.name}")
-
-
 @dataclass(frozen=True)
 class ReplyTarget:
     channel_id: str
@@ -201,48 +130,7 @@ class ReplyTarget:
     reply_key: str  # the product's key of this reply, kept in the message's metadata
 
 
-def split_for_messages(text: str, limit: int = MESSAGE_TEXT_LIMIT) -> list[str]:
-    """Splits a long answer into message-sized parts, at line breaks where it can."""
-    parts: list[str] = []
-    rest = text
-    while len(rest) > limit:
-        cut = rest.rfind("\n", 0, limit)
-        if cut <= limit // 2:
-            cut = limit
-        parts.append(rest[:cut])
-        rest = rest[cut:].lstrip("\n")
-    parts.append(rest)
-    return parts
-
-
-def _shorten(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _view_key(view: View) -> tuple[Any, ...]:
-    return (view.line, view.cards, view.text)
-
-
-def _without_cards(view: View) -> View:
-    fallback = view.text if view.text.strip() else (view.line or view.fallback)
-    return View(view.line, (), view.text, fallback)
-
-
 # --- the reply -----------------------------------------------------------------------------------
-
-
-def _merged(earlier: Write, later: Write) -> Write:
-    """Two writes as one: the later view wins; the cards either changed are changed."""
-    changed = {card.id: card for card in earlier.changed}
-    changed.update({card.id: card for card in later.changed})
-    return Write(
-        later.kind,
-        later.view,
-        tuple(changed.values()),
-        earlier.text_changed or later.text_changed,
-        earlier.first and later.first,
-        earlier.timed and later.timed,
-    )
 
 
 class SlackReply:
@@ -349,7 +237,7 @@ class SlackReply:
                 raise ValueError("the last write goes to end()")
             # A first post keeps its own view (the post cannot carry cards); later writes coalesce.
             if self._queue and self._queue[-1].kind is not WriteKind.START:
-                self._queue[-1] = _merged(self._queue[-1], write)
+                self._queue[-1] = merged(self._queue[-1], write)
             else:
                 self._queue.append(write)
         if self._queue and (self._drain is None or self._drain.done()):
@@ -456,26 +344,7 @@ class SlackReply:
     # -- rendering ----------------------------------------------------------------------------------
 
     def _neutralized(self, write: Write) -> Write:
-        """The write with what the agent and its tools wrote made safe for Slack (mrkdwn.neutralize),
-        whole each time, so that a stream only ever appends to neutralized text."""
-
-        def safe(text: str) -> str:
-            return neutralize(text, allow_user_mentions=self._allow_user_mentions)
-
-        def safe_card(card: Card) -> Card:
-            return replace(card, title=safe(card.title), output=card.output and safe(card.output))
-
-        view = write.view
-        return replace(
-            write,
-            view=View(
-                view.line and safe(view.line),
-                tuple(safe_card(card) for card in view.cards),
-                safe(view.text),
-                safe(view.fallback),
-            ),
-            changed=tuple(safe_card(card) for card in write.changed),
-        )
+        return neutralized(write, allow_user_mentions=self._allow_user_mentions)
 
     def note_not_kept(self, characters: int) -> None:
         """The runner kept only the answer's start (bounded memory): ``characters`` more were sent by
@@ -483,23 +352,7 @@ class SlackReply:
         self._not_kept = characters
 
     def _parts(self, text: str) -> list[str]:
-        """The answer's messages: at most ``max_messages``, the last ending with the cut line when
-        the answer did not fit."""
-        parts = split_for_messages(text)
-        if len(parts) <= self._max_messages and not self._not_kept:
-            return parts
-        total = len(text) + self._not_kept
-        parts = parts[: self._max_messages]
-        # The cut line's own length, with the largest count it can show: the last part makes room for it.
-        room = (
-            MESSAGE_TEXT_LIMIT
-            - len(ANSWER_CUT_LINE.format(messages=self._max_messages, characters=total))
-            - 2
-        )
-        parts[-1] = parts[-1][:room]
-        not_posted = max(total - sum(len(part) for part in parts), 0)
-        parts[-1] += "\n\n" + ANSWER_CUT_LINE.format(messages=self._max_messages, characters=not_posted)
-        return parts
+        return answer_parts(text, max_messages=self._max_messages, not_kept=self._not_kept)
 
     async def _render(self, write: Write, *, final: bool) -> None:
         if self._cards_refused and write.view.cards:
@@ -564,7 +417,7 @@ class SlackReply:
             return self._neutralized(
                 replace(write, view=replace(again.view, text=write.view.text), changed=())
             )
-        return replace(write, view=_without_cards(write.view), changed=())
+        return replace(write, view=without_cards(write.view), changed=())
 
     async def _render_stream(self, write: Write, final: bool) -> bool:
         """Shows the write through the stream; False when the reply must go on with post + update."""
@@ -695,7 +548,7 @@ class SlackReply:
         """Shows the write as a message: posted the first time, then updated."""
         view = write.view
         content = self._content(view)
-        if content is None or (self.ts is not None and self._message_view == _view_key(view)):
+        if content is None or (self.ts is not None and self._message_view == view_key(view)):
             return
         try:
             if self.ts is None:
@@ -707,7 +560,7 @@ class SlackReply:
                     **content,
                 )
                 self.ts = response["ts"]
-                self._message_view = _view_key(view)
+                self._message_view = view_key(view)
                 await self._posted()
             else:
                 await self._stop_adopted_stream()
@@ -720,7 +573,7 @@ class SlackReply:
                     metadata=self.metadata,
                     **content,
                 )
-                self._message_view = _view_key(view)
+                self._message_view = view_key(view)
         except SlackApiError as exc:
             error = exc.response.get("error", "")
             if error in CARDS_REFUSED_ERRORS and view.cards:
@@ -729,21 +582,7 @@ class SlackReply:
             raise
 
     def _content(self, view: View) -> dict[str, Any] | None:
-        """A message's arguments for a view: plain markdown_text, or blocks with the fallback text."""
-        text = view.text[:MESSAGE_TEXT_LIMIT]
-        if not view.line and not view.cards and not self._closing_blocks:
-            return {"markdown_text": text} if text else None
-        prefix = self._block_prefix()
-        line, cards = view.line, view.cards
-        if len(cards) > MESSAGE_CARD_LIMIT:
-            line, cards = hidden_line(len(cards) - MESSAGE_CARD_LIMIT), cards[-MESSAGE_CARD_LIMIT:]
-        blocks = [line_block(line, f"{prefix}-line")] if line else []
-        blocks += [task_card_block(card, f"{prefix}-{index}") for index, card in enumerate(cards)]
-        if text.strip():
-            blocks.append({"type": "markdown", "block_id": f"{prefix}-text", "text": text})
-        blocks += self._closing_blocks
-        fallback = view.fallback or line or (cards[-1].title if cards else "") or text
-        return {"blocks": blocks, "text": _shorten(fallback, FALLBACK_TEXT_LIMIT)}
+        return message_content(view, closing_blocks=self._closing_blocks, block_prefix=self._block_prefix)
 
     def _block_prefix(self) -> str:
         # Slack asks for new block_ids on each update, unique within the message.

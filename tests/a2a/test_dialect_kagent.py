@@ -305,7 +305,7 @@ def test_v1_completed_snapshot_shows_every_artifact_once():
     ]
 
 
-# -- sub-agent pauses and other shapes (documented in research/kagent.md, not captured) ------------------
+# -- sub-agent pauses and other shapes (docs/kagent-dialect.md §3, not captured) -------------------------
 
 
 def pause_with(message: Message, state: TaskState = TaskState.INPUT_REQUIRED) -> Pause:

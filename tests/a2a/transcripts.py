@@ -1,7 +1,7 @@
 """Real wire transcripts of kagent agents, as golden inputs.
 
-The files under ``data/`` are copied unchanged from the research probe
-(``research/kagent_probe/captures_*``): kagent 0.10.4 speaking A2A 0.3 (``kagent_v010``) and kagent
+The files under ``data/`` are captured unchanged from real kagent runtimes with a scripted model
+(docs/kagent-dialect.md): kagent 0.10.4 speaking A2A 0.3 (``kagent_v010``) and kagent
 1.0.0a5 speaking A2A 1.0 (``kagent_v1alpha``). ``kagent_go`` is not a capture: kagent 0.10's Go runtime,
 written from its source (``data/kagent_go/README.md`` cites the files). Each line is one record: a
 JSON-RPC ``request``, an ``sse`` event or a plain ``response`` to it, in wire order.

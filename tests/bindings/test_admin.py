@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 import pytest
 from django.contrib.messages import get_messages
@@ -19,6 +18,7 @@ from kourier.slack import failures
 from kourier.slack.clients import connection_workspace
 from sessions.models import Turn
 from simulator import defaults
+from tests.bindings.helpers import binding_form
 from tests.factories import (
     AlertFactory,
     BindingFactory,
@@ -42,29 +42,6 @@ WARNING = (
 @pytest.fixture
 def acme():
     return ConnectionFactory(name="acme")
-
-
-def binding_form(**fields: Any) -> dict[str, Any]:
-    """What the add form posts for the minimal Binding, with some fields changed."""
-    data = {
-        "name": "ops",
-        "connection": "acme",
-        "channels": "C0123456789",
-        "agent_url": "http://127.0.0.1:8083/",
-        "dialect": "a2a",
-        "protocol_version": "auto",
-        "agent_headers": "",
-        "output": "live",
-        "thread_replies": "all",
-        "acknowledgment_enabled": "on",
-        "acknowledgment_emoji": "hourglass_flowing_sand",
-        "progress": "steps-and-activity",
-        "approver_groups": "",
-        "interaction_timeout": "30m",
-        "thread_ttl": "90d",
-    }
-    data.update(fields)
-    return {key: value for key, value in data.items() if value is not None}
 
 
 def form_errors(response) -> list[str]:

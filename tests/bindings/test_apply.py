@@ -7,14 +7,16 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+import yaml
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from bindings import manifest, services
+from bindings.manifest import audited_rules
 from bindings.models import Binding, BindingChannel, Connection
 from tests.factories import BindingFactory, ConnectionFactory
 
-from .manifests import CONNECTION, EXAMPLE, MINIMAL_BINDING, as_yaml, binding, varied
+from .manifests import CONNECTION, EXAMPLE, MINIMAL_BINDING, as_yaml, binding, every_field, varied
 
 pytestmark = pytest.mark.django_db
 
@@ -242,6 +244,25 @@ def test_exported_manifests_apply_back_unchanged_and_export_the_same_text():
     ]
     assert snapshot() == before
     assert services.export_manifests() == exported
+
+
+def test_every_field_applied_is_exported_as_written_and_applies_back_unchanged(kagent_controller, a2a_agent):
+    kagent_controller.add("1.0", "ops", "k8s-agent", a2a_agent.url)
+    written = every_field(agent_url=a2a_agent.url, controller=kagent_controller.url)
+    assert services.apply_manifests(as_yaml(*written)).ok
+
+    exported = services.export_manifests()
+
+    def by_name(documents):
+        return {(document["kind"], document["metadata"]["name"]): document for document in documents}
+
+    assert by_name(yaml.safe_load_all(exported)) == by_name(written)
+    again = services.apply_manifests(exported)
+    assert [(applied.name, applied.action) for applied in again.resources] == [
+        ("acme", services.Action.UNCHANGED),
+        ("desk", services.Action.UNCHANGED),
+        ("ops", services.Action.UNCHANGED),
+    ]
 
 
 def test_an_empty_database_exports_nothing():
@@ -530,7 +551,9 @@ def test_a_change_that_leaves_the_approval_rules_alone_audits_no_rule():
 
 def test_a_rule_is_audited_once_its_name_is_listed(monkeypatch):
     services.apply_manifests(as_yaml(CONNECTION, binding()))
-    monkeypatch.setattr(manifest, "APPROVAL_RULE_FIELDS", (*manifest.APPROVAL_RULE_FIELDS, "askUser"))
+    monkeypatch.setattr(
+        audited_rules, "APPROVAL_RULE_FIELDS", (*audited_rules.APPROVAL_RULE_FIELDS, "askUser")
+    )
 
     services.apply_manifests(as_yaml(CONNECTION, binding(**{"interactions.askUser": True})))
 
@@ -542,7 +565,7 @@ def test_a_rule_the_manifest_leaves_out_when_unset_is_audited_to_and_from_none(m
         timeout = manifest.format_duration(spec.interactions.timeout)
         return {"remindBefore": "10m"} if timeout == "2h" else {}
 
-    monkeypatch.setattr(manifest, "approval_rules", rules)
+    monkeypatch.setattr(audited_rules, "approval_rules", rules)
     services.apply_manifests(as_yaml(CONNECTION, binding()))
     services.apply_manifests(as_yaml(CONNECTION, binding(**{"interactions.timeout": "2h"})))
     services.apply_manifests(as_yaml(CONNECTION, binding()))

@@ -15,7 +15,7 @@ from django.urls import reverse
 
 from bindings import services
 from bindings.models import Binding
-from tests.bindings.test_admin import binding_form
+from tests.bindings.helpers import binding_form
 from tests.factories import ConnectionFactory
 
 from .manifests import CONNECTION, MINIMAL_BINDING, as_yaml, binding, errors_of, varied

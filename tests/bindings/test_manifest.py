@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+import yaml
 
 from bindings import manifest
 from bindings.manifest import (
@@ -16,8 +17,19 @@ from bindings.manifest import (
     InteractionsSpec,
     SessionSpec,
 )
+from bindings.manifest.checker import show
 
-from .manifests import CONNECTION, EXAMPLE, MINIMAL_BINDING, binding, documents, errors_of, varied
+from .manifests import (
+    CONNECTION,
+    EXAMPLE,
+    MINIMAL_BINDING,
+    binding,
+    documents,
+    errors_of,
+    every_field,
+    unset_fields,
+    varied,
+)
 
 # --- Durations ---------------------------------------------------------------------------------------
 
@@ -851,6 +863,40 @@ def test_what_is_written_back_reads_into_the_same_spec(document):
     assert manifest.dump_manifests([again]) == text
 
 
+def every_field_specs() -> list[manifest.Spec]:
+    validation = manifest.validate(documents(*every_field()))
+    assert validation.ok, [str(error) for error in validation.errors]
+    return [*validation.connections, *validation.bindings]
+
+
+def test_the_manifests_of_the_round_trip_set_every_field_of_every_spec():
+    assert unset_fields(every_field_specs()) == []
+
+
+def test_a_field_left_at_its_default_is_found_unset():
+    [spec] = manifest.validate(documents(MINIMAL_BINDING), connections=["acme"]).bindings
+
+    unset = unset_fields([spec])
+
+    assert {
+        "BindingSpec.feedback",
+        "BindingSpec.direct_messages.approvals_channel",
+        "BindingSpec.agent.kagent.namespace",
+        "BindingSpec.triggers.name",
+    } <= set(unset)
+    assert "BindingSpec.agent.url" not in unset
+
+
+def test_manifests_that_set_every_field_are_written_back_as_they_were_read():
+    specs = every_field_specs()
+
+    written = list(yaml.safe_load_all(manifest.dump_manifests(specs)))
+
+    assert written == every_field()
+    again = manifest.validate(documents(*written))
+    assert [*again.connections, *again.bindings] == specs
+
+
 def test_a_connection_without_an_app_token_is_written_without_one():
     [spec] = manifest.validate(documents(CONNECTION)).connections
 
@@ -883,7 +929,7 @@ def test_changed_fields_are_named_by_their_manifest_paths():
 def test_a_daily_token_budget_must_be_a_whole_number_of_tokens(tokens):
     assert errors_of(binding(**{"budget.dailyTokensPerChannel": tokens})) == [
         f'Binding "ops": spec.budget.dailyTokensPerChannel: must be a whole number of tokens from 1 to '
-        f"1000000000000 (got {manifest._show(tokens)})"
+        f"1000000000000 (got {show(tokens)})"
     ]
 
 

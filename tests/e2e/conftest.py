@@ -12,13 +12,18 @@ from alerts import services as alert_services
 from bindings.models import Binding, Connection
 from simulator import defaults
 from simulator.fake import SlackFake
+from tests.e2e.helpers import (
+    APP_TOKEN_ENV,
+    BOT_TOKEN_ENV,
+    SIGNING_SECRET_ENV,
+    assert_acked,
+    chromium_path,
+    skip_or_fail,
+)
 from tests.factories import BindingFactory, ConnectionFactory
 from tests.support.stack import QUIET_SECONDS, Stack, StackPool
 
-BOT_TOKEN_ENV = "KOURIER_E2E_BOT_TOKEN"
-APP_TOKEN_ENV = "KOURIER_E2E_APP_TOKEN"
 SOCKET_START_TIMEOUT = 60.0  # a busy 2-core host can take many seconds to start a process
-SIGNING_SECRET_ENV = "KOURIER_E2E_SIGNING_SECRET"
 
 
 @dataclass
@@ -72,29 +77,6 @@ def envelopes_done(slack: SlackFake, ts: str) -> bool:
 def _event_ts(payload: object) -> str | None:
     event = payload.get("event") if isinstance(payload, dict) else None
     return event.get("ts") if isinstance(event, dict) else None
-
-
-OTHER_APP_SECRET_ENV = "KOURIER_E2E_OTHER_APP_SIGNING_SECRET"
-OTHER_APP_SECRET = "another-apps-signing-secret"
-
-
-def another_app() -> dict[str, str]:
-    """A second Connection, "other": another Slack app of the same workspace (its own signing secret).
-    Call it before make_world and pass what it returns as make_world's env."""
-    ConnectionFactory(name="other", bot_token_env=BOT_TOKEN_ENV, signing_secret_env=OTHER_APP_SECRET_ENV)
-    return {OTHER_APP_SECRET_ENV: OTHER_APP_SECRET}
-
-
-def through_another_app(world: World) -> None:
-    """From now on Slack delivers to the other app (another_app): its requests signed with its secret."""
-    world.slack.deliver_events_to(f"{world.stack.base_url}/slack/events/other", OTHER_APP_SECRET)
-
-
-def assert_acked(slack: SlackFake, ts: str) -> None:
-    """Every event Slack sent the app about message ``ts`` was answered 200 in time."""
-    answers = [(delivery.kind, delivery.status) for delivery in slack.deliveries(ts=ts)]
-    assert answers, f"Slack sent the app no event for {ts}"
-    assert answers == [(kind, 200) for kind, _ in answers]
 
 
 SHARES_STACKS = "shares_stacks"
@@ -232,3 +214,16 @@ def start_alerts_here(settings, monkeypatch) -> Callable[[World], None]:
         )
 
     return allow
+
+
+@pytest.fixture
+def chromium() -> str:
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        skip_or_fail("Playwright for Python is not installed (the dev extras have it)")
+    executable = chromium_path()
+    if executable is None:
+        skip_or_fail("Chromium is not installed (apt-get install chromium)")
+    assert executable is not None
+    return executable

@@ -2,16 +2,25 @@
 reading the thread as people see it, pressing a prompt's buttons, and the worlds they start. The
 test modules import from here, never from one another."""
 
+import json
+import os
+import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
+import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
+from interactions.prompts import SUBMIT_ACTION
 from kourier.a2a.dialects.kagent import DENIAL_REASON
 from kourier.slack.outbox import PostKind
 from sessions.models import PostIntent, Turn
 from simulator import defaults
+from simulator.fake import SlackFake
+from tests.factories import ConnectionFactory
 from tests.fakes.a2a_agent import HITL_EXTENSION, ReceivedMessage, kagent
 from tests.fakes.a2a_agent.kagent import PendingTool
 from tests.fakes.a2a_agent.steps import Step, text, tool_result
@@ -164,3 +173,213 @@ def manage(world, *args: str) -> subprocess.CompletedProcess:
         text=True,
         timeout=120,
     )
+
+
+BOT_TOKEN_ENV = "KOURIER_E2E_BOT_TOKEN"
+
+
+APP_TOKEN_ENV = "KOURIER_E2E_APP_TOKEN"
+
+
+SIGNING_SECRET_ENV = "KOURIER_E2E_SIGNING_SECRET"
+
+
+OTHER_APP_SECRET_ENV = "KOURIER_E2E_OTHER_APP_SIGNING_SECRET"
+
+
+OTHER_APP_SECRET = "another-apps-signing-secret"
+
+
+def another_app() -> dict[str, str]:
+    """A second Connection, "other": another Slack app of the same workspace (its own signing secret).
+    Call it before make_world and pass what it returns as make_world's env."""
+    ConnectionFactory(name="other", bot_token_env=BOT_TOKEN_ENV, signing_secret_env=OTHER_APP_SECRET_ENV)
+    return {OTHER_APP_SECRET_ENV: OTHER_APP_SECRET}
+
+
+def through_another_app(world) -> None:
+    """From now on Slack delivers to the other app (another_app): its requests signed with its secret."""
+    world.slack.deliver_events_to(f"{world.stack.base_url}/slack/events/other", OTHER_APP_SECRET)
+
+
+def assert_acked(slack: SlackFake, ts: str) -> None:
+    """Every event Slack sent the app about message ``ts`` was answered 200 in time."""
+    answers = [(delivery.kind, delivery.status) for delivery in slack.deliveries(ts=ts)]
+    assert answers, f"Slack sent the app no event for {ts}"
+    assert answers == [(kind, 200) for kind, _ in answers]
+
+
+def mentions_at(world, count: int, per_second: float) -> list[str]:
+    """``count`` people's mentions in new threads, ``per_second`` of them a second (sent from a few
+    threads at their moments, as people post whatever the app does); their ts, in order."""
+    import time
+
+    start = time.monotonic()
+
+    def say(number: int) -> str:
+        time.sleep(max(0.0, start + number / per_second - time.monotonic()))  # pacing the sender
+        return world.slack.user_says(
+            defaults.ADA, world.channel, f"{world.slack.bot_mention} number {number}", deliver="app_mention"
+        )
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        return list(pool.map(say, range(count)))
+
+
+def wait_until_answered(world, thread_ts_list: list[str], timeout: float = 120.0) -> None:
+    world.slack.wait_until(
+        lambda: all(len(replies(world, ts)) >= 1 for ts in thread_ts_list), timeout=timeout
+    )
+
+
+TRIGGER_TOKEN_ENV = "KOURIER_E2E_TRIGGER_TOKEN"
+
+
+TRIGGER_TOKEN = "trigger-s3cret"
+
+
+# "prometheus" keeps a thread per alert (threadPer: alert); "grouped" is the default, a thread per
+# Alertmanager group (the real Alertmanager's tests are in test_alertmanager.py).
+TRIGGERS = [
+    {"name": "prometheus", "kind": "alertmanager", "token_env": TRIGGER_TOKEN_ENV, "thread_per": "alert"},
+    {"name": "grouped", "kind": "alertmanager", "token_env": TRIGGER_TOKEN_ENV},
+    {"name": "hooks", "kind": "generic", "token_env": TRIGGER_TOKEN_ENV},
+]
+
+
+FIRST_START = "2024-05-01T10:00:00.123456789Z"
+
+
+def am_alert(name="DiskFull", *, status="firing", starts_at=FIRST_START, fingerprint=None, **labels):
+    return {
+        "status": status,
+        "labels": {"alertname": name, "severity": "critical", "instance": "db-1", **labels},
+        "annotations": {"summary": f"{name} on db-1"},
+        "startsAt": starts_at,
+        "endsAt": "2024-05-01T11:00:00Z" if status == "resolved" else "0001-01-01T00:00:00Z",
+        "generatorURL": "http://prometheus.example/graph?g0.expr=up",
+        "fingerprint": fingerprint or f"fp-{name.lower()}",
+    }
+
+
+def group(*alerts, status="firing"):
+    return {
+        "version": "4",
+        "groupKey": '{}:{alertname="DiskFull"}',
+        "truncatedAlerts": 0,
+        "status": status,
+        "receiver": "kourier",
+        "groupLabels": {"alertname": "DiskFull"},
+        "commonLabels": {},
+        "commonAnnotations": {},
+        "externalURL": "http://alertmanager.example",
+        "alerts": list(alerts),
+    }
+
+
+def deliver(world, body, *, trigger="prometheus", binding=None, token=TRIGGER_TOKEN, headers=None, raw=None):
+    binding = binding or world.binding.name
+    sent = {"Content-Type": "application/json", **(headers or {})}
+    if token is not None:
+        sent["Authorization"] = f"Bearer {token}"
+    content = raw if raw is not None else json.dumps(body).encode()
+    return httpx.post(
+        f"{world.stack.base_url}/triggers/{binding}/{trigger}", content=content, headers=sent, timeout=WAIT
+    )
+
+
+def roots(world):
+    return world.slack.messages(world.channel)
+
+
+def thread_of(world, root_ts):
+    return [m for m in world.slack.thread(world.channel, root_ts)[1:] if m.is_bot]
+
+
+def wait_for_thread(world, count):
+    """The alert's thread once it shows ``count`` bot messages, none still streaming."""
+
+    def ready():
+        found = roots(world)
+        if not found:
+            return False
+        replies = thread_of(world, found[-1].ts)
+        return len(replies) >= count and not any(m.streaming for m in replies)
+
+    world.slack.wait_until(ready, timeout=WAIT)
+    return thread_of(world, roots(world)[-1].ts)
+
+
+QUESTIONS = [
+    kagent.Question("Which database should I use?", ["PostgreSQL", "MySQL", "SQLite"]),
+    kagent.Question("Which features?", ["Auth", "Caching", "Search"], multiple=True),
+    kagent.Question("Anything else?"),
+]
+
+
+def answers_received(received: ReceivedMessage) -> dict:
+    [payload] = [part["metadata"] for part in received.parts if "metadata" in part] or [received.metadata]
+    return payload[HITL_EXTENSION]
+
+
+def ask_then_finish(received: ReceivedMessage) -> list[Step]:
+    if received.is_continuation:
+        return [text("Thanks, carrying on.")]
+    return kagent.v1.ask_user_pause(QUESTIONS, request_id="adk-ask")
+
+
+def _has_submit(blocks) -> bool:
+    return any(
+        element.get("action_id") == SUBMIT_ACTION
+        for block in blocks
+        if block.get("type") == "actions"
+        for element in block.get("elements", [])
+    )
+
+
+def submit(world, prompt_ts, *, user=defaults.GRACE, choices=None):
+    delivery = world.slack.press_button(user, world.channel, prompt_ts, SUBMIT_ACTION, choices=choices or {})
+    assert delivery.status == 200  # Slack needs its 200 within three seconds, whatever the press
+    return delivery
+
+
+METRICS_TOKEN = "e2e-metrics-token"
+
+
+def scrape(world, url: str | None = None) -> dict[str, list]:
+    """The web's /metrics, or the one at ``url``."""
+    response = httpx.get(
+        url or f"{world.stack.base_url}/metrics",
+        headers={"Authorization": f"Bearer {METRICS_TOKEN}"},
+        timeout=10,
+    )
+    assert response.status_code == 200, response.text
+    return {family.name: family.samples for family in text_string_to_metric_families(response.text)}
+
+
+def wait_for_ready(url: str, process: subprocess.Popen, timeout: float = 60) -> httpx.Response:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "serve exited at start"
+        try:
+            response = httpx.get(url, timeout=2)
+            if response.status_code == 200:
+                return response
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)  # polling for the service to come up, not timing a race
+    raise TimeoutError(f"{url} was not ready within {timeout} s")
+
+
+BROWSER_TIMEOUT_MS = 60_000  # a busy 2-core host can take seconds to render a page or start the browser
+
+
+def chromium_path() -> str | None:
+    path = os.environ.get("KOURIER_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    return path if path and os.access(path, os.X_OK) else None
+
+
+def skip_or_fail(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason}: CI must run the browser test (.ci/run installs both)")
+    pytest.skip(reason)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import csv
 import io
 import os
-import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
@@ -32,37 +31,13 @@ from django.utils import timezone
 from audit.services import record
 from bindings.models import Binding
 from sessions.models import Turn
+from tests.e2e.helpers import BROWSER_TIMEOUT_MS
 from tests.factories import ConnectionFactory, InteractionFactory, SessionFactory, TurnFactory
 from tests.support.stack import Stack
 
 pytestmark = pytest.mark.slow
 
 OPERATOR, PASSWORD = "operator", "a long operator passphrase"
-TIMEOUT_MS = 60_000  # a busy 2-core host can take seconds to render a page or start the browser
-
-
-def chromium_path() -> str | None:
-    path = os.environ.get("KOURIER_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-    return path if path and os.access(path, os.X_OK) else None
-
-
-def skip_or_fail(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason}: CI must run the browser test (.ci/run installs both)")
-    pytest.skip(reason)
-
-
-@pytest.fixture
-def chromium() -> str:
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        skip_or_fail("Playwright for Python is not installed (the dev extras have it)")
-    executable = chromium_path()
-    if executable is None:
-        skip_or_fail("Chromium is not installed (apt-get install chromium)")
-    assert executable is not None
-    return executable
 
 
 @contextmanager
@@ -112,12 +87,12 @@ def test_an_operator_configures_a_binding_watches_it_and_reads_the_audit(
     record("interaction.timed_out", binding_name="ops", subject="interaction 13")
     record("interaction.decided", binding_name="dev", actor_id="U0BOB", subject="interaction 14")
     stack = start_stack(workers=0)
-    expect.set_options(timeout=TIMEOUT_MS)
+    expect.set_options(timeout=BROWSER_TIMEOUT_MS)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium, headless=True)
         try:
             page = browser.new_page(base_url=stack.base_url, viewport={"width": 1280, "height": 900})
-            page.set_default_timeout(TIMEOUT_MS)
+            page.set_default_timeout(BROWSER_TIMEOUT_MS)
             log_in(page, stack, screenshots)
             add_a_binding_with_a_mistake_then_fix_it(page)
             watch_its_live_state(page, screenshots)

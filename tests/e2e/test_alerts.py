@@ -1,99 +1,37 @@
 """Alert threads end to end: an alert source posts to /triggers/<binding>/<trigger> on the real web
 process; the worker posts the alert message, starts the thread and runs its turn against the A2A fake."""
 
-import json
 import re
 import signal
 from concurrent.futures import ThreadPoolExecutor
 
-import httpx
 import pytest
 
 from alerts.models import Alert, AlertOccurrence, AlertPost
 from sessions.identity import SYSTEM_IDENTITY
 from sessions.models import Session, Turn
+from tests.e2e.helpers import (
+    TRIGGER_TOKEN,
+    TRIGGER_TOKEN_ENV,
+    TRIGGERS,
+    am_alert,
+    deliver,
+    group,
+    roots,
+    wait_for_thread,
+)
 from tests.fakes.a2a_agent import steps
 
 pytestmark = pytest.mark.slow
 
 WAIT = 20.0
-TOKEN_ENV = "KOURIER_E2E_TRIGGER_TOKEN"
-TOKEN = "trigger-s3cret"
 FAST_RECOVERY = {"SESSION_LEASE_SECONDS": "3", "RECOVERY_INTERVAL_SECONDS": "1"}
-# "prometheus" keeps a thread per alert (threadPer: alert); "grouped" is the default, a thread per
-# Alertmanager group (the real Alertmanager's tests are in test_alertmanager.py).
-TRIGGERS = [
-    {"name": "prometheus", "kind": "alertmanager", "token_env": TOKEN_ENV, "thread_per": "alert"},
-    {"name": "grouped", "kind": "alertmanager", "token_env": TOKEN_ENV},
-    {"name": "hooks", "kind": "generic", "token_env": TOKEN_ENV},
-]
-FIRST_START = "2024-05-01T10:00:00.123456789Z"
-
-
-def am_alert(name="DiskFull", *, status="firing", starts_at=FIRST_START, fingerprint=None, **labels):
-    return {
-        "status": status,
-        "labels": {"alertname": name, "severity": "critical", "instance": "db-1", **labels},
-        "annotations": {"summary": f"{name} on db-1"},
-        "startsAt": starts_at,
-        "endsAt": "2024-05-01T11:00:00Z" if status == "resolved" else "0001-01-01T00:00:00Z",
-        "generatorURL": "http://prometheus.example/graph?g0.expr=up",
-        "fingerprint": fingerprint or f"fp-{name.lower()}",
-    }
-
-
-def group(*alerts, status="firing"):
-    return {
-        "version": "4",
-        "groupKey": '{}:{alertname="DiskFull"}',
-        "truncatedAlerts": 0,
-        "status": status,
-        "receiver": "kourier",
-        "groupLabels": {"alertname": "DiskFull"},
-        "commonLabels": {},
-        "commonAnnotations": {},
-        "externalURL": "http://alertmanager.example",
-        "alerts": list(alerts),
-    }
 
 
 @pytest.fixture
 def world(make_world, a2a_agent):
     a2a_agent.script([steps.text("Looking into it.")])
-    return make_world(agent_url=a2a_agent.url, triggers=TRIGGERS, env={TOKEN_ENV: TOKEN})
-
-
-def deliver(world, body, *, trigger="prometheus", binding=None, token=TOKEN, headers=None, raw=None):
-    binding = binding or world.binding.name
-    sent = {"Content-Type": "application/json", **(headers or {})}
-    if token is not None:
-        sent["Authorization"] = f"Bearer {token}"
-    content = raw if raw is not None else json.dumps(body).encode()
-    return httpx.post(
-        f"{world.stack.base_url}/triggers/{binding}/{trigger}", content=content, headers=sent, timeout=WAIT
-    )
-
-
-def roots(world):
-    return world.slack.messages(world.channel)
-
-
-def thread_of(world, root_ts):
-    return [m for m in world.slack.thread(world.channel, root_ts)[1:] if m.is_bot]
-
-
-def wait_for_thread(world, count):
-    """The alert's thread once it shows ``count`` bot messages, none still streaming."""
-
-    def ready():
-        found = roots(world)
-        if not found:
-            return False
-        replies = thread_of(world, found[-1].ts)
-        return len(replies) >= count and not any(m.streaming for m in replies)
-
-    world.slack.wait_until(ready, timeout=WAIT)
-    return thread_of(world, roots(world)[-1].ts)
+    return make_world(agent_url=a2a_agent.url, triggers=TRIGGERS, env={TRIGGER_TOKEN_ENV: TRIGGER_TOKEN})
 
 
 def wait_for_turns_to_end(world, count):
@@ -294,7 +232,10 @@ def test_a_group_without_its_key_or_with_an_alert_outside_it_is_refused_and_noth
 def test_a_worker_killed_after_the_alert_post_does_not_post_it_again(make_world, a2a_agent):
     a2a_agent.script([steps.text("Looking into it.")])
     world = make_world(
-        agent_url=a2a_agent.url, triggers=TRIGGERS, beat=True, env={TOKEN_ENV: TOKEN, **FAST_RECOVERY}
+        agent_url=a2a_agent.url,
+        triggers=TRIGGERS,
+        beat=True,
+        env={TRIGGER_TOKEN_ENV: TRIGGER_TOKEN, **FAST_RECOVERY},
     )
     # The alert message is posted, and the worker dies before Slack's answer reaches it.
     world.slack.fail("chat.postMessage", "timeout_after_apply", when=lambda args: not args.get("thread_ts"))

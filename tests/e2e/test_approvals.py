@@ -25,11 +25,11 @@ from kourier.progress import STOPPED, WAITING_FOR_YOUR_ANSWER
 from sessions import notices
 from sessions.models import Turn
 from simulator import defaults
-from tests.e2e.conftest import another_app, through_another_app
 from tests.e2e.helpers import (
     ADD,
     CHECK,
     SECRET,
+    another_app,
     approvals_world,
     bot_messages,
     decisions_received,
@@ -37,6 +37,7 @@ from tests.e2e.helpers import (
     manage,
     pause_then_finish,
     press,
+    through_another_app,
     wait_for,
     wait_for_prompt,
 )

@@ -14,11 +14,18 @@ from interactions.approval_prompts import DECIDE_ACTION
 from interactions.prompts import SUBMIT_ACTION
 from kourier.redaction import format_call
 from sessions import notices
-from tests.e2e.test_alerts import TOKEN, TOKEN_ENV, TRIGGERS, deliver, wait_for_thread
-from tests.e2e.test_approvals import press
-from tests.e2e.test_approvals import wait_for_prompt as wait_for_controls
-from tests.e2e.test_questions import submit, wait_for_prompt
-from tests.e2e.test_threads import wait_for_turns_to_end
+from tests.e2e.helpers import (
+    TRIGGER_TOKEN,
+    TRIGGER_TOKEN_ENV,
+    TRIGGERS,
+    deliver,
+    press,
+    submit,
+    wait_for_prompt,
+    wait_for_thread,
+    wait_for_turns_to_end,
+)
+from tests.e2e.helpers import wait_for_prompt as wait_for_controls
 from tests.support.private_redis import free_port
 from tests.support.stack import REPO_ROOT, START_TIMEOUT_SECONDS
 
@@ -69,7 +76,7 @@ def world(make_world, demo_agent_url):
         tool_approvals=True,
         progress="steps",
         triggers=TRIGGERS,
-        env={TOKEN_ENV: TOKEN},
+        env={TRIGGER_TOKEN_ENV: TRIGGER_TOKEN},
     )
 
 

@@ -28,8 +28,18 @@ from sessions import notices
 from sessions.identity import SYSTEM_IDENTITY
 from sessions.models import Turn
 from simulator import defaults
-from tests.e2e.helpers import bot_messages, has_controls, wait_for, wait_for_prompt
-from tests.e2e.test_alerts import TOKEN, TOKEN_ENV, TRIGGERS, am_alert, deliver, group
+from tests.e2e.helpers import (
+    TRIGGER_TOKEN,
+    TRIGGER_TOKEN_ENV,
+    TRIGGERS,
+    am_alert,
+    bot_messages,
+    deliver,
+    group,
+    has_controls,
+    wait_for,
+    wait_for_prompt,
+)
 from tests.factories import StaffUserFactory
 from tests.support.kagent_runtime.lines import KAGENT_1_0
 from tests.support.kagent_runtime.script import Call, RemoteAgent, Script, Tool, ask_agent
@@ -47,7 +57,7 @@ CALLS = [
 
 
 def rejected(reason: str) -> dict:
-    """What kagent's approval callback hands the model for a denied call (research/kagent.md §2)."""
+    """What kagent's approval callback hands the model for a denied call (docs/kagent-dialect.md §2)."""
     return {"result": f"Tool call was rejected by user. Reason: {reason}"}
 
 
@@ -192,7 +202,7 @@ def test_an_alerts_tool_its_rule_denies_is_denied_at_once_and_the_person_who_ask
         separate_approver=True,
         tool_rules=[{"match": "check_*", "unattended": "deny"}],
         triggers=TRIGGERS,
-        env={TOKEN_ENV: TOKEN},
+        env={TRIGGER_TOKEN_ENV: TRIGGER_TOKEN},
     )
 
     assert deliver(world, group(am_alert())).status_code == 200

@@ -138,7 +138,7 @@ def test_a_question_the_binding_does_not_take_is_cancelled_and_the_thread_is_tol
     assert turn.outcome == Turn.Outcome.QUESTION_CANCELED
     if kagent_line.is_v010:
         # kagent 0.10 answers tasks/cancel on a paused task with -32603 "Cancellation is not supported"
-        # (research/kagent.md §4): the task stays paused, the thread is told all the same. This fails
+        # (docs/kagent-dialect.md §4): the task stays paused, the thread is told all the same. This fails
         # once a 0.10 release cancels: then the thread's notice is still right, and this line goes.
         assert task_state(runtime.url, turn.task_id) is TaskState.INPUT_REQUIRED
     else:

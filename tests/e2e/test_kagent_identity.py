@@ -9,7 +9,7 @@ import pytest
 from sessions.identity import SYSTEM_IDENTITY
 from sessions.models import Turn
 from simulator import defaults
-from tests.e2e.test_alerts import TOKEN, TOKEN_ENV, TRIGGERS, am_alert, deliver, group
+from tests.e2e.helpers import TRIGGER_TOKEN, TRIGGER_TOKEN_ENV, TRIGGERS, am_alert, deliver, group
 from tests.support.kagent_runtime.script import Script
 from tests.support.kagent_runtime.script import Turn as ModelTurn
 
@@ -66,7 +66,7 @@ def test_an_alert_threads_turn_goes_under_the_system_identity(make_world, start_
         dialect="kagent-v1",
         user_identity="slack-user-id",
         triggers=TRIGGERS,
-        env={TOKEN_ENV: TOKEN},
+        env={TRIGGER_TOKEN_ENV: TRIGGER_TOKEN},
     )
 
     assert deliver(world, group(am_alert())).status_code == 200

@@ -6,23 +6,11 @@ import socket
 
 import httpx
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
-from tests.e2e.helpers import wait_for_turns_to_end
+from tests.e2e.helpers import METRICS_TOKEN, scrape, wait_for_turns_to_end
 from tests.fakes.a2a_agent import steps
 
 pytestmark = pytest.mark.slow
-
-TOKEN = "e2e-metrics-token"
-
-
-def scrape(world, url: str | None = None) -> dict[str, list]:
-    """The web's /metrics, or the one at ``url``."""
-    response = httpx.get(
-        url or f"{world.stack.base_url}/metrics", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10
-    )
-    assert response.status_code == 200, response.text
-    return {family.name: family.samples for family in text_string_to_metric_families(response.text)}
 
 
 def value(scraped, family: str, sample: str, **labels: str) -> float:
@@ -38,7 +26,7 @@ def test_a_scrape_after_real_turns_counts_each_outcome_and_slacks_429(make_world
             else [steps.text("All good.")]
         )
     )
-    world = make_world(agent_url=a2a_agent.url, env={"METRICS_TOKEN": TOKEN})
+    world = make_world(agent_url=a2a_agent.url, env={"METRICS_TOKEN": METRICS_TOKEN})
     binding = world.binding.name
     assert httpx.get(f"{world.stack.base_url}/metrics", timeout=10).status_code == 401
     before = scrape(world)
@@ -89,7 +77,9 @@ def test_a_worker_with_a_directory_of_its_own_is_scraped_on_its_port_and_the_web
     make_world, a2a_agent
 ):
     a2a_agent.on_message(lambda received: [steps.text("All good.")])
-    world = make_world(agent_url=a2a_agent.url, env={"METRICS_TOKEN": TOKEN}, workers_own_metrics=True)
+    world = make_world(
+        agent_url=a2a_agent.url, env={"METRICS_TOKEN": METRICS_TOKEN}, workers_own_metrics=True
+    )
     binding = world.binding.name
     worker_url = world.stack.metrics_urls["worker"]
     assert httpx.get(worker_url, timeout=10).status_code == 401

@@ -31,8 +31,7 @@ from sessions import notices
 from sessions.identity import SYSTEM_IDENTITY
 from sessions.models import Session, Turn
 from simulator import defaults
-from tests.e2e.conftest import assert_acked
-from tests.e2e.helpers import wait_for_turns_to_end
+from tests.e2e.helpers import assert_acked, wait_for_turns_to_end
 from tests.factories import BindingFactory
 from tests.fakes.a2a_agent import steps
 from tests.support.alerts import alert_name, fire_alert

@@ -19,8 +19,19 @@ from kourier.progress import STOPPED, WAITING_FOR_YOUR_ANSWER
 from sessions import notices
 from sessions.models import Session, Turn
 from simulator import defaults
-from tests.e2e.conftest import another_app, through_another_app
-from tests.e2e.helpers import bot_messages, wait_for, wait_for_prompt, wait_for_turns_to_end
+from tests.e2e.helpers import (
+    QUESTIONS,
+    _has_submit,
+    another_app,
+    answers_received,
+    ask_then_finish,
+    bot_messages,
+    submit,
+    through_another_app,
+    wait_for,
+    wait_for_prompt,
+    wait_for_turns_to_end,
+)
 from tests.fakes.a2a_agent import HITL_EXTENSION, ReceivedMessage, kagent
 from tests.fakes.a2a_agent.steps import Step, input_required, jsonrpc_error, sleep, text
 
@@ -28,22 +39,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.shares_stacks]  # tests/support/stac
 
 WAIT = 20.0
 ACK = "hourglass_flowing_sand"
-QUESTIONS = [
-    kagent.Question("Which database should I use?", ["PostgreSQL", "MySQL", "SQLite"]),
-    kagent.Question("Which features?", ["Auth", "Caching", "Search"], multiple=True),
-    kagent.Question("Anything else?"),
-]
-
-
-def answers_received(received: ReceivedMessage) -> dict:
-    [payload] = [part["metadata"] for part in received.parts if "metadata" in part] or [received.metadata]
-    return payload[HITL_EXTENSION]
-
-
-def ask_then_finish(received: ReceivedMessage) -> list[Step]:
-    if received.is_continuation:
-        return [text("Thanks, carrying on.")]
-    return kagent.v1.ask_user_pause(QUESTIONS, request_id="adk-ask")
 
 
 @pytest.fixture
@@ -51,21 +46,6 @@ def kagent_agent(make_a2a_agent):
     agent = make_a2a_agent(text_style="kagent-1.0", extensions=[HITL_EXTENSION])
     agent.on_message(ask_then_finish)
     return agent
-
-
-def _has_submit(blocks) -> bool:
-    return any(
-        element.get("action_id") == SUBMIT_ACTION
-        for block in blocks
-        if block.get("type") == "actions"
-        for element in block.get("elements", [])
-    )
-
-
-def submit(world, prompt_ts, *, user=defaults.GRACE, choices=None):
-    delivery = world.slack.press_button(user, world.channel, prompt_ts, SUBMIT_ACTION, choices=choices or {})
-    assert delivery.status == 200  # Slack needs its 200 within three seconds, whatever the press
-    return delivery
 
 
 def test_a_kagent_question_is_answered_in_the_thread_and_the_same_task_carries_on(make_world, kagent_agent):

@@ -15,25 +15,12 @@ import pytest
 from bindings.models import Binding
 from kourier.management.commands.serve import Command, Simulator, simulator_wanted
 from simulator import defaults, demo
+from tests.e2e.helpers import wait_for_ready
 from tests.factories import ConnectionFactory
 from tests.support.private_redis import free_port
 from tests.support.stack import REPO_ROOT
 
 pytestmark = pytest.mark.slow
-
-
-def wait_for_ready(url: str, process: subprocess.Popen, timeout: float = 60) -> httpx.Response:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert process.poll() is None, "serve exited at start"
-        try:
-            response = httpx.get(url, timeout=2)
-            if response.status_code == 200:
-                return response
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)  # polling for the service to come up, not timing a race
-    raise TimeoutError(f"{url} was not ready within {timeout} s")
 
 
 def port_is_open(port: int) -> bool:

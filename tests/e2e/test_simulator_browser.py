@@ -29,8 +29,7 @@ import pytest
 from interactions.approval_prompts import DECIDE_ACTION
 from interactions.prompts import SUBMIT_ACTION
 from simulator import demo
-from tests.e2e.test_admin_browser import TIMEOUT_MS, chromium  # noqa: F401  (the fixture)
-from tests.e2e.test_serve import wait_for_ready
+from tests.e2e.helpers import BROWSER_TIMEOUT_MS, wait_for_ready
 from tests.support.private_redis import free_port
 from tests.support.stack import REPO_ROOT, database_url_of_test_database
 
@@ -83,15 +82,15 @@ def served(transactional_db: None, tmp_path: Path) -> Iterator[str]:
         log.close()
 
 
-def test_a_visitor_tries_every_feature_in_demo(served: str, chromium: str) -> None:  # noqa: F811
+def test_a_visitor_tries_every_feature_in_demo(served: str, chromium: str) -> None:
     from playwright.sync_api import expect, sync_playwright
 
-    expect.set_options(timeout=TIMEOUT_MS)
+    expect.set_options(timeout=BROWSER_TIMEOUT_MS)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium, headless=True)
         try:
             page = browser.new_page(base_url=served, viewport={"width": 1400, "height": 900})
-            page.set_default_timeout(TIMEOUT_MS)
+            page.set_default_timeout(BROWSER_TIMEOUT_MS)
             page.goto("/simulator/")
             expect(page.locator("#channel-name")).to_have_text("#demo")
             expect(page.get_by_label("Message", exact=True)).to_be_enabled()
@@ -125,7 +124,7 @@ def mention_the_bot_and_watch_the_answer_stream_in(page: Any) -> None:
     reply = thread.locator(".message.bot").first
     # While it streams, the page says so; once done, the answer stands with a card per tool call.
     expect(reply.locator(".text")).to_contain_text("Let me look that up.")
-    expect(reply.locator(".text")).to_contain_text("I am the demo agent", timeout=TIMEOUT_MS)
+    expect(reply.locator(".text")).to_contain_text("I am the demo agent", timeout=BROWSER_TIMEOUT_MS)
     expect(reply.locator(".streaming")).to_have_count(0)
     cards = reply.locator(".card")
     expect(cards).to_have_count(2)

@@ -2,7 +2,6 @@
 real workers, a real a2a-sdk agent. No web process: every event and press comes over the socket."""
 
 import json
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -11,11 +10,21 @@ from interactions.models import Interaction
 from interactions.prompts import SUBMIT_ACTION
 from sessions.models import Turn
 from simulator import defaults
-from tests.e2e.test_approvals import decisions_received, pause_then_finish
-from tests.e2e.test_approvals import wait_for_prompt as wait_for_approval_prompt
-from tests.e2e.test_questions import answers_received, ask_then_finish
-from tests.e2e.test_questions import wait_for_prompt as wait_for_question_prompt
-from tests.e2e.test_threads import WAIT, replies, wait_for, wait_for_reply_count, wait_for_turns_to_end
+from tests.e2e.helpers import (
+    WAIT,
+    answers_received,
+    ask_then_finish,
+    decisions_received,
+    mentions_at,
+    pause_then_finish,
+    replies,
+    wait_for,
+    wait_for_reply_count,
+    wait_for_turns_to_end,
+    wait_until_answered,
+)
+from tests.e2e.helpers import wait_for_prompt as wait_for_approval_prompt
+from tests.e2e.helpers import wait_for_prompt as wait_for_question_prompt
 from tests.fakes.a2a_agent import HITL_EXTENSION, steps
 from tests.fakes.a2a_agent.gates import Gate
 from tests.fakes.a2a_agent.kagent import PendingTool
@@ -29,29 +38,6 @@ BURST = 50
 def agent(a2a_agent):
     a2a_agent.on_message(lambda received: [steps.text(f"answer to {received.text.rsplit(': ', 1)[-1]}")])
     return a2a_agent
-
-
-def mentions_at(world, count: int, per_second: float) -> list[str]:
-    """``count`` people's mentions in new threads, ``per_second`` of them a second (sent from a few
-    threads at their moments, as people post whatever the app does); their ts, in order."""
-    import time
-
-    start = time.monotonic()
-
-    def say(number: int) -> str:
-        time.sleep(max(0.0, start + number / per_second - time.monotonic()))  # pacing the sender
-        return world.slack.user_says(
-            defaults.ADA, world.channel, f"{world.slack.bot_mention} number {number}", deliver="app_mention"
-        )
-
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        return list(pool.map(say, range(count)))
-
-
-def wait_until_answered(world, thread_ts_list: list[str], timeout: float = 120.0) -> None:
-    world.slack.wait_until(
-        lambda: all(len(replies(world, ts)) >= 1 for ts in thread_ts_list), timeout=timeout
-    )
 
 
 def test_a_mention_over_the_socket_is_answered_in_its_thread(make_socket_world, agent):

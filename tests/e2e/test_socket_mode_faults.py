@@ -19,10 +19,16 @@ from interactions.approval_prompts import APPROVE_ACTION
 from interactions.models import Interaction
 from sessions.models import Turn
 from simulator import defaults
-from tests.e2e.helpers import pause_then_finish
+from tests.e2e.helpers import (
+    WAIT,
+    mentions_at,
+    pause_then_finish,
+    replies,
+    wait_for,
+    wait_for_turns_to_end,
+    wait_until_answered,
+)
 from tests.e2e.helpers import wait_for_prompt as wait_for_approval_prompt
-from tests.e2e.test_socket_mode import mentions_at, wait_until_answered
-from tests.e2e.test_threads import WAIT, replies, wait_for, wait_for_turns_to_end
 from tests.fakes.a2a_agent import HITL_EXTENSION, steps
 from tests.fakes.a2a_agent.kagent import PendingTool
 

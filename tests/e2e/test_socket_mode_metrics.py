@@ -4,8 +4,7 @@ type and outcome, late acks and reconnects, counted by the real process against 
 import httpx
 import pytest
 
-from tests.e2e.test_metrics import TOKEN, scrape
-from tests.e2e.test_threads import WAIT, wait_for_reply_count
+from tests.e2e.helpers import METRICS_TOKEN, WAIT, scrape, wait_for_reply_count
 from tests.fakes.a2a_agent import steps
 from tests.support.private_redis import free_port
 
@@ -25,7 +24,7 @@ def test_the_socket_process_counts_its_sockets_envelopes_and_reconnects(
     make_socket_world, a2a_agent, tmp_path
 ):
     a2a_agent.on_message(lambda received: [steps.text("All good.")])
-    world = make_socket_world(agent_url=a2a_agent.url, replicas=0, env={"METRICS_TOKEN": TOKEN})
+    world = make_socket_world(agent_url=a2a_agent.url, replicas=0, env={"METRICS_TOKEN": METRICS_TOKEN})
     port, directory = free_port(), tmp_path / "socket-metrics"
     directory.mkdir()
     world.start_replica(env={"METRICS_PORT": str(port), "PROMETHEUS_MULTIPROC_DIR": str(directory)})

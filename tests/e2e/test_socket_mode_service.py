@@ -9,9 +9,17 @@ import pytest
 
 from sessions.models import Session, Turn
 from simulator import defaults
-from tests.e2e.conftest import APP_TOKEN_ENV, BOT_TOKEN_ENV, SIGNING_SECRET_ENV
-from tests.e2e.test_socket_mode import mentions_at, wait_until_answered
-from tests.e2e.test_threads import WAIT, replies, wait_for_reply_count, wait_for_turns_to_end
+from tests.e2e.helpers import (
+    APP_TOKEN_ENV,
+    BOT_TOKEN_ENV,
+    SIGNING_SECRET_ENV,
+    WAIT,
+    mentions_at,
+    replies,
+    wait_for_reply_count,
+    wait_for_turns_to_end,
+    wait_until_answered,
+)
 from tests.factories import BindingFactory, ConnectionFactory
 from tests.fakes.a2a_agent import steps
 from tests.support.private_redis import free_port

@@ -5,8 +5,15 @@ import pytest
 
 from sessions.models import Turn
 from simulator import defaults
-from tests.e2e.conftest import APP_TOKEN_ENV, BOT_TOKEN_ENV, SIGNING_SECRET_ENV, assert_acked
-from tests.e2e.test_threads import replies, wait_for_reply_count, wait_for_turns_to_end
+from tests.e2e.helpers import (
+    APP_TOKEN_ENV,
+    BOT_TOKEN_ENV,
+    SIGNING_SECRET_ENV,
+    assert_acked,
+    replies,
+    wait_for_reply_count,
+    wait_for_turns_to_end,
+)
 from tests.factories import BindingFactory, ConnectionFactory
 from tests.fakes.a2a_agent import steps
 

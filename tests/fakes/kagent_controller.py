@@ -1,7 +1,7 @@
 """A stand-in for kagent's controller: it serves agents by namespace and name, at the address each line uses.
 
-kagent's controller serves every agent of a cluster below one URL (research/kagent.md; kagent's
-controller source): kagent 1.0 at ``/agents/<namespace>/<name>`` and kagent 0.10 at
+kagent's controller serves every agent of a cluster below one URL (docs/kagent-dialect.md, "The
+controller"; kagent's controller source): kagent 1.0 at ``/agents/<namespace>/<name>`` and kagent 0.10 at
 ``/api/a2a/<namespace>/<name>/``, the agent card at ``.well-known/agent-card.json`` below each. This
 fake passes what arrives at an agent's address to the agent's own server (a real runtime or the
 scripted agent), streams included, and answers 404 for any name it was not given. ``serve_card``

@@ -1,5 +1,5 @@
 """The scripted agent on A2A 1.0, checked with raw JSON-RPC: every method, and the SDK behaviour
-research/kagent.md recorded (version header, error codes, no messageId de-duplication)."""
+docs/kagent-dialect.md §4 records (version header, error codes, no messageId de-duplication)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Wire shapes of each text style and tool marker, compared with the captured transcripts'
-structure (research/kagent_probe/captures_*). One script, four dialects."""
+structure (tests/a2a/data/kagent_*). One script, four dialects."""
 
 from __future__ import annotations
 

@@ -18,38 +18,20 @@ from interactions.decisions import NotADecision, Undecided, read_decision
 from interactions.kinds import Refusal, Refused, Taken
 from interactions.models import Interaction
 from kourier.a2a.dialects.kagent import POLICY_DENIAL_REASON
-from kourier.a2a.events import AnswerFormat, ApprovalRequest, ToolToApprove
+from kourier.a2a.events import ApprovalRequest
 from kourier.a2a.follow import Cancelled
 from sessions.identity import SYSTEM_IDENTITY
 from sessions.models import Turn
 from simulator import defaults
 from simulator.blocks import block_problems
 from tests.factories import BindingFactory, TurnFactory
-
-PROMPT_TS = "1700000000.000900"
-SECRET = "xoxb-" + "1234567890-abcdefghijklmnop"
-
-
-def tool(name="add_numbers", args=None, n=0):
-    return ToolToApprove(
-        approval_id=f"adk-{n}", call_id=f"call-{n}", name=name, args=args if args is not None else {"a": n}
-    )
+from tests.interactions.helpers import PROMPT_TS, SECRET, opened, request, tool
 
 
 def shown(req: ApprovalRequest) -> list:
     blocks = approval_prompts.open_prompt(req, 7)
     assert isinstance(blocks, list)
     return blocks
-
-
-def request(*tools, agent=None):
-    return ApprovalRequest(
-        tools=tools or (tool(),),
-        task_id="task-1",
-        context_id="ctx-1",
-        answer_format=AnswerFormat.HITL_V1,
-        agent=agent,
-    )
 
 
 class TestThePrompt:
@@ -150,15 +132,6 @@ def a_turn_that_asked():
     return TurnFactory(
         session__binding=binding, state=Turn.State.DONE, outcome=Turn.Outcome.ASKED, task_id="task-1"
     )
-
-
-def opened(turn, req=None):
-    interaction = approvals.open_approval(
-        turn.pk, req or request(tool(args={"token": SECRET, "n": 1}), tool("check_status", n=1))
-    )
-    Interaction.objects.filter(pk=interaction.pk).update(prompt_ts=PROMPT_TS)
-    interaction.refresh_from_db()
-    return interaction
 
 
 def decide(interaction, user=defaults.ADA, action=approval_prompts.DENY_ACTION):

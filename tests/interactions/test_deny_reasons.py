@@ -15,8 +15,7 @@ from sessions.models import Turn
 from simulator import defaults
 from simulator.modals import view_problems
 from tests.factories import BindingFactory, TurnFactory
-
-from .test_approvals import PROMPT_TS, SECRET, opened, request, tool
+from tests.interactions.helpers import PROMPT_TS, SECRET, opened, request, tool
 
 pytestmark = pytest.mark.django_db
 

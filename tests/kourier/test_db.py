@@ -77,9 +77,6 @@ class TestInDatabaseThread:
         assert asyncio.run(scenario()) == 0
 
 
-needs_postgresql = pytest.mark.skipif(
-    connection.vendor != "postgresql", reason="a server that drops connections: PostgreSQL (DATABASE_URL)"
-)
 BACKEND_GONE_TIMEOUT_SECONDS = 10
 
 
@@ -121,7 +118,7 @@ def one_database_thread(settings):
     ingress_threads.cache_clear()
 
 
-@needs_postgresql
+@pytest.mark.requires_postgres("a server that drops connections: PostgreSQL")
 @pytest.mark.usefixtures("one_database_thread")
 class TestOnALiveConnection:
     @pytest.mark.parametrize("in_a_transaction", [False, True], ids=["statement", "transaction"])
@@ -181,8 +178,7 @@ def ingress_threads_of(settings):
     ingress_threads.cache_clear()
 
 
-@pytest.mark.postgres
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite has one ingress thread")
+@pytest.mark.requires_postgres("SQLite has one ingress thread")
 def test_on_postgresql_ingress_runs_as_many_calls_at_once_as_it_has_threads(ingress_threads_of):
     executor = ingress_threads_of(3)
     all_started = threading.Barrier(3, timeout=30)  # passes only when three calls run at once

@@ -1,9 +1,6 @@
 """The metrics' definitions and how they add up across processes (kourier/metrics.py)."""
 
-import os
 import socket
-import subprocess
-import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -14,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kourier import metrics
 from kourier.metrics import LiveState, LiveStateCollector
-from tests.support.metrics import sample
+from tests.support.metrics import run_a_process_that_records, sample
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HOST = socket.gethostname()
@@ -96,20 +93,6 @@ def test_without_a_multiprocess_directory_this_process_alone_is_reported(monkeyp
 
     assert values(found["kourier_turns_started"], "kourier_turns_started_total")[(("binding", "solo"),)] >= 1
     assert values(found["kourier_notices_owed"], "kourier_notices_owed") == {(): 0}
-
-
-def run_a_process_that_records(directory: Path, code: str) -> int:
-    """Runs ``code`` in a Python process of its own writing into ``directory``; returns its pid."""
-    env = {**os.environ, metrics.MULTIPROC_DIR_VARIABLE: str(directory)}
-    done = subprocess.run(
-        [sys.executable, "-c", f"import os\nfrom kourier import metrics\n{code}\nprint(os.getpid())"],
-        env=env,
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return int(done.stdout.strip())
 
 
 @pytest.mark.slow

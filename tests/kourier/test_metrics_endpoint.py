@@ -16,7 +16,7 @@ from kourier.metrics_endpoint import (
     forget_other_processes,
     serve_process_metrics,
 )
-from tests.kourier.test_metrics import run_a_process_that_records
+from tests.support.metrics import run_a_process_that_records
 
 TOKEN = "s3cret-metrics-token"
 

@@ -50,12 +50,7 @@ class TestLease:
         assert turns.claim_lease(session.id, "runner-b", seconds=60)
 
 
-@pytest.mark.postgres
-@pytest.mark.skipif(
-    db.connection.vendor != "postgresql",
-    reason="SQLite serializes every write, so a look and a claim cannot race there; set DATABASE_URL "
-    "to a PostgreSQL database to run it",
-)
+@pytest.mark.requires_postgres("SQLite serializes every write, so a look and a claim cannot race there")
 @pytest.mark.django_db(transaction=True)
 def test_a_turn_stored_after_a_runners_last_look_finds_the_lease_free(binding, monkeypatch):
     services.route_message(binding.connection, said())

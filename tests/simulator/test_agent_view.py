@@ -8,9 +8,9 @@ from slack_sdk import WebClient
 
 from simulator import SlackFake
 from simulator.defaults import ADA, CHANNEL_ID, GRACE
+from tests.simulator.helpers import slack_error
 
 from .receiver import Receiver
-from .test_web_api import slack_error
 
 PROMPTS = [{"title": "Status", "message": "What is the status of the deploy?"}]
 

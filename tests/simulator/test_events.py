@@ -13,42 +13,9 @@ from slack_sdk import WebClient
 
 from simulator import FakeMisuse, SlackFake
 from simulator.defaults import ADA, APP_ID, CHANNEL_ID, GRACE, TEAM_ID
+from tests.simulator.helpers import FORM_BLOCKS
 
 from .receiver import SIGNING_SECRET, Receiver
-
-FORM_BLOCKS: list[dict[str, Any]] = [
-    {
-        "type": "input",
-        "block_id": "question",
-        "label": {"type": "plain_text", "text": "Which one?"},
-        "element": {
-            "type": "radio_buttons",
-            "action_id": "choice",
-            "options": [
-                {"text": {"type": "plain_text", "text": "A"}, "value": "a"},
-                {"text": {"type": "plain_text", "text": "B"}, "value": "b"},
-            ],
-        },
-    },
-    {
-        "type": "actions",
-        "block_id": "buttons",
-        "elements": [
-            {
-                "type": "button",
-                "action_id": "submit",
-                "text": {"type": "plain_text", "text": "Submit"},
-                "value": "prompt-1",
-                "style": "primary",
-            },
-            {
-                "type": "static_select",
-                "action_id": "pick",
-                "options": [{"text": {"type": "plain_text", "text": "X"}, "value": "x"}],
-            },
-        ],
-    },
-]
 
 
 def event_types(receiver: Receiver) -> list[str]:

@@ -14,10 +14,10 @@ from slack_sdk.errors import SlackApiError
 
 from simulator import FakeMisuse, ManualClock, SlackFake
 from simulator.defaults import ADA, APP_TOKEN, BOT_TOKEN, CHANNEL_ID, GRACE, TEAM_ID
+from tests.simulator.helpers import FORM_BLOCKS
 
 from .receiver import SIGNING_SECRET, Receiver
 from .socket_app import SocketApp
-from .test_events import FORM_BLOCKS
 
 REASON_INPUT = {
     "type": "input",

@@ -1,4 +1,4 @@
-"""Rate limits (research/slack.md §4.7) and injected faults, as the real clients experience them."""
+"""Rate limits (docs/slack-platform.md §4.7) and injected faults, as the real clients experience them."""
 
 from __future__ import annotations
 

@@ -20,9 +20,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from simulator import SlackFake
 from simulator.defaults import ADA, APP_ID, APP_TOKEN, BOT_TOKEN, CHANNEL_ID, TEAM_ID
+from tests.simulator.helpers import FORM_BLOCKS
 
 from .socket_app import SocketApp, ack_everything, ack_nothing
-from .test_events import FORM_BLOCKS
 
 SHORT_ACK = 0.5  # the fake's three seconds, shortened so that the retry tests are quick
 

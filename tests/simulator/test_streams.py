@@ -1,4 +1,5 @@
-"""The stream state machine (research/slack.md §1), through the real clients and slack_sdk's ChatStream helper."""
+"""The stream state machine (docs/slack-platform.md §1), through the real clients and slack_sdk's
+ChatStream helper."""
 
 from __future__ import annotations
 

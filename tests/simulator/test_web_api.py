@@ -15,17 +15,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 from simulator import SlackFake, defaults
 from simulator.defaults import ADA, APP_TOKEN, CHANNEL_ID, GRACE, TEAM_ID
 from simulator.web_api import METHODS
+from tests.simulator.helpers import slack_error
 
 # slack_sdk warns when a post has no top-level text; some tests leave it out on purpose.
 missing_text_is_deliberate = pytest.mark.filterwarnings("ignore:The top-level `text` argument is missing")
-
-
-def slack_error(call: Any, *args: Any, **kwargs: Any) -> str:
-    """The Slack error name a client call fails with."""
-    with pytest.raises(SlackApiError) as failure:
-        call(*args, **kwargs)
-    assert failure.value.response.status_code == 200
-    return failure.value.response["error"]
 
 
 def test_auth_test_names_the_bot(slack_client: WebClient, slack_fake: SlackFake) -> None:

@@ -1,4 +1,4 @@
-"""The ``kagent-v1`` dialect: kagent agents, both lines (research/kagent.md §2-3).
+"""The ``kagent-v1`` dialect: kagent agents, both lines (docs/kagent-dialect.md §2-3).
 
 Pauses it reads (kagent pauses only for these; any other pause is reported as unusable):
 

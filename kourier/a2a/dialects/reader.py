@@ -44,7 +44,8 @@ FUNCTION_CALL = "function_call"
 FUNCTION_RESPONSE = "function_response"
 CONFIRMATION_CALL = "adk_request_confirmation"
 
-# kagent's approval callback appends an optional "Reason: ..." to this fixed text (research/kagent.md §2).
+# kagent's approval callback appends an optional "Reason: ..." to this fixed text
+# (docs/kagent-dialect.md §2).
 KAGENT_DENIAL_PREFIX = "Tool call was rejected by user."
 # ADK's own gated tools answer with this error until a person decides (not a result yet).
 ADK_CONFIRMATION_PENDING_PREFIX = "This tool call requires confirmation"

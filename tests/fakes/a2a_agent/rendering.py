@@ -1,7 +1,7 @@
 """Text styles: how one script looks on the wire, modelled on captured kagent transcripts.
 
 A renderer turns steps into the SDK events (Task, TaskStatusUpdateEvent, TaskArtifactUpdateEvent)
-one kind of agent emits. Four styles (research/kagent.md has the captures they follow):
+one kind of agent emits. Four styles (docs/kagent-dialect.md §1; the captures in tests/a2a/data/):
 
 - "artifact"    generic A2A 1.0 streaming: one artifact per model turn; the first chunk without
                 `append`, the next ones `append: true`, the turn's last chunk `lastChunk: true`
@@ -241,7 +241,8 @@ class StatusStyle(Renderer):
 
 
 class KagentV1Style(Renderer):
-    """kagent 1.0 alpha (captures_v1alpha): deltas, then the full turn as a replacing lastChunk."""
+    """kagent 1.0 alpha (tests/a2a/data/kagent_v1alpha): deltas, then the full turn as a replacing
+    lastChunk."""
 
     default_marker = KAGENT_PART_TYPE
 
@@ -313,7 +314,8 @@ class KagentV1Style(Renderer):
 
 
 class KagentV010Style(Renderer):
-    """kagent 0.10 (captures_v010): everything rides in status messages with kagent_* metadata."""
+    """kagent 0.10 (tests/a2a/data/kagent_v010): everything rides in status messages with kagent_*
+    metadata."""
 
     default_marker = KAGENT_TYPE
 

@@ -11,16 +11,14 @@ from slack_sdk.errors import SlackApiError
 
 from kourier import shared_cache
 from kourier.slack import failures
+from kourier.slack.budgets import PACE_WINDOW_SECONDS, forget_local_blocks, paced_calls_per_window
 from kourier.slack.clients import (
-    PACE_WINDOW_SECONDS,
     SLACK_TIMEOUT_SECONDS,
     RetryPolicy,
     SlackOutcomeUnknown,
     SlackRateLimited,
     SlackUnavailable,
     async_web_client,
-    forget_local_blocks,
-    paced_calls_per_window,
     shared_session,
     web_client,
 )

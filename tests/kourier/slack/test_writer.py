@@ -12,18 +12,9 @@ from kourier.progress import Card, CardStatus, View, Write, WriteKind
 from kourier.slack.blocks import feedback_block
 from kourier.slack.clients import RetryPolicy, async_web_client
 from kourier.slack.outbox import PostKind, part_key
-from kourier.slack.writer import (
-    ANSWER_CUT_LINE,
-    MESSAGE_TEXT_LIMIT,
-    NO_OUTPUT_TEXT,
-    REPLY_MOVES,
-    IllegalReplyMove,
-    ReplyMode,
-    ReplyTarget,
-    SlackReply,
-    check_move,
-    split_for_messages,
-)
+from kourier.slack.reply_content import ANSWER_CUT_LINE, MESSAGE_TEXT_LIMIT, NO_OUTPUT_TEXT
+from kourier.slack.reply_modes import IllegalReplyMove, ReplyMode
+from kourier.slack.writer import ReplyTarget, SlackReply
 from simulator import defaults
 from simulator.clock import ManualClock
 from tests.support.memory_outbox import MemoryOutbox
@@ -188,39 +179,7 @@ def test_stop_leaves_a_stream_with_the_text_it_had(slack_fake, thread_ts):
     assert (message.text, message.streaming) == ("half an answer", False)
 
 
-@pytest.mark.parametrize("size", [10, MESSAGE_TEXT_LIMIT, MESSAGE_TEXT_LIMIT + 1, 3 * MESSAGE_TEXT_LIMIT])
-def test_splitting_keeps_every_character_and_respects_the_limit(size):
-    text = "\n".join("x" * 99 for _ in range(size // 100 + 1))[:size]
-    parts = split_for_messages(text)
-    assert all(len(part) <= MESSAGE_TEXT_LIMIT for part in parts)
-    assert "".join(parts).replace("\n", "") == text.replace("\n", "")
-
-
 # -- the reply's mode ---------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("current", "to"),
-    [
-        (ReplyMode.ENDED, ReplyMode.STREAMING),  # writing after the end
-        (ReplyMode.ENDED, ReplyMode.MESSAGE),
-        (ReplyMode.ENDED, ReplyMode.ENDED),  # ending twice
-        (ReplyMode.MESSAGE, ReplyMode.STREAMING),  # streaming after the stream was given up
-        (ReplyMode.TAKEN_OVER, ReplyMode.STREAMING),  # a message taken over is rewritten, never streamed
-        (ReplyMode.STREAMING, ReplyMode.NOT_STARTED),
-        (ReplyMode.STREAMING, ReplyMode.TAKEN_OVER),
-    ],
-)
-def test_a_move_the_table_does_not_allow_is_refused(current, to):
-    with pytest.raises(IllegalReplyMove):
-        check_move(current, to)
-
-
-def test_every_mode_but_ended_may_end_and_ended_goes_nowhere():
-    for mode in ReplyMode:
-        if mode is not ReplyMode.ENDED:
-            check_move(mode, ReplyMode.ENDED)
-    assert REPLY_MOVES[ReplyMode.ENDED] == frozenset()
 
 
 def test_a_reply_begins_in_the_mode_its_thread_asks_for(slack_fake, thread_ts):

@@ -1,6 +1,6 @@
 """kagent 0.10 pauses (A2A 0.3): ADK `adk_request_confirmation` data parts, no text.
 
-Shapes as captured in research/kagent_probe/captures_v010 (01 approval, 03 ask_user). Use with the
+Shapes as captured in tests/a2a/data/kagent_v010 (01 approval, 03 ask_user). Use with the
 "kagent-0.10" text style on a protocol "0.3" agent; the client answers with a `decision_type` data
 part (the agent only records it - decide the continuation in `on_message`).
 """

@@ -1,6 +1,6 @@
 """kagent 1.0 alpha pauses (A2A 1.0): the hitl/v1 extension on the input-required message.
 
-Shapes as captured in research/kagent_probe/captures_v1alpha (01 approval, 03 ask_user). Like
+Shapes as captured in tests/a2a/data/kagent_v1alpha (01 approval, 03 ask_user). Like
 kagent, the structured metadata is only sent when the request activated the extension
 (`A2A-Extensions: https://kagent.dev/extensions/hitl/v1`); otherwise the pause is just its text.
 """
