@@ -24,7 +24,7 @@ from simulator.events import signed_headers
 from simulator.interactivity import state_values
 from tests.factories import BindingFactory, TurnFactory
 from tests.interactions.questions import ONE_OF_THREE, question
-from tests.kourier.doors.test_slack import request
+from tests.support.web_routes import request
 
 ASKED = question(ONE_OF_THREE)
 
