@@ -219,7 +219,14 @@ def _with(data, path, value):
         data[last] = value
 
 
-KEY = object()
+class _NewKey:
+    """Stands for a key the source chooses; named the same in every process (pytest-xdist compares ids)."""
+
+    def __str__(self) -> str:
+        return "(a new key)"
+
+
+KEY = _NewKey()
 # Every field of each kind's body an alert source writes, where the body holds it.
 ALERTMANAGER_FIELDS = [
     ("externalURL",),
