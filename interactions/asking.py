@@ -31,7 +31,7 @@ from sessions import notices
 from sessions.agent_text import Author, build_turn_text
 from sessions.models import Session, Turn
 from sessions.outbox import TurnOutbox
-from sessions.pauses import AnswerTurn, Kept, Pause, PausedTurn, PauseEnd
+from sessions.pauses import AnswerTurn, Pause, PausedTurn, PauseEnd, UndeliveredAnswer
 
 from . import approval_prompts, approvals, kept_answers, prompts, questions, services
 from .models import Interaction
@@ -235,7 +235,7 @@ class Asking:
             | Exists(kept_answers.not_due(now).filter(session_id=OuterRef("pk")))
         ).values("pk")
 
-    def keep_undelivered(self, turn_id: int) -> Kept:
+    def keep_undelivered(self, turn_id: int) -> UndeliveredAnswer:
         return kept_answers.keep(turn_id)
 
     def settle_answer(self, turn_id: int) -> None:

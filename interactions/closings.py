@@ -22,7 +22,7 @@ from django.utils import timezone
 from kourier.queue import enqueue_after_commit
 
 from .models import PromptClosing
-from .queue import CLOSE_PROMPT
+from .task_names import CLOSE_PROMPT
 
 # A rewrite Slack refuses is tried again after 1, 2, 4, ... seconds, at most 60 apart: about twenty
 # minutes in all, then it is given up and logged.

@@ -21,7 +21,7 @@ from django.utils import timezone
 from kourier.queue import enqueue_after_commit
 
 from .models import KeptPress
-from .queue import RETRY_PRESS
+from .task_names import RETRY_PRESS
 
 # A kept press is tried again after 1, 2, 4, ... seconds, at most 30 apart, about four minutes in all;
 # the last try tells the person.

@@ -20,7 +20,7 @@ group read once a press, the same failure rules), and a rule's own groups refuse
 four eyes (``separateApprover``) needs the press's verdicts and is checked with them, in the take
 (``PauseKind.vet``).
 
-The first complete press wins (``services.take_press``); every press that is not taken is told why,
+The first complete press wins (``services.take_allowed_press``); every press that is not taken is told why,
 in a message only the person sees.
 """
 
@@ -67,7 +67,9 @@ PRESS_POLICY = RetryPolicy(attempts=1, rate_limit_retries=0, max_wait=0.0)
 PRESS_TIMEOUT_SECONDS = 1.5  # a read that hangs is a transient failure, found before Slack's 3 s pass
 
 
-class Outcome(enum.Enum):
+class PressOutcome(enum.Enum):
+    """What became of a press on a prompt (or of one try of a kept press)."""
+
     TAKEN = "taken"
     REFUSED = "refused"
     RETRY = "retry"  # a group read failed for now: the press is kept and tried again
@@ -82,13 +84,13 @@ def interaction_id_of(press: SubmitPress) -> int:
     return int(press.value) if press.value.isascii() and press.value.isdigit() else 0
 
 
-async def take_press(press: SubmitPress, *, connection_id: int, bot_token: str) -> Outcome:
+async def receive_press(press: SubmitPress, *, connection_id: int, bot_token: str) -> PressOutcome:
     """The listener's entry: takes, refuses, or hands the press to the durable retry."""
     kind = BY_ACTION.get(press.action_id)
     if kind is None:
         raise LookupError(f"no kind of pause has the action {press.action_id!r}")
     outcome = await decide_press(kind, press, connection_id=connection_id, bot_token=bot_token)
-    if outcome is Outcome.RETRY:
+    if outcome is PressOutcome.RETRY:
         await in_database_thread(kept_presses.keep)(
             asdict(press), connection_id=connection_id, interaction_id=interaction_id_of(press)
         )
@@ -96,16 +98,16 @@ async def take_press(press: SubmitPress, *, connection_id: int, bot_token: str) 
     return outcome
 
 
-async def retry_kept_press(kept_id: int, attempt: int) -> Outcome:
+async def retry_kept_press(kept_id: int, attempt: int) -> PressOutcome:
     """Try ``attempt`` of a kept press: taken, refused, or put off (RETRY) until the next try."""
     kept = await in_database_thread(kept_presses.claim)(kept_id, attempt)
     if kept is None:
-        return Outcome.STALE
+        return PressOutcome.STALE
     press = SubmitPress(**kept.press)
     kind = BY_ACTION.get(press.action_id)
     if kind is None:
         await in_database_thread(kept_presses.forget)(kept.id)
-        return Outcome.STALE
+        return PressOutcome.STALE
     outcome = await decide_press(
         kind,
         press,
@@ -114,7 +116,7 @@ async def retry_kept_press(kept_id: int, attempt: int) -> Outcome:
         last_attempt=kept.last,
         kept_id=kept.id,
     )
-    if outcome is Outcome.RETRY:
+    if outcome is PressOutcome.RETRY:
         await in_database_thread(kept_presses.put_off)(kept.id, attempt)
     else:
         await in_database_thread(kept_presses.forget)(kept.id)
@@ -129,7 +131,7 @@ async def decide_press(
     bot_token: str,
     last_attempt: bool = False,
     kept_id: int | None = None,
-) -> Outcome:
+) -> PressOutcome:
     interaction_id = interaction_id_of(press)
     # A kind that retries its group reads durably asks Slack once, briefly; the others as any call.
     options = {"policy": PRESS_POLICY, "timeout": PRESS_TIMEOUT_SECONDS} if kind.approvers else {}
@@ -140,18 +142,18 @@ async def decide_press(
             extra={"interaction": press.value, "kind": kind.kind.value, "reason": "another-app"},
         )
         await _tell(press, ANOTHER_APP)
-        return Outcome.REFUSED
+        return PressOutcome.REFUSED
     allowed = await _why_not_allowed(kind, slack, press, interaction_id)
-    if allowed is Outcome.RETRY:
+    if allowed is PressOutcome.RETRY:
         if not last_attempt:
-            return Outcome.RETRY
+            return PressOutcome.RETRY
         allowed = Refusal.GROUPS_UNAVAILABLE
     if allowed is None and press.reason is None and kind.kind == Interaction.Kind.APPROVAL:
         asked = await _ask_reason(slack, press, interaction_id)
         if asked is not None:
             return asked
     if allowed is None:
-        result = await in_database_thread(services.take_press)(
+        result = await in_database_thread(services.take_allowed_press)(
             kind,
             interaction_id,
             channel_id=press.channel_id,
@@ -163,7 +165,7 @@ async def decide_press(
             reason=press.reason or "",
         )
         if isinstance(result, Taken):
-            return Outcome.TAKEN
+            return PressOutcome.TAKEN
         refused = result
     elif isinstance(allowed, Refused):
         refused = allowed
@@ -175,10 +177,10 @@ async def decide_press(
         extra={"interaction": press.value, "kind": kind.kind.value, "reason": refused.refusal.value},
     )
     await _tell(press, refused.message)
-    return Outcome.REFUSED
+    return PressOutcome.REFUSED
 
 
-async def _ask_reason(slack, press: SubmitPress, interaction_id: int) -> Outcome | None:
+async def _ask_reason(slack, press: SubmitPress, interaction_id: int) -> PressOutcome | None:
     """Opens the reason modal for a press that denies on a Binding with denyReasons: ASKED_REASON,
     REFUSED when it could not be opened (nothing decided), None when the press decides as it is."""
     tools = await in_database_thread(deny_reasons.denied_tools)(interaction_id, press.action_id, press.values)
@@ -198,9 +200,9 @@ async def _ask_reason(slack, press: SubmitPress, interaction_id: int) -> Outcome
             extra={"interaction": press.value, "error": error_name(exc)},
         )
         await _tell(press, deny_reasons.FORM_UNAVAILABLE)
-        return Outcome.REFUSED
+        return PressOutcome.REFUSED
     logger.info("interaction.reason_asked", extra={"interaction": press.value})
-    return Outcome.ASKED_REASON
+    return PressOutcome.ASKED_REASON
 
 
 async def _tell(press: SubmitPress, message: str) -> None:
@@ -237,7 +239,7 @@ def policy_of(interaction_id: int, kind: str) -> Policy | None:
 
 async def _why_not_allowed(
     kind: PauseKind, slack, press: SubmitPress, interaction_id: int
-) -> Refusal | Refused | Outcome | None:
+) -> Refusal | Refused | PressOutcome | None:
     policy = None
     if kind.approvers:
         policy = await in_database_thread(policy_of)(interaction_id, kind.kind)
@@ -272,7 +274,7 @@ async def _why_not_allowed(
                     }
                     if may_pass(exc):
                         logger.warning("interaction.approver_group_unavailable", extra=extra)
-                        return Outcome.RETRY
+                        return PressOutcome.RETRY
                     logger.error("interaction.approver_group_unreadable", extra=extra)
                     return Refusal.GROUPS_UNREADABLE
             if membership[group_id]:

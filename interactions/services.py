@@ -24,7 +24,7 @@ from kourier.slack.clients import connection_workspace, web_client
 from sessions import activity
 from sessions.identity import filed_under
 from sessions.models import Turn
-from sessions.queue import DRIVE_SESSION
+from sessions.task_names import DRIVE_SESSION
 from sessions.turns import message_id_for
 
 from . import closings
@@ -87,7 +87,7 @@ def open_interaction(
     return interaction
 
 
-def take_press(
+def take_allowed_press(
     kind: PauseKind,
     interaction_id: int,
     *,

@@ -17,7 +17,7 @@ from kourier.slack.outbox import PostKind, notice_key, post_notice
 from kourier.sweeps import Swept, sweep
 from sessions import notices
 from sessions.outbox import TurnOutbox
-from sessions.queue import DRIVE_SESSION
+from sessions.task_names import DRIVE_SESSION
 
 from . import approvals, asking, closings, kept_answers, kept_presses, questions, reminders, services
 from .models import Interaction

@@ -5,8 +5,8 @@ from celery import shared_task
 
 from kourier.a2a.kagent_feedback import FeedbackNotSent
 
-from . import closings, feedback, kept_presses, presses, registry, sweeps
-from .queue import CLOSE_PROMPT, RETRY_PRESS, SEND_FEEDBACK
+from . import closings, feedback, kept_presses, presses, registry
+from .task_names import CLOSE_PROMPT, RETRY_PRESS, SEND_FEEDBACK
 
 
 @shared_task(name=CLOSE_PROMPT, bind=True, acks_late=True, max_retries=None)
@@ -24,7 +24,7 @@ def close_prompt(self, interaction_id: int, attempt: int | None = None) -> str:
 def retry_approval_press(self, kept_press_id: int, attempt: int) -> str:
     """Try ``attempt`` of a kept press (kept_presses.py): the tries are counted in its row, not here."""
     outcome = async_to_sync(presses.retry_kept_press)(kept_press_id, attempt)
-    if outcome is presses.Outcome.RETRY:
+    if outcome is presses.PressOutcome.RETRY:
         raise self.retry(args=(kept_press_id, attempt + 1), countdown=kept_presses.backoff(attempt))
     return outcome.value
 
@@ -36,28 +36,3 @@ def send_feedback(self, feedback_id: int, version: int) -> str:
         return feedback.send(feedback_id, version)
     except FeedbackNotSent as exc:
         raise self.retry(countdown=min(30 * 2**self.request.retries, 900)) from exc
-
-
-@shared_task
-def time_out_interactions() -> dict[str, int]:
-    return sweeps.time_out_interactions().counts
-
-
-@shared_task
-def retry_kept_presses() -> dict[str, int]:
-    return sweeps.retry_kept_presses().counts
-
-
-@shared_task
-def close_owed_prompts() -> dict[str, int]:
-    return sweeps.close_owed_prompts().counts
-
-
-@shared_task
-def deliver_kept_answers() -> dict[str, int]:
-    return sweeps.deliver_kept_answers().counts
-
-
-@shared_task
-def remind_approvers() -> dict[str, int]:
-    return sweeps.remind_approvers().counts

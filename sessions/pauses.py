@@ -61,7 +61,7 @@ class PauseEnd:
     notice: str | None = None
 
 
-class Kept(enum.Enum):
+class UndeliveredAnswer(enum.Enum):
     """What became of an answer turn whose message surely never reached the agent (no connection made)."""
 
     KEPT = "kept"  # queued again for a later try: no notice, its prompt says it waits
@@ -98,7 +98,7 @@ class Pauses(Protocol):
         due (no runner is owed to them: the pauses' own sweep drives it when due)."""
         ...
 
-    def keep_undelivered(self, turn_id: int) -> Kept:
+    def keep_undelivered(self, turn_id: int) -> UndeliveredAnswer:
         """The answer turn ``turn_id`` could not reach the agent (it surely never arrived): kept for
         another try (the turn queued again), or given up past its pause's deadline."""
         ...
@@ -126,8 +126,8 @@ class _NoPauses:
     def held_sessions(self) -> QuerySet[Any]:
         return Session.objects.none().values("pk")
 
-    def keep_undelivered(self, turn_id: int) -> Kept:
-        return Kept.NOT_AN_ANSWER
+    def keep_undelivered(self, turn_id: int) -> UndeliveredAnswer:
+        return UndeliveredAnswer.NOT_AN_ANSWER
 
     def settle_answer(self, turn_id: int) -> None:
         return None

@@ -408,8 +408,8 @@ class Conversation:
         timeout past its deadline (the timeout sweep tells the thread); any other turn fails."""
         if out_of_reach.unsent and self.work.kind is not Turn.Kind.MESSAGE:
             kept = await _db(pauses.current().keep_undelivered)(self.work.turn_id)
-            if kept is not pauses.Kept.NOT_AN_ANSWER:
-                return TurnEnd(Turn.Outcome.UNREACHABLE, kept=kept is pauses.Kept.KEPT)
+            if kept is not pauses.UndeliveredAnswer.NOT_AN_ANSWER:
+                return TurnEnd(Turn.Outcome.UNREACHABLE, kept=kept is pauses.UndeliveredAnswer.KEPT)
         return TurnEnd(Turn.Outcome.UNREACHABLE, notices.AGENT_UNREACHABLE)
 
     async def _follow(self, message: Message) -> TaskEnded:

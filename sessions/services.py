@@ -31,8 +31,8 @@ from . import activity, notices, pauses
 from .identity import SYSTEM_IDENTITY
 from .models import Session, ThreadNote, Turn
 from .outbox import TurnOutbox
-from .queue import DRIVE_SESSION, TELL_EXPIRED
 from .routing import Route, ThreadState, route
+from .task_names import DRIVE_SESSION, TELL_EXPIRED
 from .turns import message_id_for
 
 logger = logging.getLogger(__name__)

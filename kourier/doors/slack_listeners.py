@@ -22,7 +22,7 @@ from bindings import directory
 from bindings.models import Connection
 from bindings.services import note_slack_identity
 from interactions import deny_reasons, feedback
-from interactions.presses import take_press
+from interactions.presses import receive_press
 from interactions.registry import ACTIONS as PROMPT_ACTIONS
 from kourier.db import in_database_thread
 from kourier.slack.blocks import FEEDBACK_ACTIONS
@@ -161,7 +161,7 @@ def _build_app(connection: Connection) -> AsyncApp:
                 "slack.press_unreadable", extra={"reason": press.reason, "connection_id": connection_id}
             )
             return
-        await take_press(press, connection_id=connection_id, bot_token=bot_token)
+        await receive_press(press, connection_id=connection_id, bot_token=bot_token)
 
     bot_token = connection.bot_token()
     for prompt_action in PROMPT_ACTIONS:
@@ -175,7 +175,7 @@ def _build_app(connection: Connection) -> AsyncApp:
                 "slack.press_unreadable", extra={"reason": press.reason, "connection_id": connection_id}
             )
             return
-        await feedback.take_press(press, connection_id=connection_id, bot_token=bot_token)
+        await feedback.receive_thumbs_press(press, connection_id=connection_id, bot_token=bot_token)
 
     for feedback_action in FEEDBACK_ACTIONS:
         app.action(feedback_action)(take_feedback_press)
@@ -209,7 +209,7 @@ def _build_app(connection: Connection) -> AsyncApp:
                 extra={"reason": "private_metadata is not a press", "connection_id": connection_id},
             )
             return
-        await take_press(press, connection_id=connection_id, bot_token=bot_token)
+        await receive_press(press, connection_id=connection_id, bot_token=bot_token)
 
     async def reason_modal_closed(ack, body: dict) -> None:
         await ack()  # closing the reason modal decides nothing

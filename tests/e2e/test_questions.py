@@ -275,7 +275,7 @@ def test_at_the_deadline_the_task_is_cancelled_the_prompt_closed_and_the_thread_
     assert len(kagent_agent.calls("CancelTask")) == 1
     # Beat runs the sweep every second: once it has run on after closing, the thread was still told once.
     wait_for(lambda: Interaction.objects.get().closed_at is not None, "the prompt closed")
-    world.stack.wait_for_log("beat", "interactions.tasks.time_out_interactions", count=3, timeout=WAIT)
+    world.stack.wait_for_log("beat", "sweeps.time-out-interactions", count=3, timeout=WAIT)
     assert [m.text for m in bot_messages(world, ts)].count(notices.QUESTION_TIMED_OUT) == 1
     assert len(kagent_agent.calls("CancelTask")) == 1
 
@@ -343,7 +343,7 @@ def test_an_answer_taken_while_no_worker_runs_is_sent_once_by_the_next(make_worl
         lambda: any(m.text == "Thanks, carrying on." for m in bot_messages(world, ts)), timeout=WAIT
     )
     wait_for_turns_to_end(world, 2)
-    world.stack.wait_for_log("beat", "sessions.tasks.recover_sessions", count=3, timeout=WAIT)
+    world.stack.wait_for_log("beat", "sweeps.recover-sessions", count=3, timeout=WAIT)
     assert len(kagent_agent.received) == 2
 
 

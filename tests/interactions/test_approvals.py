@@ -162,7 +162,7 @@ def opened(turn, req=None):
 
 
 def decide(interaction, user=defaults.ADA, action=approval_prompts.DENY_ACTION):
-    return services.take_press(
+    return services.take_allowed_press(
         approvals.APPROVAL,
         interaction.pk,
         channel_id=interaction.channel_id,
@@ -219,7 +219,7 @@ class TestADecisionIsActivity:
     def test_it_moves_the_threads_expiry_forward(self, asking_turn):
         interaction = opened(asking_turn)
         decided_at = timezone.now() + timedelta(days=3)
-        taken = services.take_press(
+        taken = services.take_allowed_press(
             approvals.APPROVAL,
             interaction.pk,
             channel_id=interaction.channel_id,

@@ -46,7 +46,7 @@ def interaction(db) -> Interaction:
 
 
 def decide(interaction: Interaction):
-    return services.take_press(
+    return services.take_allowed_press(
         approvals.APPROVAL,
         interaction.pk,
         channel_id=interaction.channel_id,

@@ -139,7 +139,7 @@ class TestTheSweep:
 
 def test_a_decision_forgets_its_kept_press_in_its_own_transaction(interaction):
     kept_id = kept(interaction)
-    taken = services.take_press(
+    taken = services.take_allowed_press(
         approvals.APPROVAL,
         interaction.pk,
         channel_id=interaction.channel_id,

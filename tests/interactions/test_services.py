@@ -64,7 +64,7 @@ def interaction(asking_turn):
 
 
 def press(interaction, values=COMPLETE, *, user=defaults.ADA, channel=None, prompt_ts=None, now=None):
-    return services.take_press(
+    return services.take_allowed_press(
         questions.QUESTION,
         interaction.pk,
         action_id=prompts.SUBMIT_ACTION,
@@ -156,7 +156,7 @@ class TestAPressThatIsRefused:
         before = everything_written()
         for unknown in (interaction.pk + 1000, 0, 10**30):
             with django_capture_on_commit_callbacks() as callbacks:
-                result = services.take_press(
+                result = services.take_allowed_press(
                     questions.QUESTION,
                     unknown,
                     channel_id=CHANNEL,

@@ -128,8 +128,8 @@ class RecordedPauses:
     def held_sessions(self):
         return Session.objects.none().values("pk")
 
-    def keep_undelivered(self, turn_id: int) -> pauses.Kept:
-        return pauses.Kept.NOT_AN_ANSWER
+    def keep_undelivered(self, turn_id: int) -> pauses.UndeliveredAnswer:
+        return pauses.UndeliveredAnswer.NOT_AN_ANSWER
 
     def settle_answer(self, turn_id: int) -> None:
         return None
