@@ -99,7 +99,8 @@ async def receive_press(press: SubmitPress, *, connection_id: int, bot_token: st
 
 
 async def retry_kept_press(kept_id: int, attempt: int) -> PressOutcome:
-    """Try ``attempt`` of a kept press: taken, refused, or put off (RETRY) until the next try."""
+    """Try ``attempt`` of a kept press (kept_presses.py, through the retry machine: retries.py):
+    taken, refused (the last try refuses what it still cannot check), or put off until the next try."""
     kept = await in_database_thread(kept_presses.claim)(kept_id, attempt)
     if kept is None:
         return PressOutcome.STALE
@@ -108,16 +109,20 @@ async def retry_kept_press(kept_id: int, attempt: int) -> PressOutcome:
     if kind is None:
         await in_database_thread(kept_presses.forget)(kept.id)
         return PressOutcome.STALE
-    outcome = await decide_press(
-        kind,
-        press,
-        connection_id=kept.connection_id,
-        bot_token=kept.bot_token,
-        last_attempt=kept.last,
-        kept_id=kept.id,
-    )
+    try:
+        outcome = await decide_press(
+            kind,
+            press,
+            connection_id=kept.connection_id,
+            bot_token=kept.bot_token,
+            last_attempt=kept.last,
+            kept_id=kept.id,
+        )
+    except Exception:
+        await in_database_thread(kept_presses.RETRIES.given_up_if_last)(kept.id, attempt)
+        raise
     if outcome is PressOutcome.RETRY:
-        await in_database_thread(kept_presses.put_off)(kept.id, attempt)
+        await in_database_thread(kept_presses.RETRIES.put_off)(kept.id, attempt)
     else:
         await in_database_thread(kept_presses.forget)(kept.id)
     return outcome

@@ -65,14 +65,14 @@ def time_out_interactions() -> Swept:
 @sweep("retry-kept-presses")
 def retry_kept_presses() -> Swept:
     """Sends again the tries of kept presses whose worker died holding them (kept_presses.py)."""
-    return Swept({"kept presses tried again": kept_presses.send_overdue()})
+    return Swept({"kept presses tried again": kept_presses.RETRIES.send_overdue()})
 
 
 @sweep("close-owed-prompts")
 def close_owed_prompts() -> Swept:
     """Sends again the rewrites of decided or answered prompts whose message was lost (a Redis that
     lost its data) or whose worker died holding it (closings.py)."""
-    return Swept({"prompt rewrites sent again": closings.send_overdue()})
+    return Swept({"prompt rewrites sent again": closings.RETRIES.send_overdue()})
 
 
 @sweep("remind-approvers")

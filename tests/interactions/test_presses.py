@@ -379,6 +379,33 @@ def test_the_last_try_that_still_cannot_read_the_groups_tells_the_presser(approv
     ]
 
 
+def try_kept_press(kept_id: int, attempt: int) -> PressOutcome:
+    """Try ``attempt`` of a kept press, as its Celery task runs it."""
+
+    async def scenario() -> PressOutcome:
+        database_thread = ThreadPoolExecutor(max_workers=1)
+        asyncio.get_running_loop().set_default_executor(database_thread)
+        try:
+            return await presses.retry_kept_press(kept_id, attempt)
+        finally:
+            await asyncio.get_running_loop().run_in_executor(database_thread, lambda: db.connection.close())
+
+    return asyncio.run(scenario())
+
+
+def test_a_kept_press_is_put_off_while_slack_still_cannot_read_the_groups_then_taken(approval, slack_fake):
+    slack_fake.fail("usergroups.users.list", "http_503", times=None)
+    assert approve(slack_fake, approval, defaults.GRACE) is PressOutcome.RETRY
+    kept = KeptPress.objects.get()
+    assert try_kept_press(kept.pk, 0) is PressOutcome.RETRY
+    assert KeptPress.objects.get().attempt == 1  # the next try's message is for try 1
+    assert try_kept_press(kept.pk, 0) is PressOutcome.STALE  # a try runs once however often it comes
+    slack_fake.clear_faults()
+    assert try_kept_press(kept.pk, 1) is PressOutcome.TAKEN
+    assert answered()
+    assert not KeptPress.objects.exists()
+
+
 # -- beyond the spec, opt-in (issue 21): four eyes and rules per tool, checked on every press ---------
 
 TWO_TOOLS = ApprovalRequest(
