@@ -40,6 +40,7 @@ class PausedTurn:
     reply_key: str  # the turn's messageId: the prompt's and notices' keys in the outbox derive from it
     slack: Any  # the turn's Slack client
     cancel: Callable[[], Awaitable[bool]]
+    task_id: str = ""  # the paused task ("" when the agent never named it)
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,12 @@ class Pauses(Protocol):
     async def put(self, turn: PausedTurn, pause: Pause) -> PauseEnd:
         """Puts the pause to the thread (its prompt posted once); or, when it cannot be, cancels the
         task through ``turn.cancel`` and says which notice the thread is told."""
+        ...
+
+    async def cancel_unasked(self, turn: PausedTurn, *, approval: bool) -> None:
+        """A pause nobody is asked (askUser or toolApprovals off, a pause no one can answer): its task
+        cancelled through ``turn.cancel``; while the agent cannot be reached, kept to be cancelled
+        later, as the pauses that were asked are (``approval``: it asked to run tools)."""
         ...
 
     async def answer_message(self, turn: AnswerTurn, dialect: Dialect) -> Message:
@@ -111,6 +118,9 @@ class Pauses(Protocol):
 class _NoPauses:
     async def put(self, turn: PausedTurn, pause: Pause) -> PauseEnd:
         raise LookupError("no pauses were handed in: nothing can put a pause to a thread")
+
+    async def cancel_unasked(self, turn: PausedTurn, *, approval: bool) -> None:
+        await turn.cancel()  # nothing keeps it: a process without the pauses tries once
 
     async def answer_message(self, turn: AnswerTurn, dialect: Dialect) -> Message:
         raise LookupError(f"answer turn {turn.turn_id} has no pause to answer")

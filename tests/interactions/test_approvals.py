@@ -438,7 +438,7 @@ class TestTheTimeoutSweep:
         self, asking_turn, monkeypatch, told
     ):
         interaction = self.past_deadline(asking_turn)
-        approvals.refuse(interaction.pk, "too-long")
+        services.refuse(interaction.pk, "too-long")
         monkeypatch.setattr(sweeps, "_cancel", _unreachable)
         sweeps.time_out_interactions()
         assert Interaction.objects.get().task_cancelled_at is None  # the agent could not be reached: kept

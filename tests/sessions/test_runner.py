@@ -115,6 +115,9 @@ class RecordedPauses:
         self.put_pauses.append((turn.turn_id, pause))
         return pauses.PauseEnd(Turn.Outcome.ASKED)
 
+    async def cancel_unasked(self, turn: pauses.PausedTurn, *, approval: bool) -> None:
+        await turn.cancel()
+
     async def answer_message(self, turn: pauses.AnswerTurn, dialect) -> Message:
         self.answered.append(turn.turn_id)
         return Message(message_id=turn.message_id, role=Role.USER, parts=(TextPart("Paris"),))
