@@ -209,6 +209,9 @@ class Asking:
             ]
         return dialect.answer_message(answer.question, answers, message_id=work.message_id)
 
+    def awaits_typed_reply(self, session_id: int) -> bool:
+        return questions.awaits_typed_answer(session_id)
+
     def take_typed_reply(
         self, session: Session, *, message_ts: str, user_id: str, text: str, now: datetime
     ) -> int | None:

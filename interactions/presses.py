@@ -40,7 +40,7 @@ from kourier.slack.clients import (
     may_pass,
 )
 from kourier.slack.ephemeral import tell_privately
-from kourier.slack.incoming import SubmitPress
+from kourier.slack.incoming import ChatMessage, SubmitPress
 from kourier.slack.modals import open_modal
 from kourier.slack.mrkdwn import escape
 from kourier.slack.people import channel_members, is_bot, usergroup_members
@@ -50,6 +50,7 @@ from .bound import ANOTHER_APP, posted_by_another_app
 from .kinds import PauseKind, Refusal, Refused, Taken
 from .models import Interaction
 from .policy import GroupCheck, group_checks
+from .questions import QUESTION
 from .registry import BY_ACTION
 
 logger = logging.getLogger(__name__)
@@ -220,6 +221,68 @@ async def _tell(press: SubmitPress, message: str) -> None:
         )
 
 
+class Standing(enum.Enum):
+    """Whether someone may answer or decide a pause in a channel, as far as membership goes."""
+
+    MEMBER = "member"  # a member of the channel, and not a bot
+    NOT_A_MEMBER = "not-a-member"  # not in the channel, or a bot or an app
+    UNKNOWN = "unknown"  # Slack could not tell just now
+
+
+async def standing_of(slack, channel_id: str, user_id: str) -> Standing:
+    """The person's standing in the channel: its members read from Slack (kourier/slack/people.py:
+    every page, kept at most a minute and forgotten when Slack says someone left or joined), and
+    whether they are a bot (users.info)."""
+    try:
+        if user_id not in await channel_members(slack, channel_id) or await is_bot(slack, user_id):
+            return Standing.NOT_A_MEMBER
+    except SlackError as exc:
+        logger.warning(
+            "interaction.membership_unreadable", extra={"channel": channel_id, "error": error_name(exc)}
+        )
+        return Standing.UNKNOWN
+    return Standing.MEMBER
+
+
+async def typed_reply_author_may_answer(
+    message: ChatMessage, *, connection_id: int, bot_token: str
+) -> bool | None:
+    """Whether the author of a reply that would answer the thread's open question may answer it:
+    checked as a Submit's presser is (a member of the channel, never a bot). None when Slack cannot
+    tell just now: the reply is not taken, and its author is told, privately, to send it again.
+
+    The door asks before it acknowledges the event, so Slack is asked once, briefly (a read that
+    cannot answer at once is unknown), as for a press that checks approvers."""
+    slack = async_web_client(
+        bot_token,
+        workspace=connection_workspace(connection_id),
+        policy=PRESS_POLICY,
+        timeout=PRESS_TIMEOUT_SECONDS,
+    )
+    standing = await standing_of(slack, message.channel_id, message.user_id)
+    if standing is Standing.MEMBER:
+        return True
+    logger.info(
+        "interaction.typed_answer_refused",
+        extra={"channel": message.channel_id, "user_id": message.user_id, "reason": standing.value},
+    )
+    if standing is Standing.NOT_A_MEMBER:
+        return False  # a reply that is not an answer: it waits, as any other
+    try:
+        await slack.chat_postEphemeral(
+            channel=message.channel_id,
+            user=message.user_id,
+            thread_ts=message.root_ts,
+            text=QUESTION.refusals[Refusal.MEMBERSHIP_UNKNOWN],
+        )
+    except SlackError as exc:
+        logger.warning(
+            "interaction.typed_answer_not_told",
+            extra={"channel": message.channel_id, "error": error_name(exc)},
+        )
+    return None
+
+
 @dataclass(frozen=True)
 class Policy:
     """Who may decide: the approver groups each tool is decided under (none: any member), by the
@@ -250,16 +313,12 @@ async def _why_not_allowed(
         policy = await in_database_thread(policy_of)(interaction_id, kind.kind)
         if policy is None:
             return Refusal.UNKNOWN
-    try:
-        if press.user_id not in await channel_members(slack, press.channel_id) or await is_bot(
-            slack, press.user_id
-        ):
-            return Refusal.NOT_A_MEMBER
-    except SlackError as exc:
-        logger.warning(
-            "interaction.membership_unknown", extra={"interaction": press.value, "error": error_name(exc)}
-        )
-        return Refusal.MEMBERSHIP_UNKNOWN
+    standing = await standing_of(slack, press.channel_id, press.user_id)
+    if standing is not Standing.MEMBER:
+        if standing is Standing.UNKNOWN:
+            logger.warning("interaction.membership_unknown", extra={"interaction": press.value})
+            return Refusal.MEMBERSHIP_UNKNOWN
+        return Refusal.NOT_A_MEMBER
     if policy is None:
         return None
     # Every press decides every tool, so the presser must be in the groups of each: a group is read

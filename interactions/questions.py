@@ -90,11 +90,19 @@ def open_question(turn_id: int, question: Question, *, now: datetime | None = No
     )
 
 
+def awaits_typed_answer(session_id: int) -> bool:
+    """Whether the session's open question takes a reply typed in the thread as its answer."""
+    return Interaction.objects.filter(
+        session_id=session_id, state=Interaction.State.OPEN, typed_replies=True
+    ).exists()
+
+
 def take_typed_answer(
     session: Session, *, message_ts: str, user_id: str, text: str, now: datetime | None = None
 ) -> Taken | None:
     """A reply typed in a thread whose open question takes typed replies: the first reply is the answer.
-    None when the thread has no such question open (the reply is then routed as any other)."""
+    None when the thread has no such question open (the reply is then routed as any other). Its
+    author was checked first, as a press's presser is (presses.typed_reply_author_may_answer)."""
     interaction = (
         Interaction.objects.select_related("session__binding")
         .filter(session=session, state=Interaction.State.OPEN, typed_replies=True)

@@ -133,6 +133,10 @@ async def aset(key: str, value: Any, ttl: int) -> None:
     await arun(lambda: backend().set(key, value, ttl))
 
 
+async def adelete(key: str) -> None:
+    await arun(lambda: backend().delete(key))
+
+
 async def acount(key: str, ttl: int) -> int:
     """``count`` for async callers."""
     return await arun(lambda: count(key, ttl))

@@ -86,10 +86,16 @@ class Pauses(Protocol):
         """What an answer turn (``Turn.Kind.ANSWER``, ``TYPED_ANSWER``) sends to the paused task."""
         ...
 
+    def awaits_typed_reply(self, session_id: int) -> bool:
+        """Whether the session's open pause takes a reply typed in the thread as its answer (its
+        author, checked first as a press's presser is, then hands it to ``take_typed_reply``)."""
+        ...
+
     def take_typed_reply(
         self, session: Session, *, message_ts: str, user_id: str, text: str, now: datetime
     ) -> int | None:
-        """A reply typed in the thread that answers its open pause: the answer turn's id, else None."""
+        """A reply typed in the thread, by someone who may answer, that answers its open pause: the
+        answer turn's id, else None."""
         ...
 
     def holds(self, session_id: int, *, now: datetime) -> Q | None:
@@ -124,6 +130,9 @@ class _NoPauses:
 
     async def answer_message(self, turn: AnswerTurn, dialect: Dialect) -> Message:
         raise LookupError(f"answer turn {turn.turn_id} has no pause to answer")
+
+    def awaits_typed_reply(self, session_id: int) -> bool:
+        return False
 
     def take_typed_reply(
         self, session: Session, *, message_ts: str, user_id: str, text: str, now: datetime

@@ -18,7 +18,7 @@ from interactions.models import Interaction, KeptPress
 from interactions.presses import KEPT_FOR_RETRY, PressOutcome, decide_press, receive_press
 from kourier.a2a.events import AnswerFormat, ApprovalRequest, ToolToApprove
 from kourier.slack.incoming import SubmitPress
-from kourier.slack.people import MEMBERS_PAGE_SIZE
+from kourier.slack.people import MEMBERS_PAGE_SIZE, forget_channel_members
 from sessions.models import Turn
 from simulator import defaults
 from simulator.interactivity import state_values
@@ -152,6 +152,15 @@ def test_a_bot_in_the_channel_is_refused_privately_and_nothing_is_taken(prompt, 
     assert not answered()
     assert told(slack_fake, OTHER_BOT) == [(NOT_A_MEMBER, prompt.thread_ts)]
     assert told(slack_fake, defaults.ADA) == []
+
+
+def test_someone_who_left_the_channel_is_refused_once_slack_says_so_not_a_minute_later(prompt, slack_fake):
+    submit(slack_fake, prompt, defaults.GRACE, {"answer-0": "1"})  # incomplete: the members are read, kept
+    slack_fake.leave(defaults.CHANNEL_ID, defaults.GRACE)
+    asyncio.run(forget_channel_members(defaults.CHANNEL_ID))  # the door's listener of member_left_channel
+    submit(slack_fake, prompt, defaults.GRACE)
+    assert not answered()
+    assert told(slack_fake, defaults.GRACE)[-1] == (NOT_A_MEMBER, prompt.thread_ts)
 
 
 def test_a_member_who_left_an_answer_incomplete_is_told_privately_what_to_fix(prompt, slack_fake):
@@ -320,6 +329,37 @@ def test_an_approver_in_a_listed_group_decides_and_is_told_nothing(approval, sla
     assert answered()
     assert Turn.objects.get(kind=Turn.Kind.ANSWER).answers == [True]
     assert told(slack_fake, defaults.GRACE) == []
+
+
+def test_a_bot_in_the_channel_and_its_approver_group_is_refused_privately_and_nothing_is_decided(
+    approval, slack_fake
+):
+    slack_fake.add_bot(OTHER_BOT, "alerts")
+    slack_fake.join(defaults.CHANNEL_ID, OTHER_BOT)
+    slack_fake.add_usergroup(OPS, "ops", [defaults.GRACE, OTHER_BOT])
+    assert approve(slack_fake, approval, OTHER_BOT) is PressOutcome.REFUSED
+    assert not answered()
+    assert answer_turns() == 0
+    assert not KeptPress.objects.exists()
+    assert told(slack_fake, OTHER_BOT) == [
+        (approvals.APPROVAL.refusals[Refusal.NOT_A_MEMBER], approval.thread_ts)
+    ]
+
+
+def test_a_bot_is_refused_on_an_approval_without_approver_groups_too(
+    slack_fake, slack_client, settings, monkeypatch
+):
+    settings.SLACK_API_URL = slack_fake.url
+    monkeypatch.setenv("SLACK_BOT_TOKEN", slack_fake.bot_token)
+    slack_fake.add_bot(OTHER_BOT, "alerts")
+    slack_fake.join(defaults.CHANNEL_ID, OTHER_BOT)
+    prompt = put_to_the_thread(slack_fake, slack_client, REQUEST)  # any member may decide
+    assert approve(slack_fake, prompt, OTHER_BOT) is PressOutcome.REFUSED
+    assert not answered()
+    assert told(slack_fake, OTHER_BOT) == [
+        (approvals.APPROVAL.refusals[Refusal.NOT_A_MEMBER], prompt.thread_ts)
+    ]
+    assert approve(slack_fake, prompt, defaults.ADA) is PressOutcome.TAKEN
 
 
 def test_a_channel_member_outside_the_approver_groups_is_refused_privately(approval, slack_fake):
