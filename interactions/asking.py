@@ -1,5 +1,8 @@
-"""Putting a paused task's question or approval request to the thread: the Interaction opened, its
-prompt posted once; and what the answer turn then sends to the task.
+"""Putting a paused task's question or approval request to the thread, one way whatever its kind: the
+Interaction opened, its prompt posted once, with one failure policy (a prompt Slack refuses for now
+is kept and posted by the sweep; one that cannot be shown, or that Slack refuses for good, is refused
+and its task cancelled); a pause nobody is asked, its task cancelled; and what the answer turn then
+sends to the task.
 
 ``Asking`` is the session core's ``Pauses`` (sessions/pauses.py), handed in at start-up
 (interactions/apps.py): the runner calls it when a turn's task pauses to ask and the Binding has
