@@ -55,7 +55,7 @@ from . import messages
 from .models import Alert, AlertMember, AlertOccurrence, AlertPost, ThreadAllowance
 from .outbox import AlertOutbox
 from .payloads import AlertNotice, AlertStatus, Notification
-from .queue import DELIVER_ALERT
+from .task_names import DELIVER_ALERT
 
 logger = logging.getLogger(__name__)
 

@@ -6,8 +6,8 @@ from kourier import metrics
 from kourier.queue import enqueue_after_commit
 from kourier.sweeps import Swept, sweep
 
-from .queue import DELIVER_ALERT
 from .services import alerts_owing_posts
+from .task_names import DELIVER_ALERT
 
 
 @sweep("deliver-alerts")

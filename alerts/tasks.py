@@ -2,8 +2,8 @@
 
 from celery import shared_task
 
-from . import services, sweeps
-from .queue import DELIVER_ALERT
+from . import services
+from .task_names import DELIVER_ALERT
 
 
 @shared_task(
@@ -11,8 +11,3 @@ from .queue import DELIVER_ALERT
 )
 def deliver_alert(alert_id: int) -> bool:
     return services.deliver(alert_id)
-
-
-@shared_task
-def deliver_alerts() -> dict[str, int]:
-    return sweeps.deliver_alerts().counts

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -28,13 +28,14 @@ from kourier import metrics
 from kourier.a2a.events import ApprovalRequest
 from kourier.redaction import redact, redact_text
 from kourier.slack.mrkdwn import escape
+from sessions import notices
 from sessions.identity import is_person
 from sessions.models import Turn
 
 from . import approval_prompts, kept_answers, services
 from .audit import clean_tool_name, decision_shape
 from .decisions import NotADecision, Undecided, read_decision
-from .kinds import PauseKind, Reading, Refusal, Refused, Taken, Unfit
+from .kinds import PauseKind, Reading, Refusal, Refused, ShownPrompt, Taken, Unfit
 from .models import Interaction
 from .policy import (
     BindingRules,
@@ -51,7 +52,6 @@ logger = logging.getLogger(__name__)
 DECIDED = "interaction.decided"
 TIMED_OUT = "interaction.timed_out"
 SUPERSEDED = "interaction.timeout_superseded"
-REFUSED = "interaction.refused"
 
 
 def cleaned(request: ApprovalRequest) -> ApprovalRequest:
@@ -105,7 +105,8 @@ def _deny_by_policy(interaction: Interaction, *, now: datetime | None) -> None:
 def denied_whole_by_policy(interaction: Interaction) -> bool:
     """Whether the Binding's rules denied every tool of the request at once (nobody decided)."""
     return (
-        interaction.state == Interaction.State.ANSWERED
+        interaction.kind == Interaction.Kind.APPROVAL
+        and interaction.state == Interaction.State.ANSWERED
         and not interaction.answered_by
         and len(interaction.denied_by_policy) == len(interaction.pause.get("tools", []))
     )
@@ -178,7 +179,24 @@ def policy_name(interaction: Interaction) -> str:
     return policy_names(names, tool_policies(interaction))
 
 
-def _ended_prompt(interaction: Interaction) -> tuple[list[dict[str, Any]], str]:
+def _open_prompt(interaction: Interaction) -> ShownPrompt | approval_prompts.Unshowable:
+    """The request as it waits for a decision, its tools denied by policy shown so; a request the
+    Binding's rules denied whole is shown decided (the thread is told, nobody is asked)."""
+    request = request_of(interaction)
+    if denied_whole_by_policy(interaction):
+        blocks: list[dict[str, Any]] | approval_prompts.Unshowable = approval_prompts.denied_by_policy_prompt(
+            request
+        )
+    else:
+        blocks = approval_prompts.open_prompt(
+            request, interaction.pk, denied=frozenset(interaction.denied_by_policy)
+        )
+    if isinstance(blocks, approval_prompts.Unshowable):
+        return blocks
+    return blocks, approval_prompts.fallback_text(request)
+
+
+def _ended_prompt(interaction: Interaction) -> ShownPrompt:
     """Each tool's verdict, or the timed-out ending."""
     request = request_of(interaction)
     if denied_whole_by_policy(interaction):
@@ -237,7 +255,9 @@ APPROVAL = PauseKind(
         ),
     },
     read=_read,
+    open_prompt=_open_prompt,
     ended_prompt=_ended_prompt,
+    unusable_notice=notices.APPROVAL_UNUSABLE,
     approvers=True,
     taken_in_transaction=_taken,
     vet=_four_eyes,
@@ -271,39 +291,6 @@ def decision_of(turn_id: int) -> DecisionWork | None:
         timed_out=interaction.state == Interaction.State.TIMED_OUT,
         reason=interaction.deny_reason,
         denied_by_policy=frozenset(interaction.denied_by_policy),
-    )
-
-
-# -- refused, unusable ---------------------------------------------------------------------------------
-
-
-def refuse(interaction_id: int, reason: str) -> bool:
-    """Closes an approval that cannot be put to people (unshowable, too big, its prompt refused for
-    good), before its task is cancelled: a restart then retries only the cancellation. True when
-    this call closed it."""
-    with transaction.atomic():
-        closed = (
-            Interaction.objects.filter(pk=interaction_id, state=Interaction.State.OPEN).update(
-                state=Interaction.State.CANCELLED, closed_at=timezone.now()
-            )
-            == 1
-        )
-        if closed:
-            interaction = Interaction.objects.select_related("session__binding").get(pk=interaction_id)
-            binding = interaction.session.binding
-            record(
-                REFUSED,
-                binding_name=binding.name if binding else "",
-                subject=subject(interaction_id),
-                details={"reason": reason, "tools": len(interaction.pause.get("tools", []))},
-            )
-    logger.info("interaction.refused", extra={"interaction_id": interaction_id, "reason": reason})
-    return closed
-
-
-def mark_task_cancelled(interaction_id: int) -> None:
-    Interaction.objects.filter(pk=interaction_id, task_cancelled_at=None).update(
-        task_cancelled_at=timezone.now()
     )
 
 
@@ -403,42 +390,3 @@ def queue_timeout_denial(interaction_id: int) -> Turn:
             return Turn.objects.get(pk=interaction.answer_turn_id)
         denials = [False] * len(interaction.pause.get("tools", []))
         return services.queue_answer_turn(interaction, denials, "", APPROVAL.answer_turn_key(interaction.pk))
-
-
-# A denial turn that ended so was never taken by the agent: its task still waits, paused.
-NOT_TAKEN = (Turn.Outcome.UNREACHABLE, Turn.Outcome.LOST, Turn.Outcome.CRASHED, Turn.Outcome.GARBLED)
-
-
-def tasks_to_cancel() -> list[Interaction]:
-    """Approvals whose paused task is still to be cancelled: refused ones, and timed-out ones whose
-    denial the agent did not take."""
-    refused = Interaction.objects.filter(
-        kind=Interaction.Kind.APPROVAL, state=Interaction.State.CANCELLED, task_cancelled_at=None
-    )
-    not_taken = Interaction.objects.filter(
-        kind=Interaction.Kind.APPROVAL,
-        state=Interaction.State.TIMED_OUT,
-        task_cancelled_at=None,
-        answer_turn__state__in=[Turn.State.DONE, Turn.State.FAILED],
-        answer_turn__outcome__in=NOT_TAKEN,
-    )
-    return list((refused | not_taken).select_related("session__binding").order_by("pk"))
-
-
-# An Interaction this young may still be having its prompt posted by the turn that opened it.
-UNPOSTED_GRACE = timedelta(seconds=5)
-
-
-def unposted_prompts(*, now: datetime | None = None) -> list[Interaction]:
-    """Open approvals whose prompt a transient Slack failure kept from being posted: retried."""
-    now = now or timezone.now()
-    return list(
-        Interaction.objects.filter(
-            kind=Interaction.Kind.APPROVAL,
-            state=Interaction.State.OPEN,
-            prompt_ts="",
-            created_at__lte=now - UNPOSTED_GRACE,
-        )
-        .select_related("turn", "session__connection")
-        .order_by("pk")
-    )

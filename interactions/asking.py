@@ -1,5 +1,8 @@
-"""Putting a paused task's question or approval request to the thread: the Interaction opened, its
-prompt posted once; and what the answer turn then sends to the task.
+"""Putting a paused task's question or approval request to the thread, one way whatever its kind: the
+Interaction opened, its prompt posted once, with one failure policy (a prompt Slack refuses for now
+is kept and posted by the sweep; one that cannot be shown, or that Slack refuses for good, is refused
+and its task cancelled); a pause nobody is asked, its task cancelled; and what the answer turn then
+sends to the task.
 
 ``Asking`` is the session core's ``Pauses`` (sessions/pauses.py), handed in at start-up
 (interactions/apps.py): the runner calls it when a turn's task pauses to ask and the Binding has
@@ -20,94 +23,69 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from kourier.a2a.dialects import Dialect
-from kourier.a2a.events import AnswerFormat, ApprovalRequest, Decision, Question
+from kourier.a2a.events import AnswerFormat, ApprovalRequest, Decision
 from kourier.a2a.wire import Message
 from kourier.db import in_database_thread
 from kourier.slack.alerts import message_link, workspace_url
 from kourier.slack.clients import SlackError, error_name, may_pass
 from kourier.slack.outbox import PostKind, notice_key, post_once, prompt_metadata
 from kourier.slack.people import person_name
-from sessions import notices
 from sessions.agent_text import Author, build_turn_text
 from sessions.models import Session, Turn
 from sessions.outbox import TurnOutbox
-from sessions.pauses import AnswerTurn, Kept, Pause, PausedTurn, PauseEnd
+from sessions.pauses import AnswerTurn, Pause, PausedTurn, PauseEnd, UndeliveredAnswer
 
-from . import approval_prompts, approvals, kept_answers, prompts, questions, services
+from . import approval_prompts, approvals, cancellations, kept_answers, questions, services
 from .models import Interaction
+from .registry import KINDS
 
 logger = logging.getLogger(__name__)
 
 
-async def put_question(
-    slack, *, turn_id: int, channel_id: str, thread_ts: str, reply_key: str, question: Question
-) -> int:
-    """Opens the turn's Interaction and posts its prompt in the thread; the Interaction's id."""
-    interaction = await in_database_thread(questions.open_question)(turn_id, question)
-    key = f"{reply_key}:prompt"
-    try:
-        ts = await post_once(
-            slack,
-            channel_id,
-            thread_ts,
-            key=key,
-            kind=PostKind.PROMPT,
-            metadata=prompt_metadata(key),
-            outbox=TurnOutbox(turn_id),
-            blocks=prompts.open_prompt(question, interaction.pk, typed_replies=interaction.typed_replies),
-            text=prompts.fallback_text(question),
-        )
-    except Exception:
-        await in_database_thread(services.give_up)(interaction.pk)
-        raise
-    await in_database_thread(services.record_prompt)(interaction.pk, ts)
-    return interaction.pk
-
-
 class Put(enum.Enum):
-    """What became of an approval request put to the thread."""
+    """What became of a pause put to the thread."""
 
-    POSTED = "posted"  # its prompt waits in the thread (or was decided already)
+    POSTED = "posted"  # its prompt waits in the thread (or it was decided already)
     DEFERRED = "deferred"  # Slack refused the post for now: the sweep posts it (the Interaction waits)
     UNUSABLE = "unusable"  # it cannot be shown, or Slack refused it for good: the task is to be cancelled
 
 
 @dataclass(frozen=True)
-class PutApproval:
+class PutPause:
     outcome: Put
     interaction_id: int
-    reason: str = ""
+    reason: str = ""  # why it is unusable: a fixed token
 
 
-async def put_approval(
-    slack, *, turn_id: int, channel_id: str, thread_ts: str, reply_key: str, request: ApprovalRequest
-) -> PutApproval:
-    """Opens the turn's approval Interaction and posts its prompt once. A prompt that cannot be shown
-    exactly, or that Slack refuses for good, is ``UNUSABLE``; never truncated."""
-    interaction = await in_database_thread(approvals.open_approval)(turn_id, request)
+def open_pause(turn_id: int, pause: Pause) -> Interaction:
+    """The turn's Interaction for its pause, opened as its kind opens one; the same when called again."""
+    if isinstance(pause, ApprovalRequest):
+        return approvals.open_approval(turn_id, pause)
+    return questions.open_question(turn_id, pause)
+
+
+async def put_pause(slack, *, turn_id: int, thread_ts: str, reply_key: str, pause: Pause) -> PutPause:
+    """Opens the turn's Interaction and posts its prompt once, whatever its kind: one failure policy.
+    A prompt that cannot be shown exactly (never truncated), or that Slack refuses for good, is
+    ``UNUSABLE``; one Slack refuses for now is ``DEFERRED``, left open for the sweep to post."""
+    interaction = await in_database_thread(open_pause)(turn_id, pause)
     if interaction.state == Interaction.State.CANCELLED:
-        return PutApproval(Put.UNUSABLE, interaction.pk, "refused-before")  # a restart: cancel again only
+        return PutPause(Put.UNUSABLE, interaction.pk, "refused-before")  # a restart: cancel again only
     if interaction.prompt_ts or (
         interaction.state != Interaction.State.OPEN and not approvals.denied_whole_by_policy(interaction)
     ):
-        return PutApproval(Put.POSTED, interaction.pk)
-    return await post_approval_prompt(slack, interaction, thread_ts=thread_ts, reply_key=reply_key)
+        return PutPause(Put.POSTED, interaction.pk)
+    return await post_prompt(slack, interaction, thread_ts=thread_ts, reply_key=reply_key)
 
 
-async def post_approval_prompt(
-    slack, interaction: Interaction, *, thread_ts: str, reply_key: str
-) -> PutApproval:
-    request = approvals.request_of(interaction)
-    if approvals.denied_whole_by_policy(interaction):
-        blocks: list[dict[str, Any]] | approval_prompts.Unshowable = approval_prompts.denied_by_policy_prompt(
-            request
-        )
-    else:
-        blocks = approval_prompts.open_prompt(
-            request, interaction.pk, denied=frozenset(interaction.denied_by_policy)
-        )
-    if isinstance(blocks, approval_prompts.Unshowable):
-        return PutApproval(Put.UNUSABLE, interaction.pk, blocks.reason)
+async def post_prompt(slack, interaction: Interaction, *, thread_ts: str, reply_key: str) -> PutPause:
+    """Posts an Interaction's prompt once (its key in the outbox): by the runner that opened it, or by
+    the sweep after Slack refused it for now."""
+    kind = KINDS[interaction.kind]
+    shown = kind.open_prompt(interaction)
+    if isinstance(shown, approval_prompts.Unshowable):
+        return PutPause(Put.UNUSABLE, interaction.pk, shown.reason)
+    blocks, text = shown
     key = f"{reply_key}:prompt"
     try:
         ts = await post_once(
@@ -119,7 +97,7 @@ async def post_approval_prompt(
             metadata=prompt_metadata(key),
             outbox=TurnOutbox(interaction.turn_id),
             blocks=blocks,
-            text=approval_prompts.fallback_text(request),
+            text=text,
         )
     except SlackError as exc:
         if approvals.denied_whole_by_policy(interaction):
@@ -128,24 +106,26 @@ async def post_approval_prompt(
                 "interaction.policy_prompt_not_posted",
                 extra={"interaction_id": interaction.pk, "error": error_name(exc)},
             )
-            return PutApproval(Put.POSTED, interaction.pk)
+            return PutPause(Put.POSTED, interaction.pk)
         if may_pass(exc):
             logger.warning(
                 "interaction.prompt_deferred",
-                extra={"interaction_id": interaction.pk, "error": error_name(exc)},
+                extra={"interaction_id": interaction.pk, "kind": interaction.kind, "error": error_name(exc)},
             )
-            return PutApproval(Put.DEFERRED, interaction.pk)
+            return PutPause(Put.DEFERRED, interaction.pk)
         logger.warning(
-            "interaction.prompt_refused", extra={"interaction_id": interaction.pk, "error": error_name(exc)}
+            "interaction.prompt_refused",
+            extra={"interaction_id": interaction.pk, "kind": interaction.kind, "error": error_name(exc)},
         )
-        return PutApproval(Put.UNUSABLE, interaction.pk, "prompt-refused")
+        return PutPause(Put.UNUSABLE, interaction.pk, "prompt-refused")
     await in_database_thread(services.record_prompt)(interaction.pk, ts)
-    await _copy_to_approvals_channel(slack, interaction, blocks, request, prompt_ts=ts)
-    return PutApproval(Put.POSTED, interaction.pk)
+    if interaction.kind == Interaction.Kind.APPROVAL:
+        await _copy_to_approvals_channel(slack, interaction, blocks, text, prompt_ts=ts)
+    return PutPause(Put.POSTED, interaction.pk)
 
 
 async def _copy_to_approvals_channel(
-    slack, interaction: Interaction, blocks: list[dict[str, Any]], request: ApprovalRequest, *, prompt_ts: str
+    slack, interaction: Interaction, blocks: list[dict[str, Any]], text: str, *, prompt_ts: str
 ) -> None:
     """A direct message's approval, also put to the Binding's approvalsChannel with a link to the
     conversation: an approver outside it could not see the prompt. Either prompt decides; a copy Slack
@@ -161,9 +141,7 @@ async def _copy_to_approvals_channel(
             "type": "context",
             "elements": [{"type": "mrkdwn", "text": f"Asked in {where} with <@{person}>."}],
         }
-        response = await slack.chat_postMessage(
-            channel=channel, blocks=[context, *blocks], text=approval_prompts.fallback_text(request)
-        )
+        response = await slack.chat_postMessage(channel=channel, blocks=[context, *blocks], text=text)
     except SlackError as exc:
         logger.warning(
             "interaction.prompt_copy_not_posted",
@@ -177,9 +155,27 @@ class Asking:
     """The pauses people settle, as the session core sees them (sessions/pauses.py)."""
 
     async def put(self, turn: PausedTurn, pause: Pause) -> PauseEnd:
-        if isinstance(pause, ApprovalRequest):
-            return await _put_approval(turn, pause)
-        return await _put_question(turn, pause)
+        """The pause goes to the thread (askUser, toolApprovals). One that cannot be shown, or that
+        Slack refuses for good, is refused whatever its kind: the notice queued and the Interaction
+        closed before the task is cancelled, so a restart retries only the cancellation (as the sweep
+        does while the agent cannot be reached: cancellations.py)."""
+        put = await put_pause(
+            turn.slack, turn_id=turn.turn_id, thread_ts=turn.thread_ts, reply_key=turn.reply_key, pause=pause
+        )
+        if put.outcome is not Put.UNUSABLE:
+            return PauseEnd(Turn.Outcome.ASKED)
+        notice = KINDS[_kind_of(pause)].unusable_notice
+        await TurnOutbox(turn.turn_id).intend(notice_key(turn.reply_key), PostKind.NOTICE, notice)
+        await in_database_thread(services.refuse)(put.interaction_id, put.reason)
+        if await turn.cancel():
+            await in_database_thread(cancellations.mark_cancelled)(put.interaction_id)
+        return PauseEnd(Turn.Outcome.QUESTION_UNUSABLE, notice)
+
+    async def cancel_unasked(self, turn: PausedTurn, *, approval: bool) -> None:
+        if await turn.cancel():
+            return
+        kind = Interaction.Kind.APPROVAL if approval else Interaction.Kind.QUESTION
+        await in_database_thread(cancellations.keep_unasked)(turn.turn_id, kind, turn.task_id)
 
     async def answer_message(self, work: AnswerTurn, dialect: Dialect) -> Message:
         decision = await in_database_thread(approvals.decision_of)(work.turn_id)
@@ -216,6 +212,9 @@ class Asking:
             ]
         return dialect.answer_message(answer.question, answers, message_id=work.message_id)
 
+    def awaits_typed_reply(self, session_id: int) -> bool:
+        return questions.awaits_typed_answer(session_id)
+
     def take_typed_reply(
         self, session: Session, *, message_ts: str, user_id: str, text: str, now: datetime
     ) -> int | None:
@@ -235,48 +234,12 @@ class Asking:
             | Exists(kept_answers.not_due(now).filter(session_id=OuterRef("pk")))
         ).values("pk")
 
-    def keep_undelivered(self, turn_id: int) -> Kept:
+    def keep_undelivered(self, turn_id: int) -> UndeliveredAnswer:
         return kept_answers.keep(turn_id)
 
     def settle_answer(self, turn_id: int) -> None:
         kept_answers.settle(turn_id)
 
 
-async def _put_question(turn: PausedTurn, question: Question) -> PauseEnd:
-    try:
-        await put_question(
-            turn.slack,
-            turn_id=turn.turn_id,
-            channel_id=turn.channel_id,
-            thread_ts=turn.thread_ts,
-            reply_key=turn.reply_key,
-            question=question,
-        )
-    except Exception:
-        logger.exception("turn.prompt_not_posted", extra={"turn_id": turn.turn_id})
-        await turn.cancel()
-        return PauseEnd(Turn.Outcome.QUESTION_UNUSABLE, notices.QUESTION_NOT_POSTED)
-    return PauseEnd(Turn.Outcome.ASKED)
-
-
-async def _put_approval(turn: PausedTurn, request: ApprovalRequest) -> PauseEnd:
-    """The request goes to the channel (toolApprovals). One that cannot be shown, or that Slack
-    refuses for good, is refused: the notice queued and the Interaction closed before the task is
-    cancelled, so a restart retries only the cancellation (the sweep does, too)."""
-    put = await put_approval(
-        turn.slack,
-        turn_id=turn.turn_id,
-        channel_id=turn.channel_id,
-        thread_ts=turn.thread_ts,
-        reply_key=turn.reply_key,
-        request=request,
-    )
-    if put.outcome is not Put.UNUSABLE:
-        return PauseEnd(Turn.Outcome.ASKED)
-    await TurnOutbox(turn.turn_id).intend(
-        notice_key(turn.reply_key), PostKind.NOTICE, notices.APPROVAL_UNUSABLE
-    )
-    await in_database_thread(approvals.refuse)(put.interaction_id, put.reason)
-    if await turn.cancel():
-        await in_database_thread(approvals.mark_task_cancelled)(put.interaction_id)
-    return PauseEnd(Turn.Outcome.QUESTION_UNUSABLE, notices.APPROVAL_UNUSABLE)
+def _kind_of(pause: Pause) -> Interaction.Kind:
+    return Interaction.Kind.APPROVAL if isinstance(pause, ApprovalRequest) else Interaction.Kind.QUESTION

@@ -42,7 +42,7 @@ from sessions.identity import sent_as
 from sessions.models import Turn
 
 from .models import Feedback
-from .queue import SEND_FEEDBACK
+from .task_names import SEND_FEEDBACK
 
 logger = logging.getLogger(__name__)
 
@@ -338,7 +338,7 @@ def send(feedback_id: int, version: int) -> str:
 # -- the press, as the listener hands it over ------------------------------------------------------------
 
 
-async def take_press(press: SubmitPress, *, connection_id: int, bot_token: str) -> Recorded | None:
+async def receive_thumbs_press(press: SubmitPress, *, connection_id: int, bot_token: str) -> Recorded | None:
     """Records a thumbs press; a thumbs down then opens the comment modal (views.open, the press's trigger_id)."""
     turn_id = int(press.value) if press.value.isascii() and press.value.isdigit() else 0
     positive = press.action_id == FEEDBACK_UP_ACTION

@@ -25,8 +25,8 @@ from django.utils import timezone
 from audit.services import record
 from kourier.queue import enqueue_after_commit
 from sessions.models import Turn
-from sessions.pauses import Kept
-from sessions.queue import DRIVE_SESSION
+from sessions.pauses import UndeliveredAnswer
+from sessions.task_names import DRIVE_SESSION
 
 from . import closings
 from .models import Interaction, KeptAnswer
@@ -63,7 +63,7 @@ def waiting(interaction: Interaction) -> str:
     return " " + waiting_line(interaction.deadline)
 
 
-def keep(turn_id: int, *, now: datetime | None = None) -> Kept:
+def keep(turn_id: int, *, now: datetime | None = None) -> UndeliveredAnswer:
     """The answer turn ``turn_id`` could not reach the agent: kept for another try, or given up as a
     timeout past the Interaction's deadline."""
     now = now or timezone.now()
@@ -74,10 +74,10 @@ def keep(turn_id: int, *, now: datetime | None = None) -> Kept:
             .first()
         )
         if interaction is None:
-            return Kept.NOT_AN_ANSWER
+            return UndeliveredAnswer.NOT_AN_ANSWER
         if interaction.deadline <= now:
             _expire(interaction, now)
-            return Kept.EXPIRED
+            return UndeliveredAnswer.EXPIRED
         kept, created = KeptAnswer.objects.select_for_update().get_or_create(
             interaction=interaction,
             defaults={"session_id": interaction.session_id, "tried_at": now, "due_at": now + backoff(1)},
@@ -91,7 +91,7 @@ def keep(turn_id: int, *, now: datetime | None = None) -> Kept:
         if created:
             closings.intend(interaction.pk, now=now)  # the prompt says it waits to be delivered
     logger.info("interaction.answer_kept", extra={"interaction_id": interaction.pk, "tries": kept.tries})
-    return Kept.KEPT
+    return UndeliveredAnswer.KEPT
 
 
 def settle(turn_id: int) -> None:

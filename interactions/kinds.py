@@ -3,9 +3,10 @@
 
 A kind says which prompt buttons its presses come from, how a press's values read as what its
 answer turn carries (and the audit's shape of it), what the presser is told when a press is not
-taken (the spec's fixed wordings), and whether the Binding's approver groups are checked. A third
-kind of pause is one more ``PauseKind`` (its module, like questions.py and approvals.py) and its
-entry in ``presses.KINDS``: nothing else is copied.
+taken (the spec's fixed wordings), whether the Binding's approver groups are checked, and its prompt
+as it waits and once it ended. A pause is put to the thread one way whatever its kind (asking.py). A
+third kind of pause is one more ``PauseKind`` (its module, like questions.py and approvals.py) and its
+entry in ``registry.KINDS``: nothing else is copied.
 """
 
 from __future__ import annotations
@@ -16,7 +17,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from .approval_prompts import Unshowable
 from .models import Interaction
+
+# A prompt as it is posted: its blocks and its fallback text (what notifications show).
+ShownPrompt = tuple[list[dict[str, Any]], str]
 
 
 class Refusal(enum.StrEnum):
@@ -77,8 +82,12 @@ class PauseKind:
     turn_key: str  # its answer turn's key: f"{turn_key}-{interaction id}"
     refusals: Mapping[Refusal, str]
     read: Callable[[Interaction, str, Mapping[str, Any]], Reading | Unfit]  # (its pause, action id, values)
-    # The prompt once its Interaction ended: its blocks and fallback text (who answered, or timed out).
-    ended_prompt: Callable[[Interaction], tuple[list[dict[str, Any]], str]]
+    # The prompt as it waits for people, or why it cannot be shown exactly (it is then refused).
+    open_prompt: Callable[[Interaction], ShownPrompt | Unshowable]
+    # The prompt once its Interaction ended: who answered, or timed out.
+    ended_prompt: Callable[[Interaction], ShownPrompt]
+    # What the thread is told when the prompt cannot be put to it: the pause is refused, its task cancelled.
+    unusable_notice: str
     approvers: bool = False  # the Binding's approver groups are checked on every press
     # What the kind adds to a take's own transaction, once the Interaction is won: (its id, now).
     taken_in_transaction: Callable[[int, datetime], None] | None = None

@@ -22,7 +22,8 @@ class Interaction(models.Model):
         # The deadline passed: a question's task is cancelled; an approval's tools are all denied
         # (its answer turn carries the denial). The thread is told either way.
         TIMED_OUT = "timed_out"
-        # The task could not be asked (the prompt could not be posted, or an approval could not be shown)
+        # Nobody can answer it: its prompt could not be shown or posted (refused), or the pause was
+        # never put to people (askUser or toolApprovals off) and its task could not be cancelled yet.
         CANCELLED = "cancelled"
 
     turn = models.ForeignKey("threads.Turn", on_delete=models.CASCADE, related_name="interactions")
@@ -74,7 +75,7 @@ class Interaction(models.Model):
     task_cancelled_at = models.DateTimeField(
         null=True,
         blank=True,
-        help_text="When the paused task was cancelled after an approval was refused or its denial not taken.",
+        help_text="When the paused task's cancellation was settled, after its pause ended unanswered (interactions/cancellations.py).",
     )
     # Each set by a conditional update in the transaction that writes its audit row, so that sweeps
     # racing each other (and a person's decision racing them) write each row once (approvals.py).

@@ -20,7 +20,7 @@ group read once a press, the same failure rules), and a rule's own groups refuse
 four eyes (``separateApprover``) needs the press's verdicts and is checked with them, in the take
 (``PauseKind.vet``).
 
-The first complete press wins (``services.take_press``); every press that is not taken is told why,
+The first complete press wins (``services.take_allowed_press``); every press that is not taken is told why,
 in a message only the person sees.
 """
 
@@ -40,7 +40,7 @@ from kourier.slack.clients import (
     may_pass,
 )
 from kourier.slack.ephemeral import tell_privately
-from kourier.slack.incoming import SubmitPress
+from kourier.slack.incoming import ChatMessage, SubmitPress
 from kourier.slack.modals import open_modal
 from kourier.slack.mrkdwn import escape
 from kourier.slack.people import channel_members, is_bot, usergroup_members
@@ -50,6 +50,7 @@ from .bound import ANOTHER_APP, posted_by_another_app
 from .kinds import PauseKind, Refusal, Refused, Taken
 from .models import Interaction
 from .policy import GroupCheck, group_checks
+from .questions import QUESTION
 from .registry import BY_ACTION
 
 logger = logging.getLogger(__name__)
@@ -67,7 +68,9 @@ PRESS_POLICY = RetryPolicy(attempts=1, rate_limit_retries=0, max_wait=0.0)
 PRESS_TIMEOUT_SECONDS = 1.5  # a read that hangs is a transient failure, found before Slack's 3 s pass
 
 
-class Outcome(enum.Enum):
+class PressOutcome(enum.Enum):
+    """What became of a press on a prompt (or of one try of a kept press)."""
+
     TAKEN = "taken"
     REFUSED = "refused"
     RETRY = "retry"  # a group read failed for now: the press is kept and tried again
@@ -82,13 +85,13 @@ def interaction_id_of(press: SubmitPress) -> int:
     return int(press.value) if press.value.isascii() and press.value.isdigit() else 0
 
 
-async def take_press(press: SubmitPress, *, connection_id: int, bot_token: str) -> Outcome:
+async def receive_press(press: SubmitPress, *, connection_id: int, bot_token: str) -> PressOutcome:
     """The listener's entry: takes, refuses, or hands the press to the durable retry."""
     kind = BY_ACTION.get(press.action_id)
     if kind is None:
         raise LookupError(f"no kind of pause has the action {press.action_id!r}")
     outcome = await decide_press(kind, press, connection_id=connection_id, bot_token=bot_token)
-    if outcome is Outcome.RETRY:
+    if outcome is PressOutcome.RETRY:
         await in_database_thread(kept_presses.keep)(
             asdict(press), connection_id=connection_id, interaction_id=interaction_id_of(press)
         )
@@ -96,26 +99,31 @@ async def take_press(press: SubmitPress, *, connection_id: int, bot_token: str) 
     return outcome
 
 
-async def retry_kept_press(kept_id: int, attempt: int) -> Outcome:
-    """Try ``attempt`` of a kept press: taken, refused, or put off (RETRY) until the next try."""
+async def retry_kept_press(kept_id: int, attempt: int) -> PressOutcome:
+    """Try ``attempt`` of a kept press (kept_presses.py, through the retry machine: retries.py):
+    taken, refused (the last try refuses what it still cannot check), or put off until the next try."""
     kept = await in_database_thread(kept_presses.claim)(kept_id, attempt)
     if kept is None:
-        return Outcome.STALE
+        return PressOutcome.STALE
     press = SubmitPress(**kept.press)
     kind = BY_ACTION.get(press.action_id)
     if kind is None:
         await in_database_thread(kept_presses.forget)(kept.id)
-        return Outcome.STALE
-    outcome = await decide_press(
-        kind,
-        press,
-        connection_id=kept.connection_id,
-        bot_token=kept.bot_token,
-        last_attempt=kept.last,
-        kept_id=kept.id,
-    )
-    if outcome is Outcome.RETRY:
-        await in_database_thread(kept_presses.put_off)(kept.id, attempt)
+        return PressOutcome.STALE
+    try:
+        outcome = await decide_press(
+            kind,
+            press,
+            connection_id=kept.connection_id,
+            bot_token=kept.bot_token,
+            last_attempt=kept.last,
+            kept_id=kept.id,
+        )
+    except Exception:
+        await in_database_thread(kept_presses.RETRIES.given_up_if_last)(kept.id, attempt)
+        raise
+    if outcome is PressOutcome.RETRY:
+        await in_database_thread(kept_presses.RETRIES.put_off)(kept.id, attempt)
     else:
         await in_database_thread(kept_presses.forget)(kept.id)
     return outcome
@@ -129,7 +137,7 @@ async def decide_press(
     bot_token: str,
     last_attempt: bool = False,
     kept_id: int | None = None,
-) -> Outcome:
+) -> PressOutcome:
     interaction_id = interaction_id_of(press)
     # A kind that retries its group reads durably asks Slack once, briefly; the others as any call.
     options = {"policy": PRESS_POLICY, "timeout": PRESS_TIMEOUT_SECONDS} if kind.approvers else {}
@@ -140,18 +148,18 @@ async def decide_press(
             extra={"interaction": press.value, "kind": kind.kind.value, "reason": "another-app"},
         )
         await _tell(press, ANOTHER_APP)
-        return Outcome.REFUSED
+        return PressOutcome.REFUSED
     allowed = await _why_not_allowed(kind, slack, press, interaction_id)
-    if allowed is Outcome.RETRY:
+    if allowed is PressOutcome.RETRY:
         if not last_attempt:
-            return Outcome.RETRY
+            return PressOutcome.RETRY
         allowed = Refusal.GROUPS_UNAVAILABLE
     if allowed is None and press.reason is None and kind.kind == Interaction.Kind.APPROVAL:
         asked = await _ask_reason(slack, press, interaction_id)
         if asked is not None:
             return asked
     if allowed is None:
-        result = await in_database_thread(services.take_press)(
+        result = await in_database_thread(services.take_allowed_press)(
             kind,
             interaction_id,
             channel_id=press.channel_id,
@@ -163,7 +171,7 @@ async def decide_press(
             reason=press.reason or "",
         )
         if isinstance(result, Taken):
-            return Outcome.TAKEN
+            return PressOutcome.TAKEN
         refused = result
     elif isinstance(allowed, Refused):
         refused = allowed
@@ -175,10 +183,10 @@ async def decide_press(
         extra={"interaction": press.value, "kind": kind.kind.value, "reason": refused.refusal.value},
     )
     await _tell(press, refused.message)
-    return Outcome.REFUSED
+    return PressOutcome.REFUSED
 
 
-async def _ask_reason(slack, press: SubmitPress, interaction_id: int) -> Outcome | None:
+async def _ask_reason(slack, press: SubmitPress, interaction_id: int) -> PressOutcome | None:
     """Opens the reason modal for a press that denies on a Binding with denyReasons: ASKED_REASON,
     REFUSED when it could not be opened (nothing decided), None when the press decides as it is."""
     tools = await in_database_thread(deny_reasons.denied_tools)(interaction_id, press.action_id, press.values)
@@ -198,9 +206,9 @@ async def _ask_reason(slack, press: SubmitPress, interaction_id: int) -> Outcome
             extra={"interaction": press.value, "error": error_name(exc)},
         )
         await _tell(press, deny_reasons.FORM_UNAVAILABLE)
-        return Outcome.REFUSED
+        return PressOutcome.REFUSED
     logger.info("interaction.reason_asked", extra={"interaction": press.value})
-    return Outcome.ASKED_REASON
+    return PressOutcome.ASKED_REASON
 
 
 async def _tell(press: SubmitPress, message: str) -> None:
@@ -211,6 +219,68 @@ async def _tell(press: SubmitPress, message: str) -> None:
         logger.warning(
             "interaction.press_not_told", extra={"interaction": press.value, "error": error_name(exc)}
         )
+
+
+class Standing(enum.Enum):
+    """Whether someone may answer or decide a pause in a channel, as far as membership goes."""
+
+    MEMBER = "member"  # a member of the channel, and not a bot
+    NOT_A_MEMBER = "not-a-member"  # not in the channel, or a bot or an app
+    UNKNOWN = "unknown"  # Slack could not tell just now
+
+
+async def standing_of(slack, channel_id: str, user_id: str) -> Standing:
+    """The person's standing in the channel: its members read from Slack (kourier/slack/people.py:
+    every page, kept at most a minute and forgotten when Slack says someone left or joined), and
+    whether they are a bot (users.info)."""
+    try:
+        if user_id not in await channel_members(slack, channel_id) or await is_bot(slack, user_id):
+            return Standing.NOT_A_MEMBER
+    except SlackError as exc:
+        logger.warning(
+            "interaction.membership_unreadable", extra={"channel": channel_id, "error": error_name(exc)}
+        )
+        return Standing.UNKNOWN
+    return Standing.MEMBER
+
+
+async def typed_reply_author_may_answer(
+    message: ChatMessage, *, connection_id: int, bot_token: str
+) -> bool | None:
+    """Whether the author of a reply that would answer the thread's open question may answer it:
+    checked as a Submit's presser is (a member of the channel, never a bot). None when Slack cannot
+    tell just now: the reply is not taken, and its author is told, privately, to send it again.
+
+    The door asks before it acknowledges the event, so Slack is asked once, briefly (a read that
+    cannot answer at once is unknown), as for a press that checks approvers."""
+    slack = async_web_client(
+        bot_token,
+        workspace=connection_workspace(connection_id),
+        policy=PRESS_POLICY,
+        timeout=PRESS_TIMEOUT_SECONDS,
+    )
+    standing = await standing_of(slack, message.channel_id, message.user_id)
+    if standing is Standing.MEMBER:
+        return True
+    logger.info(
+        "interaction.typed_answer_refused",
+        extra={"channel": message.channel_id, "user_id": message.user_id, "reason": standing.value},
+    )
+    if standing is Standing.NOT_A_MEMBER:
+        return False  # a reply that is not an answer: it waits, as any other
+    try:
+        await slack.chat_postEphemeral(
+            channel=message.channel_id,
+            user=message.user_id,
+            thread_ts=message.root_ts,
+            text=QUESTION.refusals[Refusal.MEMBERSHIP_UNKNOWN],
+        )
+    except SlackError as exc:
+        logger.warning(
+            "interaction.typed_answer_not_told",
+            extra={"channel": message.channel_id, "error": error_name(exc)},
+        )
+    return None
 
 
 @dataclass(frozen=True)
@@ -237,22 +307,18 @@ def policy_of(interaction_id: int, kind: str) -> Policy | None:
 
 async def _why_not_allowed(
     kind: PauseKind, slack, press: SubmitPress, interaction_id: int
-) -> Refusal | Refused | Outcome | None:
+) -> Refusal | Refused | PressOutcome | None:
     policy = None
     if kind.approvers:
         policy = await in_database_thread(policy_of)(interaction_id, kind.kind)
         if policy is None:
             return Refusal.UNKNOWN
-    try:
-        if press.user_id not in await channel_members(slack, press.channel_id) or await is_bot(
-            slack, press.user_id
-        ):
-            return Refusal.NOT_A_MEMBER
-    except SlackError as exc:
-        logger.warning(
-            "interaction.membership_unknown", extra={"interaction": press.value, "error": error_name(exc)}
-        )
-        return Refusal.MEMBERSHIP_UNKNOWN
+    standing = await standing_of(slack, press.channel_id, press.user_id)
+    if standing is not Standing.MEMBER:
+        if standing is Standing.UNKNOWN:
+            logger.warning("interaction.membership_unknown", extra={"interaction": press.value})
+            return Refusal.MEMBERSHIP_UNKNOWN
+        return Refusal.NOT_A_MEMBER
     if policy is None:
         return None
     # Every press decides every tool, so the presser must be in the groups of each: a group is read
@@ -272,7 +338,7 @@ async def _why_not_allowed(
                     }
                     if may_pass(exc):
                         logger.warning("interaction.approver_group_unavailable", extra=extra)
-                        return Outcome.RETRY
+                        return PressOutcome.RETRY
                     logger.error("interaction.approver_group_unreadable", extra=extra)
                     return Refusal.GROUPS_UNREADABLE
             if membership[group_id]:

@@ -15,12 +15,13 @@ from django.utils import timezone
 
 from kourier import metrics
 from kourier.a2a.events import AnswerFormat, Question
+from sessions import notices
 from sessions.models import Session, Turn
 
 from . import kept_answers, prompts, services
 from .answers import Answers, Incomplete, Mismatch, read_answers, read_typed_reply
 from .audit import answer_shape
-from .kinds import PauseKind, Reading, Refusal, Taken, Unfit
+from .kinds import PauseKind, Reading, Refusal, ShownPrompt, Taken, Unfit
 from .models import Interaction
 
 logger = logging.getLogger(__name__)
@@ -38,7 +39,13 @@ def _read(interaction: Interaction, action_id: str, values: Mapping[str, Any]) -
     return Reading(answers, answer_shape(question, answers))
 
 
-def _ended_prompt(interaction: Interaction) -> tuple[list[dict[str, Any]], str]:
+def _open_prompt(interaction: Interaction) -> ShownPrompt:
+    question = Question.from_dict(interaction.pause)
+    blocks = prompts.open_prompt(question, interaction.pk, typed_replies=interaction.typed_replies)
+    return blocks, prompts.fallback_text(question)
+
+
+def _ended_prompt(interaction: Interaction) -> ShownPrompt:
     question = Question.from_dict(interaction.pause)
     if interaction.state == Interaction.State.ANSWERED and interaction.answered_at is not None:
         line = prompts.answered_line(interaction.answered_by, interaction.answered_at) + kept_answers.waiting(
@@ -66,7 +73,9 @@ QUESTION = PauseKind(
         ),
     },
     read=_read,
+    open_prompt=_open_prompt,
     ended_prompt=_ended_prompt,
+    unusable_notice=notices.QUESTION_NOT_POSTED,
 )
 
 
@@ -81,11 +90,19 @@ def open_question(turn_id: int, question: Question, *, now: datetime | None = No
     )
 
 
+def awaits_typed_answer(session_id: int) -> bool:
+    """Whether the session's open question takes a reply typed in the thread as its answer."""
+    return Interaction.objects.filter(
+        session_id=session_id, state=Interaction.State.OPEN, typed_replies=True
+    ).exists()
+
+
 def take_typed_answer(
     session: Session, *, message_ts: str, user_id: str, text: str, now: datetime | None = None
 ) -> Taken | None:
     """A reply typed in a thread whose open question takes typed replies: the first reply is the answer.
-    None when the thread has no such question open (the reply is then routed as any other)."""
+    None when the thread has no such question open (the reply is then routed as any other). Its
+    author was checked first, as a press's presser is (presses.typed_reply_author_may_answer)."""
     interaction = (
         Interaction.objects.select_related("session__binding")
         .filter(session=session, state=Interaction.State.OPEN, typed_replies=True)

@@ -10,6 +10,7 @@ from kourier.slack.clients import SlackError, error_name
 from . import approvals, closings, questions, services
 from .kinds import PauseKind
 from .models import Interaction
+from .retries import TryOutcome
 
 KINDS: dict[str, PauseKind] = {kind.kind: kind for kind in (questions.QUESTION, approvals.APPROVAL)}
 BY_ACTION: dict[str, PauseKind] = {action: kind for kind in KINDS.values() for action in kind.actions}
@@ -33,25 +34,26 @@ def close_prompt(interaction_id: int) -> bool:
     return True
 
 
-def close_owed_prompt(interaction_id: int, attempt: int) -> closings.Outcome:
-    """Try ``attempt`` at a prompt's owed rewrite (closings.py): taken once, then the prompt rewritten
-    as its Interaction stands now. A Slack failure puts the rewrite off; anything else is a bug and
-    raises (the row stays owed: the sweep tries it again once overdue, up to the last try)."""
-    if not closings.claim(interaction_id, attempt):
-        return closings.Outcome.STALE
+def close_owed_prompt(interaction_id: int, attempt: int) -> TryOutcome:
+    """Try ``attempt`` at a prompt's owed rewrite (closings.py, through the retry machine: retries.py):
+    taken once, then the prompt rewritten as its Interaction stands now. A Slack failure puts the
+    rewrite off; anything else is a bug and raises (the row stays owed: the sweep tries it again once
+    overdue, up to the last try)."""
+    retries = closings.RETRIES
+    if not retries.claim(interaction_id, attempt):
+        return TryOutcome.STALE
     try:
         close_prompt(interaction_id)
     except SlackError as exc:
-        outcome = closings.put_off(interaction_id, attempt)
-        log = logger.error if outcome is closings.Outcome.GAVE_UP else logger.warning
+        outcome = retries.put_off(interaction_id, attempt)
+        log = logger.error if outcome is TryOutcome.GAVE_UP else logger.warning
         log(
             "interaction.prompt_not_closed",
             extra={"interaction_id": interaction_id, "attempt": attempt, "error": error_name(exc)},
         )
         return outcome
     except Exception:
-        if attempt + 1 >= closings.RETRIES:  # a bug is not retried for ever either
-            closings.finished(interaction_id, attempt)
+        retries.given_up_if_last(interaction_id, attempt)
         raise
-    closings.finished(interaction_id, attempt)
-    return closings.Outcome.CLOSED
+    retries.finished(interaction_id, attempt)
+    return TryOutcome.DONE

@@ -11,7 +11,7 @@ by its name is in registry.py.
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
@@ -24,7 +24,7 @@ from kourier.slack.clients import connection_workspace, web_client
 from sessions import activity
 from sessions.identity import filed_under
 from sessions.models import Turn
-from sessions.queue import DRIVE_SESSION
+from sessions.task_names import DRIVE_SESSION
 from sessions.turns import message_id_for
 
 from . import closings
@@ -87,7 +87,7 @@ def open_interaction(
     return interaction
 
 
-def take_press(
+def take_allowed_press(
     kind: PauseKind,
     interaction_id: int,
     *,
@@ -253,10 +253,51 @@ def copy_channel_of(interaction_id: int) -> tuple[str, str] | None:
     return spec.approvals_channel, interaction.turn.user_id
 
 
-def give_up(interaction_id: int) -> None:
-    """The prompt could not be put to the channel: nothing can answer it."""
-    Interaction.objects.filter(pk=interaction_id, state=Interaction.State.OPEN).update(
-        state=Interaction.State.CANCELLED, closed_at=timezone.now()
+REFUSED = "interaction.refused"  # the audit's action and the log's event
+
+
+def refuse(interaction_id: int, reason: str) -> bool:
+    """Closes a pause that cannot be put to people (its prompt unshowable, or refused by Slack for
+    good), audited, before its task is cancelled: a restart then retries only the cancellation
+    (cancellations.py). ``reason`` is a fixed token. True when this call closed it."""
+    with transaction.atomic():
+        closed = (
+            Interaction.objects.filter(pk=interaction_id, state=Interaction.State.OPEN).update(
+                state=Interaction.State.CANCELLED, closed_at=timezone.now()
+            )
+            == 1
+        )
+        if closed:
+            interaction = Interaction.objects.select_related("session__binding").get(pk=interaction_id)
+            binding = interaction.session.binding
+            if interaction.kind == Interaction.Kind.APPROVAL:
+                size = {"tools": len(interaction.pause.get("tools", []))}
+            else:
+                size = {"questions": len(interaction.pause.get("questions", []))}
+            record(
+                REFUSED,
+                binding_name=binding.name if binding else "",
+                subject=subject(interaction_id),
+                details={"reason": reason, **size},
+            )
+    logger.info(REFUSED, extra={"interaction_id": interaction_id, "reason": reason})
+    return closed
+
+
+# An Interaction this young may still be having its prompt posted by the turn that opened it.
+UNPOSTED_GRACE = timedelta(seconds=5)
+
+
+def unposted_prompts(*, now: datetime | None = None) -> list[Interaction]:
+    """Open pauses of either kind whose prompt a transient Slack failure kept from being posted: the
+    sweep posts them (asking.post_prompt)."""
+    now = now or timezone.now()
+    return list(
+        Interaction.objects.filter(
+            state=Interaction.State.OPEN, prompt_ts="", created_at__lte=now - UNPOSTED_GRACE
+        )
+        .select_related("turn", "session__connection")
+        .order_by("pk")
     )
 
 

@@ -1,6 +1,7 @@
-"""The interactions app's sweep (kourier/sweeps.py): questions nobody answered in time, approvals
-nobody decided in time, and the approval work a failure left behind (a prompt Slack refused for
-now, a paused task still to cancel)."""
+"""The interactions app's sweeps (kourier/sweeps.py): questions nobody answered in time, approvals
+nobody decided in time, and the work a failure left behind, whatever the pause's kind (a prompt
+Slack refused for now, a paused task the agent could not be reached to cancel, kept presses, owed
+prompt rewrites, kept answers)."""
 
 from __future__ import annotations
 
@@ -17,10 +18,21 @@ from kourier.slack.outbox import PostKind, notice_key, post_notice
 from kourier.sweeps import Swept, sweep
 from sessions import notices
 from sessions.outbox import TurnOutbox
-from sessions.queue import DRIVE_SESSION
+from sessions.task_names import DRIVE_SESSION
 
-from . import approvals, asking, closings, kept_answers, kept_presses, questions, reminders, services
+from . import (
+    approvals,
+    asking,
+    cancellations,
+    closings,
+    kept_answers,
+    kept_presses,
+    questions,
+    reminders,
+    services,
+)
 from .models import Interaction
+from .registry import KINDS
 
 logger = logging.getLogger(__name__)
 
@@ -39,14 +51,19 @@ def _timed_out_notice(interaction: Interaction, nobody_took_it: str) -> str:
 def time_out_interactions() -> Swept:
     """At an open question's deadline: cancels the paused task, closes the prompt (controls removed, a
     line that says it timed out) and tells the thread, once; then the replies that waited are run.
+    At an approval's: audited, every tool denied, the prompt closed and the thread told. And, for
+    either kind, what a failure left: the paused tasks still to cancel, the prompts still to post.
 
     Each step can be repeated: run twice, or after a run that stopped half-way, the thread is told once
     (the notice is in the outbox under the asking turn's key)."""
+    # First the tasks owed a cancellation by earlier runs: a question timed out below tries its own.
+    cancelled = _cancel_owed_tasks()
     timed_out = questions.claim_timeouts()
     closed = 0
     for interaction in questions.timed_out_to_close():
         try:
-            _cancel_task(interaction)
+            if interaction.task_cancelled_at is None and _cancel_for_good(interaction):
+                cancellations.mark_cancelled(interaction.pk)
             services.rewrite_prompt(interaction, questions.QUESTION)
             _tell_thread(interaction, _timed_out_notice(interaction, notices.QUESTION_TIMED_OUT))
         except Exception as exc:  # Slack or the database failed: the next run takes it again
@@ -59,20 +76,42 @@ def time_out_interactions() -> Swept:
         enqueue_after_commit(DRIVE_SESSION, interaction.session_id)
         logger.info("interaction.timed_out", extra={"interaction_id": interaction.pk})
         closed += 1
-    return Swept({"questions timed out": timed_out, "prompts closed": closed, **_approvals()})
+    left_behind = {
+        **_approvals(),
+        "paused tasks cancelled": cancelled,
+        "prompts posted": sum(_post_prompt(interaction) for interaction in services.unposted_prompts()),
+    }
+    # A run with nothing left behind says only what the spec's sweep does.
+    return Swept(
+        {
+            "questions timed out": timed_out,
+            "prompts closed": closed,
+            **{what: count for what, count in left_behind.items() if count},
+        }
+    )
+
+
+def _cancel_owed_tasks() -> int:
+    """Cancels the paused tasks still owed a cancellation (cancellations.py); how many were settled."""
+    cancelled = 0
+    for interaction in cancellations.owed():
+        if _cancel_for_good(interaction):
+            cancellations.mark_cancelled(interaction.pk)
+            cancelled += 1
+    return cancelled
 
 
 @sweep("retry-kept-presses")
 def retry_kept_presses() -> Swept:
     """Sends again the tries of kept presses whose worker died holding them (kept_presses.py)."""
-    return Swept({"kept presses tried again": kept_presses.send_overdue()})
+    return Swept({"kept presses tried again": kept_presses.RETRIES.send_overdue()})
 
 
 @sweep("close-owed-prompts")
 def close_owed_prompts() -> Swept:
     """Sends again the rewrites of decided or answered prompts whose message was lost (a Redis that
     lost its data) or whose worker died holding it (closings.py)."""
-    return Swept({"prompt rewrites sent again": closings.send_overdue()})
+    return Swept({"prompt rewrites sent again": closings.RETRIES.send_overdue()})
 
 
 @sweep("remind-approvers")
@@ -94,8 +133,8 @@ def deliver_kept_answers() -> Swept:
 def _approvals() -> dict[str, int]:
     """At an approval's deadline: its timeout audited first, then every tool denied through the
     dialect (the denial is the Interaction's answer turn), the prompt given its timed-out ending and
-    the thread told, each step safe to repeat. Then the tasks to cancel and the prompts to post."""
-    timed_out = superseded = closed = cancelled = posted = 0
+    the thread told, each step safe to repeat."""
+    timed_out = superseded = closed = 0
     for interaction_id in approvals.open_approvals_past_deadline():
         try:
             approvals.audit_timeout(interaction_id)
@@ -132,24 +171,15 @@ def _approvals() -> dict[str, int]:
         services.mark_closed(interaction.pk)
         logger.info("interaction.timed_out", extra={"interaction_id": interaction.pk})
         closed += 1
-    for interaction in approvals.tasks_to_cancel():
-        if _cancel_for_good(interaction):
-            approvals.mark_task_cancelled(interaction.pk)
-            cancelled += 1
-    for interaction in approvals.unposted_prompts():
-        posted += _post_prompt(interaction)
-    counts = {
+    return {
         "approvals timed out": timed_out,
         "timeouts superseded": superseded,
         "approval prompts closed": closed,
-        "paused tasks cancelled": cancelled,
-        "approval prompts posted": posted,
     }
-    return {what: count for what, count in counts.items() if count}  # a sweep with no approvals says so
 
 
 def _cancel_for_good(interaction: Interaction) -> bool:
-    """Cancels an approval's paused task; False when the agent could not be reached (tried again)."""
+    """Cancels a pause's task; False when the agent could not be reached (tried again next run)."""
     cancelled = _cancel(interaction)
     if not cancelled.settled:
         logger.warning(
@@ -166,7 +196,7 @@ def _cancel_for_good(interaction: Interaction) -> bool:
 def _post_prompt(interaction: Interaction) -> int:
     connection = interaction.session.connection
     client = async_web_client(connection.bot_token(), workspace=connection_workspace(connection.pk))
-    put = async_to_sync(asking.post_approval_prompt)(
+    put = async_to_sync(asking.post_prompt)(
         client, interaction, thread_ts=interaction.session.thread_ts, reply_key=interaction.turn.message_id
     )
     if put.outcome is asking.Put.UNUSABLE:
@@ -175,35 +205,21 @@ def _post_prompt(interaction: Interaction) -> int:
 
 
 def refuse_unusable(interaction: Interaction, reason: str) -> None:
-    """The refusal notice queued, the Interaction closed; the next sweep cancels the task."""
+    """The refusal notice queued, the Interaction closed; the next run cancels the task."""
+    notice = KINDS[interaction.kind].unusable_notice
     connection = interaction.session.connection
     client = async_web_client(connection.bot_token(), workspace=connection_workspace(connection.pk))
     key = notice_key(interaction.turn.message_id)
     outbox = TurnOutbox(interaction.turn_id)
-    async_to_sync(outbox.intend)(key, PostKind.NOTICE, notices.APPROVAL_UNUSABLE)
-    approvals.refuse(interaction.pk, reason)
+    async_to_sync(outbox.intend)(key, PostKind.NOTICE, notice)
+    services.refuse(interaction.pk, reason)
     try:
         async_to_sync(post_notice)(
-            client,
-            interaction.channel_id,
-            interaction.session.thread_ts,
-            notices.APPROVAL_UNUSABLE,
-            key=key,
-            outbox=outbox,
+            client, interaction.channel_id, interaction.session.thread_ts, notice, key=key, outbox=outbox
         )
     except SlackError as exc:  # queued in the outbox: the owed-notices sweep posts it
         logger.warning(
             "interaction.notice_deferred", extra={"interaction_id": interaction.pk, "error": error_name(exc)}
-        )
-
-
-def _cancel_task(interaction: Interaction) -> None:
-    # An agent that cannot cancel a paused task (kagent 0.10) leaves it paused; the session goes on
-    # with a task of its own at the next reply.
-    cancelled = _cancel(interaction)
-    if cancelled.error:
-        logger.info(
-            "interaction.cancel_failed", extra={"interaction_id": interaction.pk, "error": cancelled.error}
         )
 
 

@@ -1,13 +1,25 @@
 import os
 
 from celery import Celery
-from celery.signals import beat_init, worker_init, worker_process_shutdown
+from celery.signals import beat_init, import_modules, worker_init, worker_process_shutdown
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kourier.settings")
 
 app = Celery("kourier")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+# A sweep's task is made by its registration, in its app's sweeps module (kourier/sweeps.py).
+app.autodiscover_tasks(related_name="sweeps")
+
+
+@import_modules.connect
+def schedule_sweeps(sender, **kwargs):
+    """Beat's schedule, made from the sweeps' registrations (kourier/sweeps.py) once the apps' modules
+    are imported: beat imports them at start (after Django's set-up, which Celery's Django fixup
+    does first), before it reads its schedule."""
+    from kourier.sweeps import beat_schedule
+
+    sender.conf.beat_schedule = beat_schedule()
 
 
 # With METRICS_PORT set (a pod of its own), a worker and beat serve their own /metrics. The worker's

@@ -7,7 +7,9 @@ never message text, answers, tool arguments or secrets. A library's lines are no
 
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
+
+from kourier.sweeps import is_sweep_task
 
 from .credentials import without_credentials
 
@@ -56,20 +58,16 @@ class QuietSweepsFilter(logging.Filter):
     """Drops Celery's lines about a sweep that did nothing: beat sending it, the worker receiving it,
     and its success when every count it returned is zero. A sweep that did something, or failed, is
     still logged. For readable logs while developing (``make serve``), where a sweep runs every few
-    seconds."""
-
-    def __init__(self, tasks: Iterable[str] = ()) -> None:
-        super().__init__()
-        self.tasks = frozenset(tasks)
+    seconds. A sweep's task is known by its name (kourier/sweeps.py)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args
-        if isinstance(args, Mapping) and args.get("name") in self.tasks:
+        if isinstance(args, Mapping) and is_sweep_task(args.get("name")):
             if "return_value" in args:  # celery.app.trace: "Task ... succeeded in ...s: {counts}"
                 return _NONZERO_COUNT.search(str(args["return_value"])) is not None
             return "received" not in str(record.msg)  # celery.worker.strategy: "Task ... received"
         if record.name == "celery.beat" and isinstance(args, tuple) and len(args) == 2:
-            return args[1] not in self.tasks  # "Scheduler: Sending due task <name> (<task>)"
+            return not is_sweep_task(args[1])  # "Scheduler: Sending due task <name> (<task>)"
         return True
 
 

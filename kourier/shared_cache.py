@@ -138,6 +138,10 @@ async def aadd(key: str, value: Any, ttl: int) -> bool:
     return await arun(lambda: backend().add(key, value, ttl))
 
 
+async def adelete(key: str) -> None:
+    await arun(lambda: backend().delete(key))
+
+
 async def acount(key: str, ttl: int) -> int:
     """``count`` for async callers."""
     return await arun(lambda: count(key, ttl))

@@ -169,7 +169,8 @@ async def take_direct_message(
 def _route(connection_id: int, message: ChatMessage, *, team_id: str, bot_user_id: str) -> RouteResult | None:
     note_slack_identity(connection_id, team_id=team_id, bot_user_id=bot_user_id)
     connection = directory.current().by_id.get(connection_id)
-    return route_message(connection, message) if connection is not None else None
+    # The conversation's only person, let through by access_of, may answer its open pause.
+    return route_message(connection, message, author_may_answer=True) if connection is not None else None
 
 
 async def _binding(connection_id: int) -> Binding | None:

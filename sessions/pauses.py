@@ -40,6 +40,7 @@ class PausedTurn:
     reply_key: str  # the turn's messageId: the prompt's and notices' keys in the outbox derive from it
     slack: Any  # the turn's Slack client
     cancel: Callable[[], Awaitable[bool]]
+    task_id: str = ""  # the paused task ("" when the agent never named it)
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ class PauseEnd:
     notice: str | None = None
 
 
-class Kept(enum.Enum):
+class UndeliveredAnswer(enum.Enum):
     """What became of an answer turn whose message surely never reached the agent (no connection made)."""
 
     KEPT = "kept"  # queued again for a later try: no notice, its prompt says it waits
@@ -75,14 +76,26 @@ class Pauses(Protocol):
         task through ``turn.cancel`` and says which notice the thread is told."""
         ...
 
+    async def cancel_unasked(self, turn: PausedTurn, *, approval: bool) -> None:
+        """A pause nobody is asked (askUser or toolApprovals off, a pause no one can answer): its task
+        cancelled through ``turn.cancel``; while the agent cannot be reached, kept to be cancelled
+        later, as the pauses that were asked are (``approval``: it asked to run tools)."""
+        ...
+
     async def answer_message(self, turn: AnswerTurn, dialect: Dialect) -> Message:
         """What an answer turn (``Turn.Kind.ANSWER``, ``TYPED_ANSWER``) sends to the paused task."""
+        ...
+
+    def awaits_typed_reply(self, session_id: int) -> bool:
+        """Whether the session's open pause takes a reply typed in the thread as its answer (its
+        author, checked first as a press's presser is, then hands it to ``take_typed_reply``)."""
         ...
 
     def take_typed_reply(
         self, session: Session, *, message_ts: str, user_id: str, text: str, now: datetime
     ) -> int | None:
-        """A reply typed in the thread that answers its open pause: the answer turn's id, else None."""
+        """A reply typed in the thread, by someone who may answer, that answers its open pause: the
+        answer turn's id, else None."""
         ...
 
     def holds(self, session_id: int, *, now: datetime) -> Q | None:
@@ -98,7 +111,7 @@ class Pauses(Protocol):
         due (no runner is owed to them: the pauses' own sweep drives it when due)."""
         ...
 
-    def keep_undelivered(self, turn_id: int) -> Kept:
+    def keep_undelivered(self, turn_id: int) -> UndeliveredAnswer:
         """The answer turn ``turn_id`` could not reach the agent (it surely never arrived): kept for
         another try (the turn queued again), or given up past its pause's deadline."""
         ...
@@ -112,8 +125,14 @@ class _NoPauses:
     async def put(self, turn: PausedTurn, pause: Pause) -> PauseEnd:
         raise LookupError("no pauses were handed in: nothing can put a pause to a thread")
 
+    async def cancel_unasked(self, turn: PausedTurn, *, approval: bool) -> None:
+        await turn.cancel()  # nothing keeps it: a process without the pauses tries once
+
     async def answer_message(self, turn: AnswerTurn, dialect: Dialect) -> Message:
         raise LookupError(f"answer turn {turn.turn_id} has no pause to answer")
+
+    def awaits_typed_reply(self, session_id: int) -> bool:
+        return False
 
     def take_typed_reply(
         self, session: Session, *, message_ts: str, user_id: str, text: str, now: datetime
@@ -126,8 +145,8 @@ class _NoPauses:
     def held_sessions(self) -> QuerySet[Any]:
         return Session.objects.none().values("pk")
 
-    def keep_undelivered(self, turn_id: int) -> Kept:
-        return Kept.NOT_AN_ANSWER
+    def keep_undelivered(self, turn_id: int) -> UndeliveredAnswer:
+        return UndeliveredAnswer.NOT_AN_ANSWER
 
     def settle_answer(self, turn_id: int) -> None:
         return None

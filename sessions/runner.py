@@ -408,8 +408,8 @@ class Conversation:
         timeout past its deadline (the timeout sweep tells the thread); any other turn fails."""
         if out_of_reach.unsent and self.work.kind is not Turn.Kind.MESSAGE:
             kept = await _db(pauses.current().keep_undelivered)(self.work.turn_id)
-            if kept is not pauses.Kept.NOT_AN_ANSWER:
-                return TurnEnd(Turn.Outcome.UNREACHABLE, kept=kept is pauses.Kept.KEPT)
+            if kept is not pauses.UndeliveredAnswer.NOT_AN_ANSWER:
+                return TurnEnd(Turn.Outcome.UNREACHABLE, kept=kept is pauses.UndeliveredAnswer.KEPT)
         return TurnEnd(Turn.Outcome.UNREACHABLE, notices.AGENT_UNREACHABLE)
 
     async def _follow(self, message: Message) -> TaskEnded:
@@ -479,32 +479,36 @@ class Conversation:
         ):
             # The reply ends once the prompt's fate is known: waiting, or stopped with the task.
             await self.display.before_a_post()
-            end = await pauses.current().put(
-                pauses.PausedTurn(
-                    turn_id=self.work.turn_id,
-                    channel_id=self.work.channel_id,
-                    thread_ts=self.work.thread_ts,
-                    reply_key=self.work.message_id,
-                    slack=self.slack,
-                    cancel=self._cancel,
-                ),
-                pause,
-            )
+            end = await pauses.current().put(self._paused_turn(), pause)
             if end.outcome is Turn.Outcome.ASKED:  # posted, or posted later by the sweep
                 await self.display.end(Ending.WAITING)
             else:
                 await self.display.end(Ending.FAILED, notice_follows=True)
             return TurnEnd(end.outcome, end.notice)
         # The task is cancelled; an agent that refuses (kagent 0.10 cannot cancel a paused task) still
-        # leaves the session usable: the next reply starts a task of its own. Nobody is asked, so the
-        # reply ends as a cancelled task's does (Stopped), not as waiting for an answer.
-        await self._cancel()
+        # leaves the session usable: the next reply starts a task of its own. One that cannot be
+        # reached is tried again later by the pauses handed in. Nobody is asked, so the reply ends as
+        # a cancelled task's does (Stopped), not as waiting for an answer.
+        await pauses.current().cancel_unasked(
+            self._paused_turn(), approval=isinstance(pause, ApprovalRequest)
+        )
         await self.display.end(Ending.FAILED, notice_follows=True)
         if isinstance(pause, ApprovalRequest):
             return TurnEnd(Turn.Outcome.QUESTION_CANCELED, notices.APPROVAL_NOT_ENABLED)
         if isinstance(pause, Question) or not self.work.ask_user:
             return TurnEnd(Turn.Outcome.QUESTION_CANCELED, notices.QUESTION_NOT_ENABLED)
         return TurnEnd(Turn.Outcome.QUESTION_UNUSABLE, notices.QUESTION_UNUSABLE)
+
+    def _paused_turn(self) -> pauses.PausedTurn:
+        return pauses.PausedTurn(
+            turn_id=self.work.turn_id,
+            channel_id=self.work.channel_id,
+            thread_ts=self.work.thread_ts,
+            reply_key=self.work.message_id,
+            slack=self.slack,
+            cancel=self._cancel,
+            task_id=self.task_id or "",
+        )
 
     async def _cancel(self) -> bool:
         """Cancels the paused task; False only when the agent could not be reached (to try again)."""

@@ -31,8 +31,8 @@ from . import activity, notices, pauses
 from .identity import SYSTEM_IDENTITY
 from .models import Session, ThreadNote, Turn
 from .outbox import TurnOutbox
-from .queue import DRIVE_SESSION, TELL_EXPIRED
 from .routing import Route, ThreadState, route
+from .task_names import DRIVE_SESSION, TELL_EXPIRED
 from .turns import message_id_for
 
 logger = logging.getLogger(__name__)
@@ -43,15 +43,24 @@ class RouteResult:
     route: Route | None  # None: the channel is not bound
     created: bool = False  # False for a duplicate delivery of a message already taken
     turn_id: int | None = None
+    # The reply would answer the thread's open pause, whose author is not yet checked: nothing was
+    # stored; route it again with ``author_may_answer`` once the door checked them as a press's presser.
+    author_unchecked: bool = False
 
 
 def route_message(
-    connection: Connection, message: ChatMessage, *, now: datetime | None = None
+    connection: Connection,
+    message: ChatMessage,
+    *,
+    author_may_answer: bool | None = None,
+    now: datetime | None = None,
 ) -> RouteResult:
     """Takes one Slack message: a turn, a context note, an expiry notice, or nothing.
 
     Safe to call for every delivery of the same message: the turn key is a unique constraint. The
-    Binding is the channel's as this process last read it (bindings/directory.py).
+    Binding is the channel's as this process last read it (bindings/directory.py). A reply that would
+    answer the thread's open pause is its answer only when ``author_may_answer`` (None: not checked
+    yet, and the result says so; False: it is routed as any other reply).
     """
     binding = binding_for(connection, message)
     if binding is None:
@@ -84,9 +93,20 @@ def route_message(
     session: Session | None = found
     thread = ThreadState(has_session=session is not None, expired=bool(session and session.expires_at <= now))
     if found is not None and not thread.expired and message.thread_ts and found.message_turn_id is None:
-        # The agent's open question may take a typed reply: the first one is its answer, mention or not.
-        answer_turn_id = pauses.current().take_typed_reply(
-            found, message_ts=message.ts, user_id=message.user_id, text=message.text, now=now
+        # The agent's open question may take a typed reply: the first one from someone who may answer
+        # it (checked as a press's presser is) is its answer, mention or not.
+        if (
+            author_may_answer is None
+            and message.text.strip()
+            and pauses.current().awaits_typed_reply(found.pk)
+        ):
+            return RouteResult(route=Route.TURN, author_unchecked=True)
+        answer_turn_id = (
+            pauses.current().take_typed_reply(
+                found, message_ts=message.ts, user_id=message.user_id, text=message.text, now=now
+            )
+            if author_may_answer
+            else None
         )
         if answer_turn_id is not None:
             return RouteResult(route=Route.TURN, created=True, turn_id=answer_turn_id)

@@ -22,7 +22,7 @@ from kourier.sweeps import Swept, sweep
 from . import acknowledgments, outbox, pauses
 from .models import OPEN_TURN_STATES, Session
 from .outbox import TurnOutbox
-from .queue import DRIVE_SESSION
+from .task_names import DRIVE_SESSION
 
 logger = logging.getLogger(__name__)
 
@@ -104,7 +104,7 @@ def post_owed_notices() -> Swept:
     return Swept({"notices posted": posted, "notices left for the next run": len(owed) - posted})
 
 
-@sweep("delete-expired-sessions")
+@sweep("delete-expired-sessions", every=3600)
 def delete_expired_sessions() -> Swept:
     """Deletes the sessions whose TTL ran out ``DELETE_AFTER_EXPIRY`` ago, with everything that belongs
     to them; the audit keeps how many."""

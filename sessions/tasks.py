@@ -1,13 +1,13 @@
 """Celery tasks of the sessions app: one-line wrappers that take ids and return what was done.
 
-Every task is safe to run twice. Services enqueue them by name (sessions/queue.py).
+Every task is safe to run twice. Services enqueue them by name (sessions/task_names.py).
 """
 
 from celery import shared_task
 from celery.signals import worker_shutting_down
 
-from . import runner, services, sweeps
-from .queue import DRIVE_SESSION, TELL_EXPIRED
+from . import runner, services
+from .task_names import DRIVE_SESSION, TELL_EXPIRED
 from .turn_loop import LoopFull, hand_over_running_sessions
 
 # How long a full worker waits before it gives a session back to the queue for any worker.
@@ -33,23 +33,3 @@ def _hand_over_sessions(**kwargs) -> None:
 @shared_task(name=TELL_EXPIRED, acks_late=True, autoretry_for=(Exception,), retry_backoff=True, max_retries=5)
 def tell_expired(turn_id: int) -> None:
     services.tell_expired(turn_id)
-
-
-@shared_task
-def recover_sessions() -> dict[str, int]:
-    return sweeps.recover_sessions().counts
-
-
-@shared_task
-def remove_stale_acknowledgments() -> dict[str, int]:
-    return sweeps.remove_stale_acknowledgments().counts
-
-
-@shared_task
-def post_owed_notices() -> dict[str, int]:
-    return sweeps.post_owed_notices().counts
-
-
-@shared_task
-def delete_expired_sessions() -> dict[str, int]:
-    return sweeps.delete_expired_sessions().counts

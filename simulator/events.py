@@ -126,6 +126,19 @@ def message_deleted_event(previous: dict[str, Any], channel: Channel, event_ts: 
     }
 
 
+def member_event(kind: str, user: str, channel: Channel, event_ts: str) -> dict[str, Any]:
+    """``member_joined_channel`` or ``member_left_channel``: sent to the apps in the channel that
+    subscribe to it (channels:read, groups:read). Its channel_type is "C" (public) or "G" (private)."""
+    return {
+        "type": kind,
+        "user": user,
+        "channel": channel.id,
+        "channel_type": "G" if channel.is_private else "C",
+        "team": channel.team_id,
+        "event_ts": event_ts,
+    }
+
+
 def reaction_added_event(user: str, name: str, message: Message, event_ts: str) -> dict[str, Any]:
     return {
         "type": "reaction_added",

@@ -273,17 +273,31 @@ class SlackFake:
         with self._state.lock:
             self.workspace(team).custom_emoji.add(name)
 
-    def join(self, channel: str, user: str) -> None:
-        with self._state.lock:
-            members = self._channel(channel).members
-            if user not in members:
-                members.append(user)
+    def join(self, channel: str, user: str) -> list[Delivery]:
+        """``user`` joins the channel: the apps in it are sent ``member_joined_channel``."""
+        return self._change_membership(channel, user, joined=True)
 
-    def leave(self, channel: str, user: str) -> None:
+    def leave(self, channel: str, user: str) -> list[Delivery]:
+        """``user`` leaves the channel: the apps in it are sent ``member_left_channel``."""
+        return self._change_membership(channel, user, joined=False)
+
+    def _change_membership(self, channel: str, user: str, *, joined: bool) -> list[Delivery]:
         with self._state.lock:
-            members = self._channel(channel).members
-            if user in members:
-                members.remove(user)
+            chan = self._channel(channel)
+            if (user in chan.members) == joined:
+                return []
+            if joined:
+                chan.members.append(user)
+            else:
+                chan.members.remove(user)
+            workspace = self._state.workspace(chan.team_id)
+            if workspace.app.bot_user_id not in chan.members or user == workspace.app.bot_user_id:
+                return []  # Slack sends channel events only to apps in the channel
+            kind = "member_joined_channel" if joined else "member_left_channel"
+            outgoing = self._requests.for_channel_event(
+                chan, events.member_event(kind, user, chan, self._state.next_ts())
+            )
+        return self._send(outgoing)
 
     def archive_channel(self, channel: str) -> None:
         with self._state.lock:

@@ -22,7 +22,7 @@ from bindings import directory
 from bindings.models import Connection
 from bindings.services import note_slack_identity
 from interactions import deny_reasons, feedback
-from interactions.presses import take_press
+from interactions.presses import receive_press, typed_reply_author_may_answer
 from interactions.registry import ACTIONS as PROMPT_ACTIONS
 from kourier.db import in_database_thread
 from kourier.slack.blocks import FEEDBACK_ACTIONS
@@ -37,8 +37,9 @@ from kourier.slack.incoming import (
     read_modal,
     read_submit,
 )
+from kourier.slack.people import forget_channel_members
 from sessions.direct_messages import Access, may_act, may_press, offer_suggested_prompts, take_direct_message
-from sessions.services import route_message
+from sessions.services import RouteResult, route_message
 
 logger = logging.getLogger(__name__)
 
@@ -121,12 +122,34 @@ def _build_app(connection: Connection) -> AsyncApp:
             return
         # On ingress's few threads (kourier.db.ingress_threads), not the loop's executor: a burst of
         # events would open a database connection per executor thread and contend for the GIL.
-        await in_database_thread(_route, thread_sensitive=True)(
-            connection_id, read, team_id=context.team_id or "", bot_user_id=context.bot_user_id or ""
+        team_id, bot_user_id = context.team_id or "", context.bot_user_id or ""
+        routed = await in_database_thread(_route, thread_sensitive=True)(
+            connection_id, read, team_id=team_id, bot_user_id=bot_user_id
         )
+        if routed is None or not routed.author_unchecked:
+            return
+        # The reply would answer the agent's open question: its author is checked as a Submit's
+        # presser is, outside the database threads; then it is routed again with the verdict.
+        may_answer = await typed_reply_author_may_answer(
+            read, connection_id=connection_id, bot_token=bot_token
+        )
+        if may_answer is not None:  # None: not taken, and its author asked to send it again
+            await in_database_thread(_route, thread_sensitive=True)(
+                connection_id, read, team_id=team_id, bot_user_id=bot_user_id, author_may_answer=may_answer
+            )
 
     app.event("app_mention")(take_message)
     app.event("message")(take_message)
+
+    async def forget_members(event: dict) -> None:
+        # Someone left or joined a channel the app is in: who may answer or decide there is read from
+        # Slack again at the next press or typed answer, not taken from the cache (for up to a minute).
+        channel = event.get("channel")
+        if isinstance(channel, str) and channel:
+            await forget_channel_members(channel)
+
+    app.event("member_left_channel")(forget_members)
+    app.event("member_joined_channel")(forget_members)
 
     async def take_app_opened(event: dict, context) -> None:
         opened = read_app_opened(event)
@@ -165,7 +188,7 @@ def _build_app(connection: Connection) -> AsyncApp:
             )
             return
         if await may_press(connection_id, client, press):
-            await take_press(press, connection_id=connection_id, bot_token=bot_token)
+            await receive_press(press, connection_id=connection_id, bot_token=bot_token)
 
     bot_token = connection.bot_token()
     for prompt_action in PROMPT_ACTIONS:
@@ -180,7 +203,7 @@ def _build_app(connection: Connection) -> AsyncApp:
             )
             return
         if await may_press(connection_id, client, press):
-            await feedback.take_press(press, connection_id=connection_id, bot_token=bot_token)
+            await feedback.receive_thumbs_press(press, connection_id=connection_id, bot_token=bot_token)
 
     for feedback_action in FEEDBACK_ACTIONS:
         app.action(feedback_action)(take_feedback_press)
@@ -215,7 +238,7 @@ def _build_app(connection: Connection) -> AsyncApp:
             )
             return
         if await may_press(connection_id, client, press):
-            await take_press(press, connection_id=connection_id, bot_token=bot_token)
+            await receive_press(press, connection_id=connection_id, bot_token=bot_token)
 
     async def reason_modal_closed(ack, body: dict) -> None:
         await ack()  # closing the reason modal decides nothing
@@ -245,13 +268,20 @@ def _build_app(connection: Connection) -> AsyncApp:
     return app
 
 
-def _route(connection_id: int, message: ChatMessage, *, team_id: str, bot_user_id: str) -> None:
+def _route(
+    connection_id: int,
+    message: ChatMessage,
+    *,
+    team_id: str,
+    bot_user_id: str,
+    author_may_answer: bool | None = None,
+) -> RouteResult | None:
     note_slack_identity(connection_id, team_id=team_id, bot_user_id=bot_user_id)
     connection = directory.current().by_id.get(connection_id)
     if connection is None:
         logger.info("slack.connection_gone", extra={"connection_id": connection_id})
-        return
-    route_message(connection, message)
+        return None
+    return route_message(connection, message, author_may_answer=author_may_answer)
 
 
 def forget_apps() -> None:

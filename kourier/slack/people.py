@@ -66,8 +66,14 @@ async def person_email(client: AsyncWebClient, team_id: str, user_id: str) -> st
     return email or None
 
 
-MEMBERS_CACHE_SECONDS = 60  # who is in a channel: read again at least once a minute
+# Who is in a channel: read again at least once a minute, and at once after someone left or joined
+# (``forget_channel_members``, on Slack's member_left_channel and member_joined_channel events).
+MEMBERS_CACHE_SECONDS = 60
 MEMBERS_PAGE_SIZE = 200
+
+
+def _members_key(channel_id: str) -> str:
+    return f"slack-members:{channel_id}"
 
 
 async def channel_members(client: AsyncWebClient, channel_id: str) -> frozenset[str]:
@@ -75,7 +81,7 @@ async def channel_members(client: AsyncWebClient, channel_id: str) -> frozenset[
 
     Raises the Slack error when Slack cannot tell: the caller must not guess.
     """
-    key = f"slack-members:{channel_id}"
+    key = _members_key(channel_id)
     cached = await shared_cache.aget(key)
     if cached is not None:
         return frozenset(cached)
@@ -91,6 +97,12 @@ async def channel_members(client: AsyncWebClient, channel_id: str) -> frozenset[
             break
     await shared_cache.aset(key, members, MEMBERS_CACHE_SECONDS)
     return frozenset(members)
+
+
+async def forget_channel_members(channel_id: str) -> None:
+    """Slack said someone left or joined the channel: its members are read again at the next ask, so
+    that someone who left is not taken for a member from the cache (for up to a minute)."""
+    await shared_cache.adelete(_members_key(channel_id))
 
 
 async def is_bot(client: AsyncWebClient, user_id: str) -> bool:

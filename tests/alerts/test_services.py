@@ -14,7 +14,7 @@ from django.utils import timezone
 from alerts import messages, services
 from alerts.models import Alert, AlertMember, AlertOccurrence, AlertPost
 from alerts.payloads import AlertNotice, AlertStatus, Notification
-from alerts.queue import DELIVER_ALERT
+from alerts.task_names import DELIVER_ALERT
 from bindings.manifest import ThreadPer, TriggerKind, TriggerSpec
 from kourier import queue
 from kourier.slack import clients

@@ -303,7 +303,7 @@ def test_at_the_deadline_every_tool_is_denied_with_the_timeout_reason_and_the_th
     world.slack.wait_until(
         lambda: any("Ran 0 of 2 tools." in m.text for m in bot_messages(world, ts)), timeout=WAIT
     )
-    world.stack.wait_for_log("beat", "interactions.tasks.time_out_interactions", count=3, timeout=WAIT)
+    world.stack.wait_for_log("beat", "sweeps.time-out-interactions", count=3, timeout=WAIT)
     assert [m.text for m in bot_messages(world, ts)].count(notices.APPROVAL_TIMED_OUT) == 1
     assert AuditEvent.objects.filter(action="interaction.timed_out").count() == 1
     assert len(kagent_agent.received) == 2
@@ -397,10 +397,8 @@ class TestAKeptPressSurvivesARestart:
         # hour); the sweep sends the try again once it is overdue (its backoff and LOST_AFTER).
         world.slack.wait_until(lambda: len(kagent_agent.received) == 2, timeout=RESTART_WAIT)
         self.assert_decided_once(world, kagent_agent, thread_ts)
-        swept = world.stack.log_text("beat").count("interactions.tasks.retry_kept_presses")
-        world.stack.wait_for_log(
-            "beat", "interactions.tasks.retry_kept_presses", count=swept + 3, timeout=WAIT
-        )
+        swept = world.stack.log_text("beat").count("sweeps.retry-kept-presses")
+        world.stack.wait_for_log("beat", "sweeps.retry-kept-presses", count=swept + 3, timeout=WAIT)
         assert len(kagent_agent.received) == 2
         assert AuditEvent.objects.filter(action="interaction.decided").count() == 1
 

@@ -68,8 +68,8 @@ def wait_until_closed_as_approved(world, prompt_ts) -> None:
 def assert_rewritten_once_more_sweeps_later(world, prompt_ts) -> None:
     """The rewrite is owed no more: three more sweeps change nothing."""
     rewrites = prompt_rewrites(world, prompt_ts)
-    swept = (world.stack.logs / "beat.log").read_text().count("interactions.tasks.close_owed_prompts")
-    world.stack.wait_for_log("beat", "interactions.tasks.close_owed_prompts", count=swept + 3, timeout=WAIT)
+    swept = (world.stack.logs / "beat.log").read_text().count("sweeps.close-owed-prompts")
+    world.stack.wait_for_log("beat", "sweeps.close-owed-prompts", count=swept + 3, timeout=WAIT)
     assert prompt_rewrites(world, prompt_ts) == rewrites
 
 
@@ -233,10 +233,8 @@ class TestADecisionOutlivesAnAgentOutage:
             timeout=SWEPT_WAIT,
         )
         assert len(kagent_agent.calls("CancelTask")) == 1
-        swept = (world.stack.logs / "beat.log").read_text().count("interactions.tasks.time_out_interactions")
-        world.stack.wait_for_log(
-            "beat", "interactions.tasks.time_out_interactions", count=swept + 3, timeout=WAIT
-        )
+        swept = (world.stack.logs / "beat.log").read_text().count("sweeps.time-out-interactions")
+        world.stack.wait_for_log("beat", "sweeps.time-out-interactions", count=swept + 3, timeout=WAIT)
         assert len(kagent_agent.calls("CancelTask")) == 1
         assert len(kagent_agent.received) == 1  # the decision never reached it
         assert told(world, thread_ts, notices.DECISION_UNDELIVERED) == 1

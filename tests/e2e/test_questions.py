@@ -13,8 +13,10 @@ from django import db
 
 from audit.models import AuditEvent
 from interactions.bound import ANOTHER_APP
+from interactions.kinds import Refusal
 from interactions.models import Interaction
 from interactions.prompts import SUBMIT_ACTION, TIMED_OUT_LINE
+from interactions.questions import QUESTION
 from kourier.progress import STOPPED, WAITING_FOR_YOUR_ANSWER
 from sessions import notices
 from sessions.models import Session, Turn
@@ -162,6 +164,28 @@ class TestTheA2ADialect:
         )
         assert Interaction.objects.get().state == Interaction.State.ANSWERED
 
+    def test_a_typed_reply_whose_author_slack_cannot_check_now_is_not_taken_and_they_are_asked_again(
+        self, make_world, agent
+    ):
+        world = make_world(agent_url=agent.url, ask_user=True)
+        ts = world.mention("deploy")
+        wait_for_prompt(world, ts)
+        world.slack.fail("conversations.members", "http_503", times=None)
+        world.slack.user_says(defaults.GRACE, world.channel, "staging", thread_ts=ts)
+        [told] = world.slack.ephemerals(defaults.GRACE)  # told before Slack had the event's answer
+        assert (told.text, told.thread_ts) == (QUESTION.refusals[Refusal.MEMBERSHIP_UNKNOWN], ts)
+        assert Interaction.objects.get().state == Interaction.State.OPEN
+        assert Turn.objects.count() == 1  # the reply is not stored: it is sent again
+        assert len(agent.received) == 1
+
+        world.slack.clear_faults()
+        world.slack.user_says(defaults.GRACE, world.channel, "staging", thread_ts=ts)
+        world.slack.wait_until(
+            lambda: any(m.text == "Deploying to staging." for m in bot_messages(world, ts)), timeout=WAIT
+        )
+        assert Interaction.objects.get().answered_by == defaults.GRACE
+        assert len(world.slack.ephemerals(defaults.GRACE)) == 1
+
     def test_the_text_question_can_be_answered_with_submit_too(self, make_world, agent):
         world = make_world(agent_url=agent.url, ask_user=True)
         ts = world.mention("deploy")
@@ -205,6 +229,25 @@ def test_only_a_member_answers_a_non_member_and_an_incomplete_answer_are_told_pr
     assert len(kagent_agent.received) == 1  # nothing reached the agent
     assert Interaction.objects.get().state == Interaction.State.OPEN
     assert _has_submit(world.slack.message(world.channel, prompt.ts).blocks)
+
+
+def test_someone_who_left_the_channel_is_refused_at_once_not_a_minute_later(make_world, kagent_agent):
+    """Slack tells the app who left (member_left_channel): the members it kept are read again."""
+    world = make_world(agent_url=kagent_agent.url, dialect="kagent-v1", ask_user=True)
+    ts = world.mention("set up the service")
+    prompt = wait_for_prompt(world, ts)
+    submit(world, prompt.ts, user=defaults.GRACE, choices={"answer-0": "0"})  # incomplete: members read
+    world.slack.wait_until(lambda: world.slack.ephemerals(defaults.GRACE), timeout=WAIT)
+    world.slack.leave(world.channel, defaults.GRACE)
+
+    submit(
+        world, prompt.ts, user=defaults.GRACE, choices={"answer-0": "0", "answer-1": ["0"], "answer-2": "x"}
+    )
+    world.slack.wait_until(lambda: len(world.slack.ephemerals(defaults.GRACE)) == 2, timeout=WAIT)
+    assert world.slack.ephemerals(defaults.GRACE)[-1].text == QUESTION.refusals[Refusal.NOT_A_MEMBER]
+    assert Interaction.objects.get().state == Interaction.State.OPEN
+    assert len(kagent_agent.received) == 1  # nothing reached the agent
+    assert world.slack.count("conversations.members") == 2
 
 
 def test_a_reply_that_is_not_the_answer_waits_with_its_reaction_and_goes_after_it(make_world, kagent_agent):
@@ -255,7 +298,7 @@ def test_at_the_deadline_the_task_is_cancelled_the_prompt_closed_and_the_thread_
     assert len(kagent_agent.calls("CancelTask")) == 1
     # Beat runs the sweep every second: once it has run on after closing, the thread was still told once.
     wait_for(lambda: Interaction.objects.get().closed_at is not None, "the prompt closed")
-    world.stack.wait_for_log("beat", "interactions.tasks.time_out_interactions", count=3, timeout=WAIT)
+    world.stack.wait_for_log("beat", "sweeps.time-out-interactions", count=3, timeout=WAIT)
     assert [m.text for m in bot_messages(world, ts)].count(notices.QUESTION_TIMED_OUT) == 1
     assert len(kagent_agent.calls("CancelTask")) == 1
 
@@ -323,7 +366,7 @@ def test_an_answer_taken_while_no_worker_runs_is_sent_once_by_the_next(make_worl
         lambda: any(m.text == "Thanks, carrying on." for m in bot_messages(world, ts)), timeout=WAIT
     )
     wait_for_turns_to_end(world, 2)
-    world.stack.wait_for_log("beat", "sessions.tasks.recover_sessions", count=3, timeout=WAIT)
+    world.stack.wait_for_log("beat", "sweeps.recover-sessions", count=3, timeout=WAIT)
     assert len(kagent_agent.received) == 2
 
 
@@ -538,6 +581,36 @@ class TestAPauseThatIsCancelledEndsTheReplyAsStopped:
         wait_for_turns_to_end(world, 1)
         [reply] = [m for m in bot_messages(world, ts) if m.cards]
         assert [(card.title, card.status) for card in reply.cards] == [(WAITING_FOR_YOUR_ANSWER, "complete")]
+
+
+def test_a_prompt_slack_refuses_for_now_is_posted_by_the_sweep_and_answered_as_an_approvals_is(
+    make_world, kagent_agent
+):
+    """The same failure policy as an approval's prompt (tests/e2e/test_approvals.py): the question stays
+    open, the reply ends waiting, the task is not cancelled, and beat's sweep posts the prompt."""
+    world = make_world(
+        agent_url=kagent_agent.url,
+        dialect="kagent-v1",
+        ask_user=True,
+        beat=True,
+        env={"RECOVERY_INTERVAL_SECONDS": "1"},
+    )
+    world.slack.fail("chat.postMessage", "http_503", times=None, when=lambda args: SUBMIT_ACTION in str(args))
+    ts = world.mention("set up the service")
+    world.stack.wait_for_log("worker", "interaction.prompt_deferred", timeout=WAIT)
+    world.slack.wait_until(lambda: Turn.objects.get().outcome == Turn.Outcome.ASKED, timeout=WAIT)
+    interaction = Interaction.objects.get()
+    assert (interaction.state, interaction.prompt_ts) == (Interaction.State.OPEN, "")
+    assert not any(m.text == notices.QUESTION_NOT_POSTED for m in bot_messages(world, ts))
+    world.slack.clear_faults()  # Slack takes posts again: the sweep posts the prompt
+
+    prompt = wait_for_prompt(world, ts)
+    submit(world, prompt.ts, choices={"answer-0": "1", "answer-1": ["2"], "answer-2": "No"})
+    world.slack.wait_until(
+        lambda: any(m.text == "Thanks, carrying on." for m in bot_messages(world, ts)), timeout=WAIT
+    )
+    assert len(kagent_agent.received) == 2
+    assert not kagent_agent.calls("CancelTask")
 
 
 def test_with_approver_groups_any_channel_member_still_answers_a_question(make_world, kagent_agent):

@@ -135,7 +135,7 @@ def a_turn_that_asked():
 
 
 def decide(interaction, user=defaults.ADA, action=approval_prompts.DENY_ACTION):
-    return services.take_press(
+    return services.take_allowed_press(
         approvals.APPROVAL,
         interaction.pk,
         channel_id=interaction.channel_id,
@@ -192,7 +192,7 @@ class TestADecisionIsActivity:
     def test_it_moves_the_threads_expiry_forward(self, asking_turn):
         interaction = opened(asking_turn)
         decided_at = timezone.now() + timedelta(days=3)
-        taken = services.take_press(
+        taken = services.take_allowed_press(
             approvals.APPROVAL,
             interaction.pk,
             channel_id=interaction.channel_id,
@@ -411,7 +411,7 @@ class TestTheTimeoutSweep:
         self, asking_turn, monkeypatch, told
     ):
         interaction = self.past_deadline(asking_turn)
-        approvals.refuse(interaction.pk, "too-long")
+        services.refuse(interaction.pk, "too-long")
         monkeypatch.setattr(sweeps, "_cancel", _unreachable)
         sweeps.time_out_interactions()
         assert Interaction.objects.get().task_cancelled_at is None  # the agent could not be reached: kept

@@ -1,6 +1,7 @@
-"""The rewrite a decided or answered prompt is owed: a row written with the decision, each try taken
-once however often its message comes, put off while Slack fails, and sent again by the sweep when its
-message was lost or its worker died."""
+"""The rewrite a decided or answered prompt is owed: a row written with the decision, tried through the
+retry machine (tests/interactions/test_retries.py): each try taken once however often its message
+comes, put off while Slack fails, given up after the last, sent again by the sweep when its message was
+lost or its worker died."""
 
 from datetime import timedelta
 
@@ -9,6 +10,7 @@ from django.utils import timezone
 
 from interactions import approval_prompts, approvals, closings, registry, services, sweeps
 from interactions.models import Interaction, PromptClosing
+from interactions.retries import LOST_AFTER, TryOutcome
 from kourier.a2a.events import AnswerFormat, ApprovalRequest, ToolToApprove
 from kourier.slack.clients import SlackError
 from sessions.models import Turn
@@ -17,6 +19,7 @@ from tests.factories import BindingFactory, TurnFactory
 from tests.support.queue import enqueued
 
 PROMPT_TS = "1700000000.000900"
+LAST = closings.RETRIES.tries - 1  # the last try's number
 NOW = timezone.now()
 
 
@@ -46,7 +49,7 @@ def interaction(db) -> Interaction:
 
 
 def decide(interaction: Interaction):
-    return services.take_press(
+    return services.take_allowed_press(
         approvals.APPROVAL,
         interaction.pk,
         channel_id=interaction.channel_id,
@@ -77,14 +80,14 @@ def test_a_decision_owes_its_prompt_a_rewrite_in_its_own_transaction(
     with django_capture_on_commit_callbacks() as callbacks:
         decide(interaction)
     row = PromptClosing.objects.get()
-    assert (row.interaction_id, row.attempt, row.due_at) == (interaction.pk, 0, NOW + closings.LOST_AFTER)
+    assert (row.interaction_id, row.attempt, row.due_at) == (interaction.pk, 0, NOW + LOST_AFTER)
     assert ("close_prompt", (interaction.pk, 0)) in enqueued(callbacks)
 
 
 def test_a_try_rewrites_once_however_often_its_message_comes(interaction, rewrites):
     decide(interaction)
-    assert registry.close_owed_prompt(interaction.pk, 0) is closings.Outcome.CLOSED
-    assert registry.close_owed_prompt(interaction.pk, 0) is closings.Outcome.STALE
+    assert registry.close_owed_prompt(interaction.pk, 0) is TryOutcome.DONE
+    assert registry.close_owed_prompt(interaction.pk, 0) is TryOutcome.STALE
     assert rewrites == [interaction.pk]
     assert not PromptClosing.objects.exists()
 
@@ -97,7 +100,7 @@ def test_a_rewrite_asked_for_while_one_runs_keeps_the_row_for_its_own_try(intera
         return True
 
     monkeypatch.setattr(registry, "close_prompt", asked_again_meanwhile)
-    assert registry.close_owed_prompt(interaction.pk, 0) is closings.Outcome.CLOSED
+    assert registry.close_owed_prompt(interaction.pk, 0) is TryOutcome.DONE
     assert PromptClosing.objects.get().attempt == 2  # the new try's message is for try 2
 
 
@@ -108,10 +111,10 @@ def test_a_slack_failure_puts_the_try_off_and_the_last_gives_up(interaction, mon
         raise SlackError("chat.update failed", {"ok": False, "error": "internal_error"})
 
     monkeypatch.setattr(registry, "close_prompt", slack_fails)
-    assert registry.close_owed_prompt(interaction.pk, 0) is closings.Outcome.RETRY
+    assert registry.close_owed_prompt(interaction.pk, 0) is TryOutcome.AGAIN
     assert PromptClosing.objects.get().attempt == 1
-    PromptClosing.objects.update(attempt=closings.RETRIES - 1)
-    assert registry.close_owed_prompt(interaction.pk, closings.RETRIES - 1) is closings.Outcome.GAVE_UP
+    PromptClosing.objects.update(attempt=LAST)
+    assert registry.close_owed_prompt(interaction.pk, LAST) is TryOutcome.GAVE_UP
     assert not PromptClosing.objects.exists()
 
 
@@ -121,9 +124,9 @@ def test_a_bug_is_not_taken_for_a_slack_failure_and_the_rewrite_stays_owed(inter
     with pytest.raises(ZeroDivisionError):
         registry.close_owed_prompt(interaction.pk, 0)
     assert PromptClosing.objects.get().attempt == 1
-    PromptClosing.objects.update(attempt=closings.RETRIES - 1)
+    PromptClosing.objects.update(attempt=LAST)
     with pytest.raises(ZeroDivisionError):
-        registry.close_owed_prompt(interaction.pk, closings.RETRIES - 1)
+        registry.close_owed_prompt(interaction.pk, LAST)
     assert not PromptClosing.objects.exists()  # not sent again for ever
 
 
@@ -132,21 +135,21 @@ class TestTheSweep:
         self, interaction, django_capture_on_commit_callbacks
     ):
         decide(interaction)  # its message went to a Redis that then lost it
-        later = NOW + closings.LOST_AFTER + timedelta(seconds=1)
+        later = NOW + LOST_AFTER + timedelta(seconds=1)
         with django_capture_on_commit_callbacks(execute=False) as callbacks:
-            assert closings.send_overdue(now=NOW) == 0
-            assert closings.send_overdue(now=later) == 1
-            assert closings.send_overdue(now=later) == 0  # sent once, not at every run
+            assert closings.RETRIES.send_overdue(now=NOW) == 0
+            assert closings.RETRIES.send_overdue(now=later) == 1
+            assert closings.RETRIES.send_overdue(now=later) == 0  # sent once, not at every run
         assert enqueued(callbacks) == [("close_prompt", (interaction.pk, 0))]
 
     def test_sends_again_a_try_whose_worker_died_while_it_ran(
         self, interaction, django_capture_on_commit_callbacks
     ):
         decide(interaction)
-        assert closings.claim(interaction.pk, 0, now=NOW)  # then the worker is killed
+        assert closings.RETRIES.claim(interaction.pk, 0, now=NOW)  # then the worker is killed
         with django_capture_on_commit_callbacks(execute=False) as callbacks:
-            assert closings.send_overdue(now=NOW + closings.TRY_TAKES_AT_MOST / 2) == 0
-            assert closings.send_overdue(now=NOW + closings.TRY_TAKES_AT_MOST * 2) == 1
+            assert closings.RETRIES.send_overdue(now=NOW + closings.RETRIES.try_takes_at_most / 2) == 0
+            assert closings.RETRIES.send_overdue(now=NOW + closings.RETRIES.try_takes_at_most * 2) == 1
         assert enqueued(callbacks) == [("close_prompt", (interaction.pk, 1))]
 
     def test_has_nothing_to_do_once_every_prompt_is_rewritten(self, interaction, rewrites):

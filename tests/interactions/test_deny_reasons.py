@@ -130,7 +130,7 @@ class TestTheReason:
 
 
 def take(interaction, action=approval_prompts.DENY_ACTION, values=None, reason="the db is down"):
-    return services.take_press(
+    return services.take_allowed_press(
         approvals.APPROVAL,
         interaction.pk,
         channel_id=interaction.channel_id,

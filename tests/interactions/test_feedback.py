@@ -12,7 +12,7 @@ from django import db
 from audit.models import AuditEvent
 from interactions import feedback
 from interactions.models import Feedback
-from interactions.queue import SEND_FEEDBACK
+from interactions.task_names import SEND_FEEDBACK
 from kourier import metrics
 from kourier.a2a.kagent_feedback import FeedbackNotSent
 from kourier.slack.incoming import ModalSubmission

@@ -50,7 +50,7 @@ def interaction(db) -> Interaction:
 @pytest.fixture
 def decision_turn(interaction) -> Turn:
     """The decision's turn, started by a runner (its try then fails to reach the agent)."""
-    taken = services.take_press(
+    taken = services.take_allowed_press(
         approvals.APPROVAL,
         interaction.pk,
         channel_id=interaction.channel_id,
@@ -66,7 +66,7 @@ def decision_turn(interaction) -> Turn:
 
 
 def test_an_answer_that_did_not_reach_the_agent_is_kept_and_its_turn_queued_again(decision_turn):
-    assert kept_answers.keep(decision_turn.pk, now=NOW) is kept_answers.Kept.KEPT
+    assert kept_answers.keep(decision_turn.pk, now=NOW) is kept_answers.UndeliveredAnswer.KEPT
     kept = KeptAnswer.objects.get()
     assert (kept.tries, kept.due_at) == (1, NOW + kept_answers.backoff(1))
     assert Turn.objects.get(pk=decision_turn.pk).state == Turn.State.QUEUED
@@ -85,7 +85,7 @@ def test_each_try_that_fails_waits_longer(decision_turn):
 
 def test_a_message_turn_is_not_kept(interaction):
     message = TurnFactory(session=interaction.session, state=Turn.State.RUNNING)
-    assert kept_answers.keep(message.pk, now=NOW) is kept_answers.Kept.NOT_AN_ANSWER
+    assert kept_answers.keep(message.pk, now=NOW) is kept_answers.UndeliveredAnswer.NOT_AN_ANSWER
     assert not KeptAnswer.objects.exists()
 
 
@@ -123,7 +123,7 @@ def test_once_the_agent_took_it_it_is_settled_and_the_prompt_shows_it_as_usual(d
 class TestPastTheDeadline:
     def test_a_try_that_fails_after_it_gives_the_answer_up_as_a_timeout(self, decision_turn, interaction):
         past = interaction.deadline + timedelta(seconds=1)
-        assert kept_answers.keep(decision_turn.pk, now=past) is kept_answers.Kept.EXPIRED
+        assert kept_answers.keep(decision_turn.pk, now=past) is kept_answers.UndeliveredAnswer.EXPIRED
         interaction.refresh_from_db()
         assert (interaction.state, interaction.closed_at) == (Interaction.State.TIMED_OUT, None)
         assert not KeptAnswer.objects.exists()
@@ -227,7 +227,7 @@ def test_an_answer_to_a_question_is_kept_the_same_way(db):
     )
     assert taken is not None
     Turn.objects.filter(pk=taken.turn_id).update(state=Turn.State.RUNNING)
-    assert kept_answers.keep(taken.turn_id, now=NOW) is kept_answers.Kept.KEPT
+    assert kept_answers.keep(taken.turn_id, now=NOW) is kept_answers.UndeliveredAnswer.KEPT
     assert Turn.objects.get(pk=taken.turn_id).state == Turn.State.QUEUED
     assert KeptAnswer.objects.get().interaction_id == taken.interaction_id
 

@@ -1,7 +1,6 @@
-"""Kept presses: a press whose approver groups Slack could not read for now is a row, each try runs
-once however often its message is sent, and the sweep sends again a try whose worker died."""
-
-from datetime import timedelta
+"""Kept presses: a press whose approver groups Slack could not read for now is a row, tried through the
+retry machine (tests/interactions/test_retries.py): each try runs once however often its message is
+sent, and the last one is the one that tells the person."""
 
 import pytest
 from django.utils import timezone
@@ -94,52 +93,37 @@ def test_a_try_of_a_forgotten_press_does_nothing(interaction):
 
 def test_the_last_try_is_the_one_that_tells_the_person(interaction):
     kept_id = kept(interaction)
-    KeptPress.objects.filter(pk=kept_id).update(attempt=kept_presses.RETRIES)
-    last = kept_presses.claim(kept_id, kept_presses.RETRIES, now=NOW)
+    last_attempt = kept_presses.RETRIES.tries - 1
+    KeptPress.objects.filter(pk=kept_id).update(attempt=last_attempt - 1)
+    before_last = kept_presses.claim(kept_id, last_attempt - 1, now=NOW)
+    last = kept_presses.claim(kept_id, last_attempt, now=NOW)
+    assert before_last is not None
     assert last is not None
-    assert last.last
+    assert (before_last.last, last.last) == (False, True)
 
 
-def test_a_try_put_off_is_due_after_its_backoff(interaction):
+def test_a_press_is_tried_eleven_times_over_about_four_minutes():
+    waits = [kept_presses.RETRIES.backoff(attempt) for attempt in range(kept_presses.RETRIES.tries - 1)]
+    assert waits == [1, 2, 4, 8, 16, 30, 30, 30, 30, 30]
+
+
+def test_the_sweep_sends_again_a_try_whose_worker_died(interaction, django_capture_on_commit_callbacks):
     kept_id = kept(interaction)
-    kept_presses.claim(kept_id, 3, now=NOW)  # a stale message moves nothing
-    kept_presses.claim(kept_id, 0, now=NOW)
-    assert kept_presses.put_off(kept_id, 0, now=NOW) == 1
-    assert KeptPress.objects.get().due_at == NOW + timedelta(seconds=1) + kept_presses.LOST_AFTER
-    assert [kept_presses.backoff(n) for n in (0, 1, 4, 5, 9)] == [1, 2, 16, 30, 30]
+    kept_presses.claim(kept_id, 0, now=NOW)  # then the worker is killed
+    overdue = NOW + kept_presses.RETRIES.try_takes_at_most * 2
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        assert kept_presses.RETRIES.send_overdue(now=overdue) == 1
+    assert enqueued(callbacks) == [("retry_approval_press", (kept_id, 1))]
 
 
-class TestTheSweep:
-    def test_sends_again_a_try_whose_worker_died_while_it_waited(
-        self, interaction, django_capture_on_commit_callbacks
-    ):
-        kept_id = kept(interaction)
-        kept_presses.claim(kept_id, 0, now=NOW)
-        kept_presses.put_off(kept_id, 0, now=NOW)  # try 1 due in a second; then the worker is killed
-        later = NOW + timedelta(seconds=1) + kept_presses.LOST_AFTER + timedelta(seconds=1)
-        with django_capture_on_commit_callbacks(execute=False) as callbacks:
-            assert kept_presses.send_overdue(now=later) == 1
-            assert kept_presses.send_overdue(now=later) == 0  # sent once, not at every run
-        assert enqueued(callbacks) == [("retry_approval_press", (kept_id, 1))]
-
-    def test_sends_again_a_try_whose_worker_died_while_it_ran(
-        self, interaction, django_capture_on_commit_callbacks
-    ):
-        kept_id = kept(interaction)
-        kept_presses.claim(kept_id, 0, now=NOW)
-        with django_capture_on_commit_callbacks(execute=False) as callbacks:
-            assert kept_presses.send_overdue(now=NOW + kept_presses.TRY_TAKES_AT_MOST / 2) == 0
-            assert kept_presses.send_overdue(now=NOW + kept_presses.TRY_TAKES_AT_MOST * 2) == 1
-        assert enqueued(callbacks) == [("retry_approval_press", (kept_id, 1))]
-
-    def test_leaves_a_try_that_is_not_yet_due(self, interaction):
-        kept(interaction, now=timezone.now())
-        assert sweeps.retry_kept_presses().counts == {"kept presses tried again": 0}
+def test_the_sweep_leaves_a_try_that_is_not_yet_due(interaction):
+    kept(interaction, now=timezone.now())
+    assert sweeps.retry_kept_presses().counts == {"kept presses tried again": 0}
 
 
 def test_a_decision_forgets_its_kept_press_in_its_own_transaction(interaction):
     kept_id = kept(interaction)
-    taken = services.take_press(
+    taken = services.take_allowed_press(
         approvals.APPROVAL,
         interaction.pk,
         channel_id=interaction.channel_id,

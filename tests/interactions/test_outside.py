@@ -47,7 +47,7 @@ def opened(*names: str) -> Interaction:
 
 
 def press(interaction, user=defaults.ADA):
-    return services.take_press(
+    return services.take_allowed_press(
         approvals.APPROVAL,
         interaction.pk,
         channel_id=interaction.channel_id,

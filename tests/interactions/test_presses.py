@@ -15,10 +15,10 @@ from django.core.cache import caches
 from interactions import approval_prompts, approvals, presses, prompts, questions, services
 from interactions.kinds import Refusal
 from interactions.models import Interaction, KeptPress
-from interactions.presses import KEPT_FOR_RETRY, Outcome, decide_press, take_press
+from interactions.presses import KEPT_FOR_RETRY, PressOutcome, decide_press, receive_press
 from kourier.a2a.events import AnswerFormat, ApprovalRequest, ToolToApprove
 from kourier.slack.incoming import SubmitPress
-from kourier.slack.people import MEMBERS_PAGE_SIZE
+from kourier.slack.people import MEMBERS_PAGE_SIZE, forget_channel_members
 from sessions.models import Turn
 from simulator import defaults
 from simulator.interactivity import state_values
@@ -109,7 +109,7 @@ def submit(
         database_thread = ThreadPoolExecutor(max_workers=1)
         asyncio.get_running_loop().set_default_executor(database_thread)
         try:
-            await take_press(press, connection_id=prompt.connection_id, bot_token=slack_fake.bot_token)
+            await receive_press(press, connection_id=prompt.connection_id, bot_token=slack_fake.bot_token)
         finally:
             await asyncio.get_running_loop().run_in_executor(database_thread, lambda: db.connection.close())
 
@@ -152,6 +152,15 @@ def test_a_bot_in_the_channel_is_refused_privately_and_nothing_is_taken(prompt, 
     assert not answered()
     assert told(slack_fake, OTHER_BOT) == [(NOT_A_MEMBER, prompt.thread_ts)]
     assert told(slack_fake, defaults.ADA) == []
+
+
+def test_someone_who_left_the_channel_is_refused_once_slack_says_so_not_a_minute_later(prompt, slack_fake):
+    submit(slack_fake, prompt, defaults.GRACE, {"answer-0": "1"})  # incomplete: the members are read, kept
+    slack_fake.leave(defaults.CHANNEL_ID, defaults.GRACE)
+    asyncio.run(forget_channel_members(defaults.CHANNEL_ID))  # the door's listener of member_left_channel
+    submit(slack_fake, prompt, defaults.GRACE)
+    assert not answered()
+    assert told(slack_fake, defaults.GRACE)[-1] == (NOT_A_MEMBER, prompt.thread_ts)
 
 
 def test_a_member_who_left_an_answer_incomplete_is_told_privately_what_to_fix(prompt, slack_fake):
@@ -280,7 +289,7 @@ def approval(slack_fake, slack_client, settings, monkeypatch) -> Prompt:
     return Prompt(interaction.pk, binding.connection_id, root, ts, blocks)
 
 
-def approve(slack_fake, prompt: Prompt, user: str, *, last_attempt: bool | None = None) -> Outcome:
+def approve(slack_fake, prompt: Prompt, user: str, *, last_attempt: bool | None = None) -> PressOutcome:
     """``user`` presses Approve: through the listener's entry, or as a kept press's try."""
     press = SubmitPress(
         value=str(prompt.interaction_id),
@@ -294,12 +303,12 @@ def approve(slack_fake, prompt: Prompt, user: str, *, last_attempt: bool | None 
         action_id=approval_prompts.APPROVE_ACTION,
     )
 
-    async def scenario() -> Outcome:
+    async def scenario() -> PressOutcome:
         database_thread = ThreadPoolExecutor(max_workers=1)
         asyncio.get_running_loop().set_default_executor(database_thread)
         try:
             if last_attempt is None:
-                return await take_press(
+                return await receive_press(
                     press, connection_id=prompt.connection_id, bot_token=slack_fake.bot_token
                 )
             return await decide_press(
@@ -316,14 +325,45 @@ def approve(slack_fake, prompt: Prompt, user: str, *, last_attempt: bool | None 
 
 
 def test_an_approver_in_a_listed_group_decides_and_is_told_nothing(approval, slack_fake):
-    assert approve(slack_fake, approval, defaults.GRACE) is Outcome.TAKEN
+    assert approve(slack_fake, approval, defaults.GRACE) is PressOutcome.TAKEN
     assert answered()
     assert Turn.objects.get(kind=Turn.Kind.ANSWER).answers == [True]
     assert told(slack_fake, defaults.GRACE) == []
 
 
+def test_a_bot_in_the_channel_and_its_approver_group_is_refused_privately_and_nothing_is_decided(
+    approval, slack_fake
+):
+    slack_fake.add_bot(OTHER_BOT, "alerts")
+    slack_fake.join(defaults.CHANNEL_ID, OTHER_BOT)
+    slack_fake.add_usergroup(OPS, "ops", [defaults.GRACE, OTHER_BOT])
+    assert approve(slack_fake, approval, OTHER_BOT) is PressOutcome.REFUSED
+    assert not answered()
+    assert answer_turns() == 0
+    assert not KeptPress.objects.exists()
+    assert told(slack_fake, OTHER_BOT) == [
+        (approvals.APPROVAL.refusals[Refusal.NOT_A_MEMBER], approval.thread_ts)
+    ]
+
+
+def test_a_bot_is_refused_on_an_approval_without_approver_groups_too(
+    slack_fake, slack_client, settings, monkeypatch
+):
+    settings.SLACK_API_URL = slack_fake.url
+    monkeypatch.setenv("SLACK_BOT_TOKEN", slack_fake.bot_token)
+    slack_fake.add_bot(OTHER_BOT, "alerts")
+    slack_fake.join(defaults.CHANNEL_ID, OTHER_BOT)
+    prompt = put_to_the_thread(slack_fake, slack_client, REQUEST)  # any member may decide
+    assert approve(slack_fake, prompt, OTHER_BOT) is PressOutcome.REFUSED
+    assert not answered()
+    assert told(slack_fake, OTHER_BOT) == [
+        (approvals.APPROVAL.refusals[Refusal.NOT_A_MEMBER], prompt.thread_ts)
+    ]
+    assert approve(slack_fake, prompt, defaults.ADA) is PressOutcome.TAKEN
+
+
 def test_a_channel_member_outside_the_approver_groups_is_refused_privately(approval, slack_fake):
-    assert approve(slack_fake, approval, defaults.ADA) is Outcome.REFUSED
+    assert approve(slack_fake, approval, defaults.ADA) is PressOutcome.REFUSED
     assert not answered()
     assert told(slack_fake, defaults.ADA) == [
         (approvals.APPROVAL.refusals[Refusal.NOT_AN_APPROVER], approval.thread_ts)
@@ -332,7 +372,7 @@ def test_a_channel_member_outside_the_approver_groups_is_refused_privately(appro
 
 def test_someone_outside_the_channel_is_refused_before_any_group_is_read(approval, slack_fake):
     slack_fake.add_user(OUTSIDER, "Eve Outsider")
-    assert approve(slack_fake, approval, OUTSIDER) is Outcome.REFUSED
+    assert approve(slack_fake, approval, OUTSIDER) is PressOutcome.REFUSED
     assert told(slack_fake, OUTSIDER) == [
         (approvals.APPROVAL.refusals[Refusal.NOT_A_MEMBER], approval.thread_ts)
     ]
@@ -341,7 +381,7 @@ def test_someone_outside_the_channel_is_refused_before_any_group_is_read(approva
 
 def test_a_group_slack_refuses_for_good_decides_nothing_keeps_nothing_and_says_so(approval, slack_fake):
     slack_fake.fail("usergroups.users.list", "missing_scope")
-    assert approve(slack_fake, approval, defaults.GRACE) is Outcome.REFUSED
+    assert approve(slack_fake, approval, defaults.GRACE) is PressOutcome.REFUSED
     assert not answered()
     assert not KeptPress.objects.exists()
     assert told(slack_fake, defaults.GRACE) == [
@@ -353,7 +393,7 @@ def test_a_group_slack_cannot_read_for_now_keeps_the_press_and_tells_the_presser
     approval, slack_fake
 ):
     slack_fake.fail("usergroups.users.list", "http_503")
-    assert approve(slack_fake, approval, defaults.GRACE) is Outcome.RETRY
+    assert approve(slack_fake, approval, defaults.GRACE) is PressOutcome.RETRY
     assert not answered()
     assert KeptPress.objects.get().interaction_id == approval.interaction_id
     assert told(slack_fake, defaults.GRACE) == [(KEPT_FOR_RETRY, approval.thread_ts)]
@@ -372,11 +412,38 @@ def test_a_failure_that_is_not_slacks_is_raised_and_never_kept_for_a_retry(appro
 
 def test_the_last_try_that_still_cannot_read_the_groups_tells_the_presser(approval, slack_fake):
     slack_fake.fail("usergroups.users.list", "http_503")
-    assert approve(slack_fake, approval, defaults.GRACE, last_attempt=True) is Outcome.REFUSED
+    assert approve(slack_fake, approval, defaults.GRACE, last_attempt=True) is PressOutcome.REFUSED
     assert not answered()
     assert told(slack_fake, defaults.GRACE) == [
         (approvals.APPROVAL.refusals[Refusal.GROUPS_UNAVAILABLE], approval.thread_ts)
     ]
+
+
+def try_kept_press(kept_id: int, attempt: int) -> PressOutcome:
+    """Try ``attempt`` of a kept press, as its Celery task runs it."""
+
+    async def scenario() -> PressOutcome:
+        database_thread = ThreadPoolExecutor(max_workers=1)
+        asyncio.get_running_loop().set_default_executor(database_thread)
+        try:
+            return await presses.retry_kept_press(kept_id, attempt)
+        finally:
+            await asyncio.get_running_loop().run_in_executor(database_thread, lambda: db.connection.close())
+
+    return asyncio.run(scenario())
+
+
+def test_a_kept_press_is_put_off_while_slack_still_cannot_read_the_groups_then_taken(approval, slack_fake):
+    slack_fake.fail("usergroups.users.list", "http_503", times=None)
+    assert approve(slack_fake, approval, defaults.GRACE) is PressOutcome.RETRY
+    kept = KeptPress.objects.get()
+    assert try_kept_press(kept.pk, 0) is PressOutcome.RETRY
+    assert KeptPress.objects.get().attempt == 1  # the next try's message is for try 1
+    assert try_kept_press(kept.pk, 0) is PressOutcome.STALE  # a try runs once however often it comes
+    slack_fake.clear_faults()
+    assert try_kept_press(kept.pk, 1) is PressOutcome.TAKEN
+    assert answered()
+    assert not KeptPress.objects.exists()
 
 
 # -- beyond the spec, opt-in (issue 21): four eyes and rules per tool, checked on every press ---------
@@ -438,7 +505,7 @@ def rules(slack_fake, slack_client, settings, monkeypatch):
     return lambda request, **fields: put_to_the_thread(slack_fake, slack_client, request, **fields)
 
 
-def press_on(slack_fake, prompt: Prompt, user: str, action: str, choices=None) -> Outcome:
+def press_on(slack_fake, prompt: Prompt, user: str, action: str, choices=None) -> PressOutcome:
     press = SubmitPress(
         value=str(prompt.interaction_id),
         team_id=defaults.TEAM_ID,
@@ -451,11 +518,13 @@ def press_on(slack_fake, prompt: Prompt, user: str, action: str, choices=None) -
         action_id=action,
     )
 
-    async def scenario() -> Outcome:
+    async def scenario() -> PressOutcome:
         database_thread = ThreadPoolExecutor(max_workers=1)
         asyncio.get_running_loop().set_default_executor(database_thread)
         try:
-            return await take_press(press, connection_id=prompt.connection_id, bot_token=slack_fake.bot_token)
+            return await receive_press(
+                press, connection_id=prompt.connection_id, bot_token=slack_fake.bot_token
+            )
         finally:
             await asyncio.get_running_loop().run_in_executor(database_thread, lambda: db.connection.close())
 
@@ -471,7 +540,10 @@ class TestFourEyes:
     ):
         prompt = rules(REQUEST, separate_approver=True)
 
-        assert press_on(slack_fake, prompt, defaults.ADA, approval_prompts.APPROVE_ACTION) is Outcome.REFUSED
+        assert (
+            press_on(slack_fake, prompt, defaults.ADA, approval_prompts.APPROVE_ACTION)
+            is PressOutcome.REFUSED
+        )
 
         assert not answered()
         assert told(slack_fake, defaults.ADA) == [(FOUR_EYES, prompt.thread_ts)]
@@ -480,19 +552,24 @@ class TestFourEyes:
     def test_the_person_who_asked_may_deny(self, rules, slack_fake):
         prompt = rules(REQUEST, separate_approver=True)
 
-        assert press_on(slack_fake, prompt, defaults.ADA, approval_prompts.DENY_ACTION) is Outcome.TAKEN
+        assert press_on(slack_fake, prompt, defaults.ADA, approval_prompts.DENY_ACTION) is PressOutcome.TAKEN
         assert Turn.objects.get(kind=Turn.Kind.ANSWER).answers == [False]
 
     def test_someone_else_may_approve(self, rules, slack_fake):
         prompt = rules(REQUEST, separate_approver=True)
 
-        assert press_on(slack_fake, prompt, defaults.GRACE, approval_prompts.APPROVE_ACTION) is Outcome.TAKEN
+        assert (
+            press_on(slack_fake, prompt, defaults.GRACE, approval_prompts.APPROVE_ACTION)
+            is PressOutcome.TAKEN
+        )
         assert told(slack_fake, defaults.GRACE) == []
 
     def test_without_it_the_person_who_asked_approves_as_the_spec_says(self, rules, slack_fake):
         prompt = rules(REQUEST)
 
-        assert press_on(slack_fake, prompt, defaults.ADA, approval_prompts.APPROVE_ACTION) is Outcome.TAKEN
+        assert (
+            press_on(slack_fake, prompt, defaults.ADA, approval_prompts.APPROVE_ACTION) is PressOutcome.TAKEN
+        )
 
     def test_a_submit_that_approves_a_tool_under_four_eyes_is_refused_naming_it(self, rules, slack_fake):
         prompt = rules(TWO_TOOLS, tools=[{"match": "db_*", "separateApprover": True}])
@@ -500,7 +577,7 @@ class TestFourEyes:
 
         assert (
             press_on(slack_fake, prompt, defaults.ADA, approval_prompts.DECIDE_ACTION, choices)
-            is Outcome.REFUSED
+            is PressOutcome.REFUSED
         )
 
         assert told(slack_fake, defaults.ADA) == [
@@ -514,7 +591,7 @@ class TestFourEyes:
 
         assert (
             press_on(slack_fake, prompt, defaults.ADA, approval_prompts.DECIDE_ACTION, choices)
-            is Outcome.TAKEN
+            is PressOutcome.TAKEN
         )
         assert Turn.objects.get(kind=Turn.Kind.ANSWER).answers == [True, False]
 
@@ -527,7 +604,8 @@ class TestRulesPerTool:
 
         # Grace is in ops (restart_service) but not in dba (db_drop): refused, naming the tool.
         assert (
-            press_on(slack_fake, prompt, defaults.GRACE, approval_prompts.APPROVE_ACTION) is Outcome.REFUSED
+            press_on(slack_fake, prompt, defaults.GRACE, approval_prompts.APPROVE_ACTION)
+            is PressOutcome.REFUSED
         )
         assert told(slack_fake, defaults.GRACE) == [
             (
@@ -537,7 +615,9 @@ class TestRulesPerTool:
             )
         ]
         # Ada is in dba but not in ops: the Binding's own refusal, as the spec words it.
-        assert press_on(slack_fake, prompt, defaults.ADA, approval_prompts.DENY_ACTION) is Outcome.REFUSED
+        assert (
+            press_on(slack_fake, prompt, defaults.ADA, approval_prompts.DENY_ACTION) is PressOutcome.REFUSED
+        )
         assert told(slack_fake, defaults.ADA) == [
             (approvals.APPROVAL.refusals[Refusal.NOT_AN_APPROVER], prompt.thread_ts)
         ]
@@ -554,7 +634,10 @@ class TestRulesPerTool:
             ],
         )
 
-        assert press_on(slack_fake, prompt, defaults.GRACE, approval_prompts.APPROVE_ACTION) is Outcome.TAKEN
+        assert (
+            press_on(slack_fake, prompt, defaults.GRACE, approval_prompts.APPROVE_ACTION)
+            is PressOutcome.TAKEN
+        )
         assert [call.args["usergroup"] for call in slack_fake.calls("usergroups.users.list")] == [OPS, DBA]
 
     def test_a_rule_with_no_groups_lets_any_member_decide_its_tool(self, rules, slack_fake):
@@ -562,5 +645,7 @@ class TestRulesPerTool:
             REQUEST, approver_groups=[OPS], tools=[{"match": "restart_service", "approverGroups": []}]
         )
 
-        assert press_on(slack_fake, prompt, defaults.ADA, approval_prompts.APPROVE_ACTION) is Outcome.TAKEN
+        assert (
+            press_on(slack_fake, prompt, defaults.ADA, approval_prompts.APPROVE_ACTION) is PressOutcome.TAKEN
+        )
         assert slack_fake.calls("usergroups.users.list") == []

@@ -31,7 +31,7 @@ def paused(**binding_fields) -> Interaction:
 
 
 def press(interaction, channel, ts):
-    return services.take_press(
+    return services.take_allowed_press(
         questions.QUESTION,
         interaction.pk,
         action_id=prompts.SUBMIT_ACTION,

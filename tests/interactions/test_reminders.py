@@ -109,7 +109,7 @@ def test_before_its_time_a_binding_without_it_or_a_decided_one_is_not_reminded(a
     early = approval(due_in=timedelta(minutes=11))
     never = approval(due_in=timedelta(minutes=1), remind_before=None)
     decided = approval(due_in=timedelta(minutes=1))
-    services.take_press(
+    services.take_allowed_press(
         approvals.APPROVAL,
         decided.pk,
         channel_id=decided.channel_id,

@@ -64,7 +64,7 @@ def interaction(asking_turn):
 
 
 def press(interaction, values=COMPLETE, *, user=defaults.ADA, channel=None, prompt_ts=None, now=None):
-    return services.take_press(
+    return services.take_allowed_press(
         questions.QUESTION,
         interaction.pk,
         action_id=prompts.SUBMIT_ACTION,
@@ -127,12 +127,16 @@ class TestOpeningAQuestion:
         services.record_prompt(interaction.pk, "1700000999.000000")
         assert Interaction.objects.get().prompt_ts == PROMPT_TS
 
-    def test_whose_prompt_cannot_be_posted_is_cancelled_and_takes_no_answer(self, asking_turn):
+    def test_whose_prompt_cannot_be_posted_is_refused_audited_and_takes_no_answer(self, asking_turn):
         interaction = questions.open_question(asking_turn.pk, ASKED)
-        services.give_up(interaction.pk)
+        assert services.refuse(interaction.pk, "prompt-refused")
+        assert not services.refuse(interaction.pk, "prompt-refused")  # refused once
         interaction.refresh_from_db()
         assert interaction.state == Interaction.State.CANCELLED
         assert interaction.closed_at is not None
+        assert interaction.task_cancelled_at is None  # its task is still to be cancelled
+        [refused] = AuditEvent.objects.filter(action="interaction.refused")
+        assert refused.details == {"reason": "prompt-refused", "questions": len(ASKED.questions)}
         assert press(interaction, prompt_ts="").refusal is Refusal.CLOSED
 
 
@@ -156,7 +160,7 @@ class TestAPressThatIsRefused:
         before = everything_written()
         for unknown in (interaction.pk + 1000, 0, 10**30):
             with django_capture_on_commit_callbacks() as callbacks:
-                result = services.take_press(
+                result = services.take_allowed_press(
                     questions.QUESTION,
                     unknown,
                     channel_id=CHANNEL,
@@ -442,7 +446,7 @@ class TestClosingThePrompt:
 
     def test_a_prompt_never_posted_is_closed_without_slack(self, asking_turn, slack_fake):
         interaction = questions.open_question(asking_turn.pk, ASKED)
-        services.give_up(interaction.pk)
+        services.refuse(interaction.pk, "prompt-refused")
         assert registry.close_prompt(interaction.pk)
         assert slack_fake.count("chat.update") == 0
 

@@ -1,6 +1,7 @@
 """The time-out-interactions sweep against the Slack fake and the scripted A2A agent: at a question's
 deadline the paused task is cancelled, the prompt closed and the thread told, once, however often the
-sweep runs and wherever a run stopped."""
+sweep runs and wherever a run stopped; a task the agent could not be reached to cancel is cancelled by
+a later run."""
 
 from dataclasses import dataclass
 from datetime import timedelta
@@ -17,7 +18,7 @@ from simulator import defaults
 from simulator.blocks import interactive_elements
 from tests.factories import BindingFactory, InteractionFactory, TurnFactory
 from tests.fakes.a2a_agent.raw_client import RawA2A, task_of
-from tests.fakes.a2a_agent.steps import input_required, jsonrpc_error
+from tests.fakes.a2a_agent.steps import http_status, input_required, jsonrpc_error
 
 from .questions import text_question
 
@@ -171,6 +172,24 @@ def test_an_agent_that_refuses_the_cancel_still_has_the_prompt_closed_and_the_th
     assert len(a2a_agent.calls("CancelTask")) == 1
     assert prompts.TIMED_OUT_LINE in str(prompt_of(slack_fake, asked).blocks)
     assert notices_in(slack_fake, asked) == [notices.QUESTION_TIMED_OUT]
+
+
+def test_an_agent_out_of_reach_at_the_deadline_has_the_task_cancelled_by_a_later_run_once_back(
+    ask, slack_fake, a2a_agent, sent
+):
+    asked = ask()
+    a2a_agent.fail_next_call(http_status(503), method="CancelTask")
+    assert sweeps.time_out_interactions().counts == {"questions timed out": 1, "prompts closed": 1}
+    assert notices_in(slack_fake, asked) == [notices.QUESTION_TIMED_OUT]  # told at the deadline
+    assert a2a_agent.task(asked.task_id).state == "input-required"  # still paused
+    assert Interaction.objects.get().task_cancelled_at is None
+
+    assert sweeps.time_out_interactions().counts == {**NOTHING_DONE, "paused tasks cancelled": 1}
+    assert a2a_agent.wait_for_task_state(asked.task_id, "canceled").state == "canceled"
+    assert Interaction.objects.get().task_cancelled_at is not None
+    assert sweeps.time_out_interactions().counts == NOTHING_DONE
+    assert len(a2a_agent.calls("CancelTask")) == 2  # the one that failed, the later run's; no more
+    assert notices_in(slack_fake, asked) == [notices.QUESTION_TIMED_OUT]  # told once
 
 
 def test_a_question_still_in_time_is_left_alone(ask, slack_fake, a2a_agent, sent):

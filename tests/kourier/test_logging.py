@@ -12,7 +12,7 @@ from pythonjsonlogger.json import JsonFormatter
 
 from kourier.logging import CredentialsFilter, ExtraFieldsFilter, QuietSweepsFilter
 
-SWEEP = "sessions.tasks.recover_sessions"
+SWEEP = "sweeps.recover-sessions"
 
 
 def record(name: str, msg: str, args) -> logging.LogRecord:
@@ -22,7 +22,7 @@ def record(name: str, msg: str, args) -> logging.LogRecord:
 
 
 def test_a_sweep_that_did_nothing_is_left_out_from_beat_to_its_success():
-    quiet = QuietSweepsFilter([SWEEP])
+    quiet = QuietSweepsFilter()
     assert not quiet.filter(
         record("celery.beat", "Scheduler: Sending due task %s (%s)", ("recover-sessions", SWEEP))
     )
@@ -39,7 +39,7 @@ def test_a_sweep_that_did_nothing_is_left_out_from_beat_to_its_success():
 
 
 def test_a_sweep_that_did_something_a_failed_sweep_and_other_tasks_are_kept():
-    quiet = QuietSweepsFilter([SWEEP])
+    quiet = QuietSweepsFilter()
     trace = "Task %(name)s succeeded: %(return_value)s"
     assert quiet.filter(
         record("celery.app.trace", trace, {"name": SWEEP, "return_value": "{'sessions driven': 2}"})

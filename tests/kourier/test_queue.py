@@ -11,7 +11,7 @@ from celery import Celery
 
 from kourier import queue
 from kourier.queue import publish
-from sessions.queue import DRIVE_SESSION
+from sessions.task_names import DRIVE_SESSION
 from sessions.tasks import drive_session, tell_expired
 
 

@@ -115,6 +115,9 @@ class RecordedPauses:
         self.put_pauses.append((turn.turn_id, pause))
         return pauses.PauseEnd(Turn.Outcome.ASKED)
 
+    async def cancel_unasked(self, turn: pauses.PausedTurn, *, approval: bool) -> None:
+        await turn.cancel()
+
     async def answer_message(self, turn: pauses.AnswerTurn, dialect) -> Message:
         self.answered.append(turn.turn_id)
         return Message(message_id=turn.message_id, role=Role.USER, parts=(TextPart("Paris"),))
@@ -128,8 +131,8 @@ class RecordedPauses:
     def held_sessions(self):
         return Session.objects.none().values("pk")
 
-    def keep_undelivered(self, turn_id: int) -> pauses.Kept:
-        return pauses.Kept.NOT_AN_ANSWER
+    def keep_undelivered(self, turn_id: int) -> pauses.UndeliveredAnswer:
+        return pauses.UndeliveredAnswer.NOT_AN_ANSWER
 
     def settle_answer(self, turn_id: int) -> None:
         return None

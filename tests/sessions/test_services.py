@@ -7,7 +7,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from bindings import directory
-from sessions import services, turns
+from sessions import pauses, services, turns
 from sessions.models import Session, ThreadNote, Turn
 from sessions.routing import Route
 from tests.factories import BindingFactory
@@ -196,3 +196,54 @@ def test_activity_moves_the_expiry_forward(binding):
     )
     session = Session.objects.get()
     assert session.expires_at == later + binding.thread_ttl
+
+
+class AwaitingATypedReply:
+    """Pauses handed in whose open pause in every thread takes a typed reply, recording the takes."""
+
+    def __init__(self) -> None:
+        self.taken: list[str] = []
+
+    def awaits_typed_reply(self, session_id: int) -> bool:
+        return True
+
+    def take_typed_reply(self, session, *, message_ts, user_id, text, now) -> int | None:
+        self.taken.append(message_ts)
+        return Turn.objects.create(
+            session=session,
+            connection_id=session.connection_id,
+            channel_id=session.channel_id,
+            message_ts=message_ts,
+            kind=Turn.Kind.TYPED_ANSWER,
+            user_id=user_id,
+        ).pk
+
+
+class TestAReplyThatWouldAnswerTheOpenPause:
+    """Its author is checked as a press's presser is, by the door, before it is taken as the answer."""
+
+    REPLY = said("staging", ts="1700000002.000100", thread_ts="1700000001.000100", mentions_bot=False)
+
+    @pytest.fixture
+    def pause(self, binding, monkeypatch) -> AwaitingATypedReply:
+        services.route_message(binding.connection, said())
+        awaiting = AwaitingATypedReply()
+        monkeypatch.setattr(pauses, "_pauses", awaiting)
+        return awaiting
+
+    def test_is_not_stored_until_its_author_is_checked(self, binding, pause):
+        result = services.route_message(binding.connection, self.REPLY)
+        assert (result.author_unchecked, result.created, result.turn_id) == (True, False, None)
+        assert pause.taken == []
+        assert Turn.objects.count() == 1
+
+    def test_is_the_answer_once_its_author_may_answer(self, binding, pause):
+        result = services.route_message(binding.connection, self.REPLY, author_may_answer=True)
+        assert pause.taken == [self.REPLY.ts]
+        assert Turn.objects.get(pk=result.turn_id).kind == Turn.Kind.TYPED_ANSWER
+
+    def test_from_someone_who_may_not_answer_is_a_reply_as_any_other(self, binding, pause):
+        result = services.route_message(binding.connection, self.REPLY, author_may_answer=False)
+        assert pause.taken == []
+        assert (result.route, result.created) == (Route.TURN, True)
+        assert Turn.objects.get(pk=result.turn_id).kind == Turn.Kind.MESSAGE

@@ -1,14 +1,11 @@
-"""The sessions app's sweeps, each as beat runs it and as ``manage.py sweep NAME`` runs it by hand."""
+"""The sessions app's sweeps, each as beat runs it (``manage.py sweep NAME`` runs one by hand: tests/kourier/test_sweeps.py)."""
 
 from datetime import timedelta
-from io import StringIO
 
 import pytest
-from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from audit.models import AuditEvent
-from kourier.sweeps import all_sweeps
 from sessions import services, sweeps
 from sessions.models import Session, Turn
 from tests.factories import BindingFactory
@@ -68,50 +65,3 @@ class TestRecoverSessions:
         with django_capture_on_commit_callbacks(execute=False) as callbacks:
             assert sweeps.recover_sessions().counts == {"sessions driven again": 0}
         assert callbacks == []
-
-
-class TestTheSweepCommand:
-    def test_it_runs_the_sweep_named_and_prints_what_it_did(self, binding):
-        services.route_message(binding.connection, said())
-        Session.objects.update(expires_at=timezone.now() - timedelta(days=91))
-        out = StringIO()
-        call_command("sweep", "delete-expired-sessions", stdout=out)
-        assert out.getvalue() == "delete-expired-sessions: 1 sessions deleted\n"
-        assert not Session.objects.exists()
-
-    def test_a_sweep_with_nothing_to_do_says_so(self):
-        out = StringIO()
-        call_command("sweep", "recover-sessions", stdout=out)
-        assert out.getvalue() == "recover-sessions: nothing to do\n"
-
-    def test_without_a_name_it_lists_every_sweep(self):
-        out = StringIO()
-        call_command("sweep", stdout=out)
-        names = [line.split(":")[0] for line in out.getvalue().splitlines()]
-        assert names == [
-            "close-owed-prompts",
-            "delete-expired-sessions",
-            "deliver-alerts",
-            "deliver-kept-answers",
-            "post-owed-notices",
-            "recover-sessions",
-            "remind-approvers",
-            "remove-stale-acknowledgments",
-            "retry-kept-presses",
-            "time-out-interactions",
-        ]
-
-    def test_every_sweep_listed_says_what_it_does(self):
-        out = StringIO()
-        call_command("sweep", stdout=out)
-        undescribed = [line for line in out.getvalue().splitlines() if not line.split(":", 1)[1].strip()]
-        assert undescribed == []
-
-    def test_an_unknown_name_is_refused_with_the_names_there_are(self):
-        with pytest.raises(CommandError, match="No sweep is named 'nope'; there are: close-owed-prompts"):
-            call_command("sweep", "nope")
-
-
-def test_every_sweep_has_a_beat_schedule_through_its_task(settings):
-    scheduled = {entry["task"].rsplit(".", 1)[-1] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
-    assert scheduled == {name.replace("-", "_") for name in all_sweeps()}

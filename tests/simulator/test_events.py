@@ -153,9 +153,25 @@ def test_other_bots_post_with_their_bot_id(app_fake: SlackFake, receiver: Receiv
     alerts = app_fake.add_bot("U0ALERTS", "alertmanager")
     app_fake.join(CHANNEL_ID, alerts.id)
     app_fake.bot_says(alerts.id, CHANNEL_ID, f"{app_fake.bot_mention} CPU high")
-    mention, message = receiver.events()
+    _joined, mention, message = receiver.events()
     assert (mention["type"], mention["bot_id"]) == ("app_mention", alerts.bot_id)
     assert (message["bot_id"], message["user"]) == (alerts.bot_id, alerts.id)
+
+
+def test_someone_joining_or_leaving_a_channel_the_app_is_in_is_told_to_the_app(
+    app_fake: SlackFake, receiver: Receiver
+) -> None:
+    app_fake.leave(CHANNEL_ID, GRACE)
+    app_fake.leave(CHANNEL_ID, GRACE)  # not a member any more: nothing happens
+    app_fake.join(CHANNEL_ID, GRACE)
+    left, joined = receiver.events()
+    assert (left["type"], left["user"], left["channel"], left["channel_type"]) == (
+        "member_left_channel",
+        GRACE,
+        CHANNEL_ID,
+        "C",
+    )
+    assert (joined["type"], joined["user"]) == ("member_joined_channel", GRACE)
 
 
 def test_a_direct_message_is_a_message_event_only(app_fake: SlackFake, receiver: Receiver) -> None:

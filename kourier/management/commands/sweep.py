@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from kourier.sweeps import all_sweeps, description
+from kourier.sweeps import all_sweeps
 
 
 class Command(BaseCommand):
@@ -15,9 +15,9 @@ class Command(BaseCommand):
         sweeps = all_sweeps()
         if name is None:
             for known, listed in sweeps.items():
-                self.stdout.write(f"{known}: {description(listed)}")
+                self.stdout.write(f"{known}: {listed.description()} (every {listed.interval():g} s)")
             return
         sweep = sweeps.get(name)
         if sweep is None:
             raise CommandError(f"No sweep is named {name!r}; there are: {', '.join(sweeps)}.")
-        self.stdout.write(f"{name}: {sweep()}")
+        self.stdout.write(f"{name}: {sweep.run()}")
