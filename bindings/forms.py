@@ -261,6 +261,8 @@ class ConnectionForm(ManifestForm):
 
 class BindingForm(ManifestForm):
     field_paths = BINDING_FIELD_PATHS
+    # Whether this form's user may change where the Binding's turns go (the admin: superusers only).
+    may_change_agent = True
 
     name = forms.CharField(
         required=False, help_text="metadata.name: letters, digits, hyphens and underscores."
@@ -483,7 +485,7 @@ class BindingForm(ManifestForm):
                 "feedback": cleaned_data.get("feedback", False),
             },
         )
-        return services.check_binding(document, binding=self.instance)
+        return services.check_binding(document, binding=self.instance, may_change_agent=self.may_change_agent)
 
 
 def _whole_number(text: Any) -> Any:

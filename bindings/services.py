@@ -19,7 +19,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from audit import services as audit
-from bindings import manifest
+from bindings import agent_route, manifest
 from bindings.manifest import (
     BindingSpec,
     ConnectionSpec,
@@ -238,15 +238,21 @@ def check_connection(document: Mapping[str, Any]) -> Validation:
     return validation
 
 
-def check_binding(document: Mapping[str, Any], *, binding: Binding | None = None) -> Validation:
+def check_binding(
+    document: Mapping[str, Any], *, binding: Binding | None = None, may_change_agent: bool = True
+) -> Validation:
     """Validate one Binding manifest (as a dict) the way ``apply`` would: the admin form's check.
 
-    ``binding`` is the row being edited, whose own channels do not count as taken.
+    ``binding`` is the row being edited, whose own channels do not count as taken. Without
+    ``may_change_agent`` a change of where its turns go is refused before anything is fetched.
     """
     exclude = binding.pk if binding is not None and binding.pk else None
     validation = refuse_unlisted_header_variables(
         manifest.validate([Document(data=document)], **existing_state(exclude_binding=exclude))
     )
+    if validation.ok and not may_change_agent:
+        before = binding_spec(binding) if binding is not None and exclude is not None else None
+        validation.errors += [p for spec in validation.bindings for p in agent_route.refusals(before, spec)]
     if validation.ok:
         find_kagent_agents(validation)
     if validation.ok:
@@ -408,27 +414,29 @@ def save_connection(spec: ConnectionSpec, connection: Connection | None = None) 
 
 
 @transaction.atomic
-def save_binding(spec: BindingSpec, binding: Binding | None = None, *, actor: str = "") -> Binding:
+def save_binding(
+    spec: BindingSpec, binding: Binding | None = None, *, actor: str = "", may_change_agent: bool = True
+) -> Binding:
     """Write a validated spec to ``binding`` (a new row when None), channels included.
 
     Audited with who made the change (``actor``: ``admin:<user>``, or ``apply:<operating-system
-    user>``): a new agent address or new headers, which decide where the Binding's service identity
-    is sent; and each approval rule that changes, with its old and new value.
+    user>``): a change of where its turns go (the agent's address, kagent agent, dialect or headers,
+    ``bindings.agent_route``), which decides where the Binding's service identity is sent; and each
+    approval rule that changes, with its old and new value. Without ``may_change_agent`` such a
+    change raises ``AgentChangeRefused`` and nothing is written.
     """
     before = binding_spec(binding) if binding is not None and binding.pk else None
+    if not may_change_agent and agent_route.refusals(before, spec):
+        raise agent_route.AgentChangeRefused(agent_route.REFUSED)
     _audit_approval_rules(before, spec, actor)
-    if before is None or (before.agent.url, before.agent.headers) != (spec.agent.url, spec.agent.headers):
+    if agent_route.route_changes(before, spec):
         audit.record(
             "binding.agent_changed",
             binding_name=spec.name,
             actor_id=actor,
             actor_kind=_actor_kind(actor),
             subject=f"binding:{spec.name}",
-            details={
-                "url": spec.agent.url,
-                "previous_url": before.agent.url if before else None,
-                "header_variables": [variable for _, variable in spec.agent.headers],
-            },
+            details=agent_route.audit_details(before, spec),
         )
     binding = binding if binding is not None else Binding()
     values = binding_fields(spec)
