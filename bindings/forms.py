@@ -225,11 +225,14 @@ class ConnectionForm(ManifestForm):
         required=False, help_text="metadata.name: letters, digits, hyphens and underscores."
     )
     bot_token_env = _env_field(
-        "Bot token variable", "spec.botToken: the NAME of the environment variable that holds the bot token."
+        "Bot token variable",
+        "spec.botToken: the NAME of the environment variable that holds the bot token, ending in _TOKEN or "
+        "_SECRET (such as SLACK_BOT_TOKEN).",
     )
     signing_secret_env = _env_field(
         "Signing secret variable",
-        "spec.signingSecret: the NAME of the environment variable that holds the signing secret.",
+        "spec.signingSecret: the NAME of the environment variable that holds the signing secret, ending in "
+        "_TOKEN or _SECRET (such as SLACK_SIGNING_SECRET).",
     )
     app_token_env = _env_field(
         "App token variable",
@@ -413,7 +416,8 @@ class BindingForm(ManifestForm):
         # Escaped: the admin shows help texts as HTML, where <binding> and <name> would be tags.
         help_text=escape(
             "spec.triggers: one per line, as NAME KIND TOKEN_ENV_VAR [CHANNEL], such as "
-            "prometheus alertmanager OPS_TRIGGER_TOKEN. KIND is alertmanager or generic; each is served at "
+            "prometheus alertmanager OPS_TRIGGER_TOKEN (the variable's name ends in _TOKEN or _SECRET). "
+            "KIND is alertmanager or generic; each is served at "
             "POST /triggers/<binding>/<name> with the token as a bearer token."
         ),
     )

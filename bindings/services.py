@@ -19,7 +19,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from audit import services as audit
-from bindings import agent_route, manifest
+from bindings import agent_route, manifest, secret_variables
 from bindings.manifest import (
     BindingSpec,
     ConnectionSpec,
@@ -34,9 +34,11 @@ from bindings.models import (
     Connection,
     MissingSecret,
     direct_messages_row,
+    secret_variables_elsewhere,
     trigger_rows,
     trigger_specs,
 )
+from bindings.secret_variables import SERVICE_SECRET_VARIABLES
 from kourier.a2a.factory import agent_card_problem
 from kourier.a2a.kagent_agents import KagentAgentNotFound, find_kagent_agent, line_of
 from kourier.slack.clients import SlackError, call_outcome, connection_workspace, error_name
@@ -189,10 +191,16 @@ def existing_state(*, exclude_binding: int | None = None) -> dict[str, Any]:
     }
 
 
-# Never readable by an agent header, whatever AGENT_HEADER_VARIABLES says: the service's own secrets.
-SERVICE_SECRET_VARIABLES = frozenset(
-    {"SECRET_KEY", "DATABASE_URL", "REDIS_URL", "METRICS_TOKEN", "DJANGO_SUPERUSER_PASSWORD"}
-)
+def refuse_unfit_secret_variables(validation: Validation) -> Validation:
+    """Refuses every Connection and trigger whose secret reads a variable it may not
+    (``bindings.secret_variables``): a public one, the service's own, an agent header's, another kind's."""
+    connection_secrets, trigger_tokens = secret_variables_elsewhere(
+        connections={spec.name for spec in validation.connections},
+        bindings={spec.name for spec in validation.bindings},
+    )
+    return secret_variables.refuse_unfit(
+        validation, connection_secrets=connection_secrets, trigger_tokens=trigger_tokens
+    )
 
 
 def refuse_unlisted_header_variables(validation: Validation) -> Validation:
@@ -232,7 +240,7 @@ def refuse_unlisted_header_variables(validation: Validation) -> Validation:
 
 def check_connection(document: Mapping[str, Any]) -> Validation:
     """Validate one Connection manifest (as a dict) the way ``apply`` would: the admin form's check."""
-    validation = manifest.validate([Document(data=document)])
+    validation = refuse_unfit_secret_variables(manifest.validate([Document(data=document)]))
     if validation.ok:
         validation.warnings += unset_variable_warnings(validation)
     return validation
@@ -247,8 +255,10 @@ def check_binding(
     ``may_change_agent`` a change of where its turns go is refused before anything is fetched.
     """
     exclude = binding.pk if binding is not None and binding.pk else None
-    validation = refuse_unlisted_header_variables(
-        manifest.validate([Document(data=document)], **existing_state(exclude_binding=exclude))
+    validation = refuse_unfit_secret_variables(
+        refuse_unlisted_header_variables(
+            manifest.validate([Document(data=document)], **existing_state(exclude_binding=exclude))
+        )
     )
     if validation.ok and not may_change_agent:
         before = binding_spec(binding) if binding is not None and exclude is not None else None
@@ -504,7 +514,9 @@ def apply_manifests(text: str | Sequence[Document], dry_run: bool = False) -> Ap
 
     # The controllers of kagent agents by name are asked before the transaction: no row is held while
     # the network answers. What they said is put into the validation made inside it.
-    found = refuse_unlisted_header_variables(manifest.validate(documents, **existing_state()))
+    found = refuse_unfit_secret_variables(
+        refuse_unlisted_header_variables(manifest.validate(documents, **existing_state()))
+    )
     if found.ok:
         find_kagent_agents(found)
     if not found.ok:
@@ -514,7 +526,9 @@ def apply_manifests(text: str | Sequence[Document], dry_run: bool = False) -> Ap
     addresses = {spec.name: spec.agent for spec in found.bindings}
     try:
         with transaction.atomic():
-            validation = refuse_unlisted_header_variables(manifest.validate(documents, **existing_state()))
+            validation = refuse_unfit_secret_variables(
+                refuse_unlisted_header_variables(manifest.validate(documents, **existing_state()))
+            )
             validation.bindings = [
                 replace(spec, agent=addresses[spec.name]) if spec.agent.needs_lookup else spec
                 for spec in validation.bindings

@@ -96,15 +96,18 @@ def test_a_connection_is_added_from_variable_names(admin_client):
         reverse("admin:bindings_connection_add"),
         {
             "name": "acme",
-            "bot_token_env": "ACME_BOT",
-            "signing_secret_env": "ACME_SIGNING",
+            "bot_token_env": "ACME_BOT_TOKEN",
+            "signing_secret_env": "ACME_SIGNING_SECRET",
             "app_token_env": "",
         },
     )
 
     assert response.status_code == 302
     assert Connection.objects.filter(
-        name="acme", bot_token_env="ACME_BOT", signing_secret_env="ACME_SIGNING", app_token_env=""
+        name="acme",
+        bot_token_env="ACME_BOT_TOKEN",
+        signing_secret_env="ACME_SIGNING_SECRET",
+        app_token_env="",
     ).exists()
 
 
@@ -131,30 +134,34 @@ def test_editing_a_connection_keeps_what_was_learned_from_slack(admin_client, ac
         reverse("admin:bindings_connection_change", args=[acme.pk]),
         {
             "name": "acme",
-            "bot_token_env": "NEW_BOT",
-            "signing_secret_env": "NEW_SIGNING",
-            "app_token_env": "APP",
+            "bot_token_env": "NEW_BOT_TOKEN",
+            "signing_secret_env": "NEW_SIGNING_SECRET",
+            "app_token_env": "NEW_APP_TOKEN",
         },
     )
 
     assert response.status_code == 302
-    assert Connection.objects.filter(pk=acme.pk, bot_token_env="NEW_BOT", app_token_env="APP", team_id="T01")
+    assert Connection.objects.filter(
+        pk=acme.pk, bot_token_env="NEW_BOT_TOKEN", app_token_env="NEW_APP_TOKEN", team_id="T01"
+    )
 
 
 def test_the_connection_page_shows_whether_each_variable_is_set_but_never_its_value(
     admin_client, monkeypatch
 ):
-    monkeypatch.setenv("ACME_BOT", "xoxb-very-secret-token")
-    monkeypatch.delenv("ACME_SIGNING", raising=False)
-    connection = ConnectionFactory(name="acme", bot_token_env="ACME_BOT", signing_secret_env="ACME_SIGNING")
+    monkeypatch.setenv("ACME_BOT_TOKEN", "xoxb-very-secret-token")
+    monkeypatch.delenv("ACME_SIGNING_SECRET", raising=False)
+    connection = ConnectionFactory(
+        name="acme", bot_token_env="ACME_BOT_TOKEN", signing_secret_env="ACME_SIGNING_SECRET"
+    )
 
     change = admin_client.get(
         reverse("admin:bindings_connection_change", args=[connection.pk])
     ).content.decode()
     listing = admin_client.get(reverse("admin:bindings_connection_changelist")).content.decode()
 
-    assert "botToken: <code>ACME_BOT</code> (set)" in change
-    assert "signingSecret: <code>ACME_SIGNING</code> (not set)" in change
+    assert "botToken: <code>ACME_BOT_TOKEN</code> (set)" in change
+    assert "signingSecret: <code>ACME_SIGNING_SECRET</code> (not set)" in change
     assert "xoxb-very-secret-token" not in change
     assert "xoxb-very-secret-token" not in listing
 

@@ -116,6 +116,26 @@ async def test_a_connection_whose_secret_is_not_set_is_a_server_problem(acme, mo
     assert (status, json.loads(body)) == (503, {"error": "connection is not configured"})
 
 
+@pytest.fixture
+def public_secret(acme, monkeypatch):
+    """A Connection whose signing secret reads HOME: written around apply and the admin, which refuse
+    it (bindings/secret_variables.py), as anyone who knows HOME's value could sign as Slack."""
+    monkeypatch.setenv("HOME", "/home/kourier")
+    ConnectionFactory(name="forged", bot_token_env="INGRESS_BOT_TOKEN", signing_secret_env="HOME")
+    directory.current()
+    return "/home/kourier"
+
+
+async def test_a_signing_secret_pointed_at_a_public_variable_verifies_nothing(public_secret):
+    forged = signed(URL_VERIFICATION, secret=public_secret)
+
+    named = await request("/slack/events/forged", URL_VERIFICATION, headers=forged)
+    found = await request("/slack/events", URL_VERIFICATION, headers=forged)
+
+    assert (named[0], json.loads(named[2])) == (503, {"error": "connection is not configured"})
+    assert found[0] == 401
+
+
 @pytest.mark.parametrize("path", ["/slack/events", "/slack/events/acme"])
 async def test_url_verification_is_answered_by_the_connection_that_signed_it(acme, path):
     status, _, body = await request(path, URL_VERIFICATION, headers=signed(URL_VERIFICATION))
