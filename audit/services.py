@@ -1,3 +1,5 @@
+import getpass
+import os
 from typing import Any
 
 from . import chain
@@ -40,3 +42,12 @@ def verify(*, chunk_size: int = 2000) -> tuple[int, chain.Break | None]:
     match, and the first that does not."""
     rows = AuditEvent.objects.order_by("id").values("id", "previous_hash", "hash", *chain.CHAINED_FIELDS)
     return chain.first_break(rows.iterator(chunk_size=chunk_size))
+
+
+def operating_system_user() -> str:
+    """Who runs this process at a shell, for the audit: the login name, or ``uid <n>`` when it has none
+    (no login name in the environment and no passwd entry for the uid)."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return f"uid {os.getuid()}"

@@ -7,7 +7,6 @@ share the validator and the write path.
 
 from __future__ import annotations
 
-import getpass
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -601,11 +600,7 @@ def _actor_kind(actor: str) -> str | None:
 
 def apply_actor() -> str:
     """Who applies, for the audit: the operating-system user running ``manage.py apply``."""
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):  # no login name in the environment and no passwd entry for the uid
-        user = f"uid {os.getuid()}"
-    return f"apply:{user}"
+    return f"apply:{audit.operating_system_user()}"
 
 
 def _applied(
