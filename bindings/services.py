@@ -494,8 +494,11 @@ def _release_channels(binding: Binding, keep: Sequence[str]) -> None:
 # --- Manifests ---------------------------------------------------------------------------------------
 
 
-def apply_manifests(text: str | Sequence[Document], dry_run: bool = False) -> ApplyResult:
-    """Apply manifests (YAML text, or documents already parsed): all of them, or nothing.
+def apply_manifests(
+    text: str | Sequence[Document], dry_run: bool = False, *, actor: str | None = None
+) -> ApplyResult:
+    """Apply manifests (YAML text, or documents already parsed): all of them, or nothing. ``actor``:
+    who the audit names (``apply:<login>``, the operating-system user, unless told).
 
     Everything is validated first; a single refusal means nothing is written. Connections are
     written before Bindings. A resource that the input leaves as it is is reported unchanged and not
@@ -536,7 +539,7 @@ def apply_manifests(text: str | Sequence[Document], dry_run: bool = False) -> Ap
                 dry_run=dry_run, errors=validation.errors, warnings=[*validation.warnings, *warnings]
             )
             if validation.ok:
-                result.resources = _apply(validation, dry_run)
+                result.resources = _apply(validation, dry_run, actor or apply_actor())
     except IntegrityError as exc:
         message = (
             f"the database refused the change, perhaps because of another change made at the same time: {exc}"
@@ -545,7 +548,7 @@ def apply_manifests(text: str | Sequence[Document], dry_run: bool = False) -> Ap
     return result
 
 
-def _apply(validation: Validation, dry_run: bool) -> list[Applied]:
+def _apply(validation: Validation, dry_run: bool, actor: str) -> list[Applied]:
     resources = []
     connections = Connection.objects.in_bulk(
         [spec.name for spec in validation.connections], field_name="name"
@@ -584,7 +587,7 @@ def _apply(validation: Validation, dry_run: bool) -> list[Applied]:
             _release_channels(existing_binding, spec.channels)
     for spec, existing_binding, applied in binding_plan:
         if applied.action != Action.UNCHANGED:
-            save_binding(spec, existing_binding, actor=apply_actor())
+            save_binding(spec, existing_binding, actor=actor)
     return resources
 
 

@@ -129,14 +129,23 @@ def check_simulator(app_configs, **kwargs):
 @register(Tags.security, deploy=True)
 def check_simulator_is_off_in_production(app_configs, **kwargs):
     # A simulated Slack in production would take the place of the real one: its bot token and signing
-    # secret are made up, and anyone who reaches /simulator/ could act as anyone.
-    if settings.SIMULATOR == "on" or settings.SIMULATOR_URL:
-        return [
-            Error(
-                "The workspace simulator is on: it stands in for Slack and lets anyone act as anyone.",
-                hint="Set SIMULATOR=off in production (and configure your Slack app); the simulator is "
-                "for trying Kourier with `make serve` on your machine.",
-                id="kourier.E021",
-            )
-        ]
-    return []
+    # secret are made up, and anyone who reaches /simulator/ could act as anyone. Fails whenever it
+    # could run: on, running, or auto without SLACK_BOT_TOKEN (`serve` also counts the Connections'
+    # variables, which a check, run before the database may be reachable, does not read).
+    if settings.SIMULATOR == "on" or settings.SIMULATOR_URL or settings.SIMULATOR_TOKEN:
+        message = "The workspace simulator is on: it stands in for Slack and lets anyone act as anyone."
+    elif settings.SIMULATOR == "auto" and not os.environ.get("SLACK_BOT_TOKEN"):
+        message = (
+            "SIMULATOR is auto and SLACK_BOT_TOKEN is not set: `manage.py serve` may run the workspace "
+            "simulator, which stands in for Slack and lets anyone act as anyone."
+        )
+    else:
+        return []
+    return [
+        Error(
+            message,
+            hint="Set SIMULATOR=off in production (and configure your Slack app); the simulator is "
+            "for trying Kourier with `make serve` on your machine.",
+            id="kourier.E021",
+        )
+    ]

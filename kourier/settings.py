@@ -103,6 +103,9 @@ SIMULATOR = env("SIMULATOR").strip().lower()
 # Set by `manage.py serve` for its processes while it runs the simulator: the fake's address, where
 # the page at /simulator/ forwards to. Not a setting to set by hand.
 SIMULATOR_URL = env("SIMULATOR_URL", default="")
+# Set by `manage.py serve` beside SIMULATOR_URL, made for the run: the page forwards it, and the
+# simulator answers only requests that carry it. Not a setting to set by hand.
+SIMULATOR_TOKEN = env("SIMULATOR_TOKEN", default="")
 # Where the simulator's Web API listens on 127.0.0.1 (0: a free port).
 SIMULATOR_PORT = env("SIMULATOR_PORT")
 A2A_CONNECT_TIMEOUT = env("A2A_CONNECT_TIMEOUT")

@@ -1,3 +1,4 @@
+import pytest
 from django.core.checks import run_checks
 from django.test import override_settings
 
@@ -79,10 +80,24 @@ def test_a_simulator_setting_other_than_auto_on_or_off_is_refused():
     assert "SIMULATOR must be auto, on or off" in message.msg
 
 
-def test_the_deploy_check_fails_while_the_simulator_runs():
-    with override_settings(SIMULATOR="on", SIMULATOR_URL=""):
-        assert "kourier.E021" in {m.id for m in run_checks(include_deployment_checks=True)}
-    with override_settings(SIMULATOR="auto", SIMULATOR_URL="http://127.0.0.1:5000/"):
-        assert "kourier.E021" in {m.id for m in run_checks(include_deployment_checks=True)}
-    with override_settings(SIMULATOR="auto", SIMULATOR_URL=""):
-        assert "kourier.E021" not in {m.id for m in run_checks(include_deployment_checks=True)}
+@pytest.mark.parametrize(
+    ("simulator", "url", "token", "slack_bot_token", "fails"),
+    [
+        ("on", "", "", "xoxb-real", True),
+        ("auto", "http://127.0.0.1:5000/", "", "xoxb-real", True),  # running
+        ("auto", "", "run-token", "xoxb-real", True),  # running
+        ("auto", "", "", None, True),  # it could run: no Slack app in sight
+        ("auto", "", "", "xoxb-real", False),
+        ("off", "", "", None, False),
+    ],
+)
+def test_the_deploy_check_fails_whenever_the_simulator_could_run(
+    monkeypatch, simulator, url, token, slack_bot_token, fails
+):
+    if slack_bot_token is None:
+        monkeypatch.delenv("SLACK_BOT_TOKEN", raising=False)
+    else:
+        monkeypatch.setenv("SLACK_BOT_TOKEN", slack_bot_token)
+    with override_settings(SIMULATOR=simulator, SIMULATOR_URL=url, SIMULATOR_TOKEN=token):
+        found = "kourier.E021" in {m.id for m in run_checks(include_deployment_checks=True)}
+    assert found is fails
