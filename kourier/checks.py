@@ -110,6 +110,39 @@ def check_metrics_token(app_configs, **kwargs):
     return []
 
 
+AUDIT_KEY_MIN_LENGTH = 32
+
+
+@register()
+def check_audit_key(app_configs, **kwargs):
+    if settings.AUDIT_KEY and len(settings.AUDIT_KEY) < AUDIT_KEY_MIN_LENGTH:
+        return [
+            Error(
+                f"AUDIT_KEY is {len(settings.AUDIT_KEY)} characters long: a key the audit's chain is kept with "
+                f"must be at least {AUDIT_KEY_MIN_LENGTH}.",
+                hint='Set it to a long random value: python3 -c "import secrets; print(secrets.token_urlsafe(50))".',
+                id="kourier.E008",
+            )
+        ]
+    return []
+
+
+@register(Tags.security, deploy=True)
+def check_audit_key_is_set(app_configs, **kwargs):
+    # Deploy only: without the key anyone who can write the audit's table can rewrite its chain.
+    if not settings.AUDIT_KEY:
+        return [
+            Error(
+                "AUDIT_KEY is not set: the audit's hash chain would be a plain SHA-256, which anyone who "
+                "can write its table can recompute after changing or appending rows.",
+                hint="Set AUDIT_KEY to a long random value, the same in every process, kept outside the "
+                'database (docs/operations.md, "The audit key").',
+                id="kourier.E007",
+            )
+        ]
+    return []
+
+
 SIMULATOR_CHOICES = ("auto", "on", "off")
 
 

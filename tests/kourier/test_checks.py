@@ -101,3 +101,16 @@ def test_the_deploy_check_fails_whenever_the_simulator_could_run(
     with override_settings(SIMULATOR=simulator, SIMULATOR_URL=url, SIMULATOR_TOKEN=token):
         found = "kourier.E021" in {m.id for m in run_checks(include_deployment_checks=True)}
     assert found is fails
+
+
+def test_with_production_settings_the_audit_needs_its_key():
+    with override_settings(AUDIT_KEY=""):
+        assert "kourier.E007" in {m.id for m in run_checks(include_deployment_checks=True)}
+    with override_settings(AUDIT_KEY="k" * 32):
+        assert "kourier.E007" not in {m.id for m in run_checks(include_deployment_checks=True)}
+
+
+@pytest.mark.parametrize(("key", "refused"), [("k" * 31, True), ("k" * 32, False), ("", False)])
+def test_an_audit_key_too_short_to_be_one_is_refused(key, refused):
+    with override_settings(AUDIT_KEY=key):
+        assert ("kourier.E008" in error_ids()) is refused

@@ -27,5 +27,6 @@ def production_settings() -> dict[str, str]:
         "ALLOWED_HOSTS": PUBLIC_HOST,
         "METRICS_TOKEN": secrets.token_urlsafe(32),
         "SIMULATOR": "off",
+        "AUDIT_KEY": secrets.token_urlsafe(50),
         **BEHIND_TLS,
     }
