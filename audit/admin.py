@@ -32,7 +32,7 @@ class AuditEventAdmin(ReadOnlyAdmin):
     date_hierarchy = "at"
     readonly_fields = [
         "at", "action", "binding_name", "actor_kind", "actor_id", "requester", "policy", "subject", "details",
-        "previous_hash", "hash",
+        "previous_hash", "hash", "key_id",
     ]  # fmt: skip
 
     def get_urls(self) -> list[URLPattern]:

@@ -1,5 +1,6 @@
 """The audit as CSV: the rows a filtered list shows, with the columns its detail pages show, and each
-row's place in the hash chain (``previous_hash``, ``hash``), so that an export can be checked too.
+row's place in the hash chain (``previous_hash``, ``hash``, and the id of the key it is hashed with,
+``key_id``), so that an export can be checked too (with the key, for a keyed chain).
 
 A spreadsheet reads a cell that begins with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return as a
 formula, and a row's text is partly others' (a Slack user's, a tool's name): such a cell is written
@@ -26,7 +27,7 @@ from .models import AuditEvent
 
 COLUMNS = [
     "id", "at", "action", "binding_name", "actor_kind", "actor_id", "requester", "policy", "subject", "details",
-    "previous_hash", "hash",
+    "previous_hash", "hash", "key_id",
 ]  # fmt: skip
 BATCH_ROWS = 1000
 # A cell a spreadsheet would run, after any quotes already there.

@@ -161,7 +161,16 @@ class ConnectionAdmin(ManifestAdmin):
         return services.connection_warnings(obj)
 
 
-SUPERUSER_ONLY_FIELDS = ("agent_url", "agent_headers")
+# Where a Binding's turns go (bindings/agent_route.py): shown disabled to staff, refused by the form's
+# check and by the save whatever is posted.
+SUPERUSER_ONLY_FIELDS = (
+    "agent_url",
+    "kagent_controller",
+    "kagent_namespace",
+    "kagent_name",
+    "dialect",
+    "agent_headers",
+)
 # URLs that may carry credentials (https://user:password@host): the pages show them masked, and no
 # search or filter in the query string (?agent_url__contains=…) reaches them, so that none answers
 # yes or no about a password the pages hide.
@@ -251,25 +260,36 @@ class BindingAdmin(ManifestAdmin):
     def header_variables(self, obj: Binding) -> str:
         return _variables_status(sorted(obj.agent_headers.items()))
 
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        # A new Binding's agent decides where its turns go, which only a superuser chooses.
+        return request.user.is_superuser and super().has_add_permission(request)
+
     def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
         form = super().get_form(request, obj, change, **kwargs)
         if request.user.is_superuser:
             return form
 
         class AgentAddressLocked(form):  # type: ignore[misc, valid-type]
-            """Staff may edit a Binding but not where its agent is or what it is sent: the headers
-            carry the service's identity, so only a superuser points them somewhere."""
+            """Staff may edit a Binding but not where its turns go or what the agent is sent: the
+            headers carry the service's identity, so only a superuser points them somewhere."""
+
+            may_change_agent = False
 
             def __init__(self, *args: Any, **form_kwargs: Any) -> None:
                 super().__init__(*args, **form_kwargs)
                 for name in SUPERUSER_ONLY_FIELDS:
                     self.fields[name].disabled = True
-                    self.fields[name].help_text += " Only a superuser may change it."
+                    self.fields[name].help_text += " (Only a superuser may change it.)"
 
         return AgentAddressLocked
 
     def save_spec(self, spec: Any, obj: Binding, request: HttpRequest) -> None:
-        services.save_binding(spec, obj, actor=f"admin:{request.user.get_username()}")
+        services.save_binding(
+            spec,
+            obj,
+            actor=f"admin:{request.user.get_username()}",
+            may_change_agent=request.user.is_superuser,
+        )
 
     def get_urls(self) -> list[URLPattern]:
         # Ahead of Django's own: its "<object_id>/" catch-all would take ".../live/" too.

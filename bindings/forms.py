@@ -226,11 +226,14 @@ class ConnectionForm(ManifestForm):
         required=False, help_text="metadata.name: letters, digits, hyphens and underscores."
     )
     bot_token_env = _env_field(
-        "Bot token variable", "spec.botToken: the NAME of the environment variable that holds the bot token."
+        "Bot token variable",
+        "spec.botToken: the NAME of the environment variable that holds the bot token, ending in _TOKEN or "
+        "_SECRET (such as SLACK_BOT_TOKEN).",
     )
     signing_secret_env = _env_field(
         "Signing secret variable",
-        "spec.signingSecret: the NAME of the environment variable that holds the signing secret.",
+        "spec.signingSecret: the NAME of the environment variable that holds the signing secret, ending in "
+        "_TOKEN or _SECRET (such as SLACK_SIGNING_SECRET).",
     )
     app_token_env = _env_field(
         "App token variable",
@@ -268,6 +271,8 @@ CREDENTIALS_NOT_SHOWN = (
 
 class BindingForm(ManifestForm):
     field_paths = BINDING_FIELD_PATHS
+    # Whether this form's user may change where the Binding's turns go (the admin: superusers only).
+    may_change_agent = True
 
     name = forms.CharField(
         required=False, help_text="metadata.name: letters, digits, hyphens and underscores."
@@ -418,7 +423,8 @@ class BindingForm(ManifestForm):
         # Escaped: the admin shows help texts as HTML, where <binding> and <name> would be tags.
         help_text=escape(
             "spec.triggers: one per line, as NAME KIND TOKEN_ENV_VAR [CHANNEL], such as "
-            "prometheus alertmanager OPS_TRIGGER_TOKEN. KIND is alertmanager or generic; each is served at "
+            "prometheus alertmanager OPS_TRIGGER_TOKEN (the variable's name ends in _TOKEN or _SECRET). "
+            "KIND is alertmanager or generic; each is served at "
             "POST /triggers/<binding>/<name> with the token as a bearer token."
         ),
     )
@@ -499,7 +505,7 @@ class BindingForm(ManifestForm):
                 "feedback": cleaned_data.get("feedback", False),
             },
         )
-        return services.check_binding(document, binding=self.instance)
+        return services.check_binding(document, binding=self.instance, may_change_agent=self.may_change_agent)
 
 
 def _whole_number(text: Any) -> Any:

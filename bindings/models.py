@@ -8,25 +8,36 @@ these rows with manifests (``manage.py apply``) or the admin; both go through ``
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from enum import StrEnum
 from typing import Any
 
 from django.db import models
 
-from bindings import manifest
+from bindings import manifest, secret_variables
 
 
 class MissingSecret(Exception):
     """An environment variable that a Connection or Binding refers to is not set (or is empty)."""
 
-    def __init__(self, subject: str, path: str, variable: str) -> None:
+    def __init__(self, subject: str, path: str, variable: str, why: str = "is not set or is empty") -> None:
         self.subject = subject
         self.path = path
         self.variable = variable
-        super().__init__(f"{subject}: {path}: environment variable {variable} is not set or is empty")
+        super().__init__(f"{subject}: {path}: environment variable {variable} {why}")
 
 
-def _read_env(subject: str, path: str, variable: str) -> str:
+class RefusedSecret(MissingSecret):
+    """A secret reference names a variable it may not read (``bindings.secret_variables``): a row
+    written around ``apply`` and the admin, or a setting changed since. Read as not set."""
+
+
+def _read_env(subject: str, path: str, variable: str, *, secret: bool = False) -> str:
+    """The variable's value; ``secret``: a Connection's or trigger's secret, read only from a variable
+    fit to hold one."""
+    why = secret_variables.why_unfit(variable) if secret else None
+    if why is not None:
+        raise RefusedSecret(subject, path, variable, why)
     value = os.environ.get(variable, "")
     if not value:
         raise MissingSecret(subject, path, variable)
@@ -82,16 +93,16 @@ class Connection(models.Model):
         return bool(self.app_token_env)
 
     def bot_token(self) -> str:
-        return _read_env(self.subject, "spec.botToken", self.bot_token_env)
+        return _read_env(self.subject, "spec.botToken", self.bot_token_env, secret=True)
 
     def signing_secret(self) -> str:
-        return _read_env(self.subject, "spec.signingSecret", self.signing_secret_env)
+        return _read_env(self.subject, "spec.signingSecret", self.signing_secret_env, secret=True)
 
     def app_token(self) -> str | None:
         """The app-level token, or None when the Connection does not use Socket Mode."""
         if not self.app_token_env:
             return None
-        return _read_env(self.subject, "spec.appToken", self.app_token_env)
+        return _read_env(self.subject, "spec.appToken", self.app_token_env, secret=True)
 
 
 class Binding(models.Model):
@@ -211,7 +222,7 @@ class Binding(models.Model):
 
     def trigger_token(self, trigger: manifest.TriggerSpec) -> str:
         index = next(i for i, t in enumerate(trigger_specs(self.triggers)) if t.name == trigger.name)
-        return _read_env(self.subject, f"spec.triggers[{index}].token", trigger.token_env)
+        return _read_env(self.subject, f"spec.triggers[{index}].token", trigger.token_env, secret=True)
 
     def trigger_channel(self, trigger: manifest.TriggerSpec) -> str | None:
         """Where the trigger's alerts are posted: its channel, else the Binding's only one."""
@@ -299,6 +310,27 @@ def direct_messages_row(spec: manifest.DirectMessagesSpec | None) -> dict[str, A
     if spec.approvals_channel is not None:
         row["approvals_channel"] = spec.approvals_channel
     return row
+
+
+def secret_variables_elsewhere(
+    *, connections: Collection[str] = (), bindings: Collection[str] = ()
+) -> tuple[set[str], set[str]]:
+    """The variables the Connections' secrets and the triggers' tokens of the database read, but
+    for the Connections and Bindings named (which are being written)."""
+    connection_secrets = {
+        variable
+        for variables in Connection.objects.exclude(name__in=connections).values_list(
+            "bot_token_env", "signing_secret_env", "app_token_env"
+        )
+        for variable in variables
+        if variable
+    }
+    trigger_tokens = {
+        trigger["token_env"]
+        for triggers in Binding.objects.exclude(name__in=bindings).values_list("triggers", flat=True)
+        for trigger in triggers
+    }
+    return connection_secrets, trigger_tokens
 
 
 class BindingChannel(models.Model):

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 from kourier.admin_site import ReadOnlyAdmin
 
 from . import outside
-from .models import Interaction
+from .models import DecidingGroup, Interaction
 
 APPROVE, DENY = "approve", "deny"
 
@@ -67,13 +67,13 @@ class InteractionAdmin(ReadOnlyAdmin):
             and interaction.deadline > timezone.now()
         ):
             extra = {
-                "decide_tools": list(enumerate(_unique_tools(interaction))),
+                "decide_tools": list(enumerate(outside.tools_to_decide(interaction))),
+                "stands_in_for": outside.STANDS_IN_FOR,
                 "decide_url": reverse(
                     f"{self.admin_site.name}:{self.opts.app_label}_{self.opts.model_name}_decide",
                     args=[interaction.pk],
                 ),
-                "may_decide": request.user.has_perm(outside.PERMISSION),
-                "decide_permission": outside.PERMISSION,
+                "why_not": outside.why_not_allowed(request.user, interaction.session.binding),
             }
         return super().change_view(request, object_id, form_url, {**(extra_context or {}), **extra})
 
@@ -117,3 +117,13 @@ def _unique_tools(interaction: Interaction) -> list[str]:
 
 def _int(value: str) -> int:
     return int(value) if value.isascii() and value.isdigit() else 0
+
+
+@admin.register(DecidingGroup)
+class DecidingGroupAdmin(admin.ModelAdmin):
+    """Who may decide a Binding's tool approvals outside Slack: the holders of the
+    ``interactions.decide_interaction`` permission in one of its deciding groups (interactions/outside.py)."""
+
+    list_display = ["binding", "group"]
+    list_filter = ["binding"]
+    list_select_related = ["binding", "group"]

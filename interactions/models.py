@@ -208,3 +208,25 @@ class Feedback(models.Model):
 
     def __str__(self) -> str:
         return f"{'up' if self.is_positive else 'down'} by {self.user_id} on turn {self.turn_id}"
+
+
+class DecidingGroup(models.Model):
+    """A Django group whose members may decide a Binding's tool approvals outside Slack (the admin,
+    ``manage.py interactions decide``; interactions/outside.py).
+
+    The ``interactions.decide_interaction`` permission lets its holder decide outside Slack; a Binding
+    with deciding groups limits that to the holders in one of them (a superuser always may). A Binding
+    with none leaves it to every holder of the permission.
+    """
+
+    binding = models.ForeignKey("bindings.Binding", on_delete=models.CASCADE, related_name="+")
+    group = models.ForeignKey("auth.Group", on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        verbose_name = "deciding group"
+        constraints = [
+            models.UniqueConstraint(fields=["binding", "group"], name="one_deciding_group_per_binding")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.group} decides {self.binding}'s approvals outside Slack"

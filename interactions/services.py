@@ -11,6 +11,7 @@ by its name is in registry.py.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -148,13 +149,14 @@ def take(
     kept_press_id: int | None = None,
     reason: str = "",
     decided_in: str = "",
+    audit_details: Mapping[str, Any] | None = None,
     by_policy: bool = False,
     now: datetime | None = None,
 ) -> Taken | Refused:
     """The Interaction answered by ``user_id`` (or, ``by_policy``, by the Binding's rules) if it is
     still open, audited, and its answer turn queued: one transaction. ``decided_in`` names where a
     decision was made outside Slack (outside.py); then ``user_id`` is a Django username, and the audit
-    says so."""
+    says so, with ``audit_details`` (who ran the command, the rules the permission stood in for)."""
     now = now or timezone.now()
     session = interaction.session
     with transaction.atomic():
@@ -183,6 +185,7 @@ def take(
                 **reading.audit,
                 **({"reason": reason} if reason else {}),
                 **({"decided_in": decided_in} if decided_in else {}),
+                **(audit_details or {}),
             },
             requester=requester(interaction),
             policy=kind.policy(interaction) if kind.policy is not None else "",

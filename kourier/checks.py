@@ -110,6 +110,39 @@ def check_metrics_token(app_configs, **kwargs):
     return []
 
 
+AUDIT_KEY_MIN_LENGTH = 32
+
+
+@register()
+def check_audit_key(app_configs, **kwargs):
+    if settings.AUDIT_KEY and len(settings.AUDIT_KEY) < AUDIT_KEY_MIN_LENGTH:
+        return [
+            Error(
+                f"AUDIT_KEY is {len(settings.AUDIT_KEY)} characters long: a key the audit's chain is kept with "
+                f"must be at least {AUDIT_KEY_MIN_LENGTH}.",
+                hint='Set it to a long random value: python3 -c "import secrets; print(secrets.token_urlsafe(50))".',
+                id="kourier.E008",
+            )
+        ]
+    return []
+
+
+@register(Tags.security, deploy=True)
+def check_audit_key_is_set(app_configs, **kwargs):
+    # Deploy only: without the key anyone who can write the audit's table can rewrite its chain.
+    if not settings.AUDIT_KEY:
+        return [
+            Error(
+                "AUDIT_KEY is not set: the audit's hash chain would be a plain SHA-256, which anyone who "
+                "can write its table can recompute after changing or appending rows.",
+                hint="Set AUDIT_KEY to a long random value, the same in every process, kept outside the "
+                'database (docs/operations.md, "The audit key").',
+                id="kourier.E007",
+            )
+        ]
+    return []
+
+
 SIMULATOR_CHOICES = ("auto", "on", "off")
 
 
@@ -129,14 +162,23 @@ def check_simulator(app_configs, **kwargs):
 @register(Tags.security, deploy=True)
 def check_simulator_is_off_in_production(app_configs, **kwargs):
     # A simulated Slack in production would take the place of the real one: its bot token and signing
-    # secret are made up, and anyone who reaches /simulator/ could act as anyone.
-    if settings.SIMULATOR == "on" or settings.SIMULATOR_URL:
-        return [
-            Error(
-                "The workspace simulator is on: it stands in for Slack and lets anyone act as anyone.",
-                hint="Set SIMULATOR=off in production (and configure your Slack app); the simulator is "
-                "for trying Kourier with `make serve` on your machine.",
-                id="kourier.E021",
-            )
-        ]
-    return []
+    # secret are made up, and anyone who reaches /simulator/ could act as anyone. Fails whenever it
+    # could run: on, running, or auto without SLACK_BOT_TOKEN (`serve` also counts the Connections'
+    # variables, which a check, run before the database may be reachable, does not read).
+    if settings.SIMULATOR == "on" or settings.SIMULATOR_URL or settings.SIMULATOR_TOKEN:
+        message = "The workspace simulator is on: it stands in for Slack and lets anyone act as anyone."
+    elif settings.SIMULATOR == "auto" and not os.environ.get("SLACK_BOT_TOKEN"):
+        message = (
+            "SIMULATOR is auto and SLACK_BOT_TOKEN is not set: `manage.py serve` may run the workspace "
+            "simulator, which stands in for Slack and lets anyone act as anyone."
+        )
+    else:
+        return []
+    return [
+        Error(
+            message,
+            hint="Set SIMULATOR=off in production (and configure your Slack app); the simulator is "
+            "for trying Kourier with `make serve` on your machine.",
+            id="kourier.E021",
+        )
+    ]

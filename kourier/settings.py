@@ -103,6 +103,9 @@ SIMULATOR = env("SIMULATOR").strip().lower()
 # Set by `manage.py serve` for its processes while it runs the simulator: the fake's address, where
 # the page at /simulator/ forwards to. Not a setting to set by hand.
 SIMULATOR_URL = env("SIMULATOR_URL", default="")
+# Set by `manage.py serve` beside SIMULATOR_URL, made for the run: the page forwards it, and the
+# simulator answers only requests that carry it. Not a setting to set by hand.
+SIMULATOR_TOKEN = env("SIMULATOR_TOKEN", default="")
 # Where the simulator's Web API listens on 127.0.0.1 (0: a free port).
 SIMULATOR_PORT = env("SIMULATOR_PORT")
 A2A_CONNECT_TIMEOUT = env("A2A_CONNECT_TIMEOUT")
@@ -121,6 +124,10 @@ WORKER_SHUTDOWN_SECONDS = env("WORKER_SHUTDOWN_SECONDS")
 INGRESS_DATABASE_THREADS = env("INGRESS_DATABASE_THREADS")
 # /metrics answers only requests that carry "Authorization: Bearer <METRICS_TOKEN>" when it is set.
 METRICS_TOKEN = env("METRICS_TOKEN", default="")
+# The key the audit's hash chain is kept with (HMAC-SHA256), outside the database: someone who can
+# write the table but does not hold it can neither change a row nor append one that verifies. Every
+# process that writes the audit needs the same one; `check --deploy` fails without it (docs/security.md).
+AUDIT_KEY = env("AUDIT_KEY", default="")
 # The environment variables a Binding's agent headers may read ({fromEnv: NAME}): names, or prefixes
 # ending in "*". Empty: none. So that editing a Binding cannot send the service's own secrets
 # (SECRET_KEY, DATABASE_URL, a bot token) to an agent URL; apply and the admin refuse any other name.

@@ -4,7 +4,9 @@ workspace lives in a process of its own. This module never imports the simulator
 over HTTP only.
 
 Served only while `manage.py serve` runs the simulator: it sets SIMULATOR_URL, the fake's address on
-127.0.0.1, for its processes; otherwise every path here is a 404. Plain HTML, CSS and JavaScript from
+127.0.0.1, and SIMULATOR_TOKEN, made for the run, for its processes; without both every path here is
+a 404, and the fake answers only requests that carry the token (simulator/control.py), so a page
+whose run has ended forwards to nothing that answers. Plain HTML, CSS and JavaScript from
 templates/simulator/, no build step. The fake's answers, refusals included, pass through unchanged.
 """
 
@@ -29,7 +31,7 @@ MAX_FORWARDED_BYTES = 256 * 1024
 
 def _fake_url() -> str:
     url = settings.SIMULATOR_URL
-    if not url:
+    if not url or not settings.SIMULATOR_TOKEN:
         raise Http404("The workspace simulator is not running.")
     return url.rstrip("/") + "/"
 
@@ -66,7 +68,7 @@ async def api(request: HttpRequest, name: str) -> HttpResponse:
                 f"{base}simulator/api/{name}",
                 params=[(key, value) for key, values in request.GET.lists() for value in values],
                 content=request.body if request.method == "POST" else None,
-                headers={"Content-Type": "application/json"},
+                headers={"Content-Type": "application/json", "X-Simulator-Token": settings.SIMULATOR_TOKEN},
             )
     except httpx.HTTPError:
         return JsonResponse(

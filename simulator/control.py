@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import hmac
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -89,10 +90,17 @@ class Directory:
         return names
 
 
+TOKEN_HEADER = "x-simulator-token"
+
+
 class SimulatorApi:
-    def __init__(self, fake: SlackFake, directory: Directory) -> None:
+    """``token``: when set, the API answers only requests that carry it (``X-Simulator-Token``): the
+    page of the `manage.py serve` run that made it, for as long as that run lasts."""
+
+    def __init__(self, fake: SlackFake, directory: Directory, *, token: str = "") -> None:
         self.fake = fake
         self.directory = directory
+        self.token = token
         self._routes: dict[tuple[str, str], Callable[[HttpRequest], dict[str, Any]]] = {
             ("GET", "world"): self.world,
             ("GET", "channel"): self.channel,
@@ -105,6 +113,10 @@ class SimulatorApi:
         name = request.path[len(PREFIX) :]
         route = self._routes.get((request.method, name))
         try:
+            if self.token and not hmac.compare_digest(
+                request.headers.get(TOKEN_HEADER, "").encode(), self.token.encode()
+            ):
+                raise Refusal("not_authed", "The simulator answers the page of the run that started it.", 403)
             if route is None:
                 if any(known == name for _, known in self._routes):
                     raise Refusal("method_not_allowed", f"{name} does not take {request.method}.", 405)
@@ -318,8 +330,8 @@ class SimulatorApi:
         }
 
 
-def mount_on(fake: SlackFake, directory: Directory | None = None) -> SimulatorApi:
-    api = SimulatorApi(fake, directory or Directory.of_demo())
+def mount_on(fake: SlackFake, directory: Directory | None = None, *, token: str = "") -> SimulatorApi:
+    api = SimulatorApi(fake, directory or Directory.of_demo(), token=token)
     fake.mount(PREFIX, api.handle)
     return api
 

@@ -25,9 +25,10 @@ CHANNEL_NAME = "demo"
 ONCALL_ID = "S0ONCALL"
 ONCALL_HANDLE = "oncall"
 
-# The Connection and Binding the demo applies, and the variables their secrets are read from.
+# The Connection and Binding the demo applies, and the variables their secrets are read from. The
+# Binding's name is the demo's own: `make serve` never writes over a Binding it did not create.
 CONNECTION_NAME = "simulator"
-BINDING_NAME = "ops"  # the README's Binding, so that its trigger example works as written
+BINDING_NAME = "simulator-demo"
 BOT_TOKEN_ENV = "SIMULATOR_BOT_TOKEN"
 SIGNING_SECRET_ENV = "SIMULATOR_SIGNING_SECRET"
 TRIGGER_NAME = "hooks"

@@ -2,6 +2,13 @@
 
 It knows nothing of Slack. Its one trick is a held answer (an injected timeout): the request is kept
 open unanswered until the client hangs up or the server stops, so a held request never blocks shutdown.
+
+It answers programs on this machine, never a browser's page of another site (issue 32, point 7): its
+callers (``slack_sdk``'s clients, the simulator page's forwarder) send no ``Origin`` and no
+``Sec-Fetch-Site``, where a browser sends them with every cross-site request, to 127.0.0.1 too; and a
+request must name this server by a loopback host and its port (``Host``), so that a site whose name
+is made to resolve to 127.0.0.1 (DNS rebinding) is refused as well. A refused request is a 403 that
+reaches no handler.
 """
 
 from __future__ import annotations
@@ -9,7 +16,7 @@ from __future__ import annotations
 import select
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
@@ -17,6 +24,30 @@ from .pipeline import HttpAnswer, HttpRequest
 
 MAX_HOLD_SECONDS = 120.0  # a held request is given up on after this, whatever the client does
 _POLL_SECONDS = 0.05
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+# What a browser says of a request its user made here, or that a page of this very origin made.
+OWN_FETCH_SITES = ("same-origin", "none")
+CROSS_SITE = HttpAnswer(
+    403,
+    b'{"ok": false, "error": "cross_site_request", "message": "The simulator answers programs on this '
+    b'machine, not pages of other sites."}',
+    {"Content-Type": "application/json; charset=utf-8"},
+)
+
+
+def cross_site_refusal(headers: Mapping[str, str], port: int) -> str | None:
+    """Why a request (its headers, lower-cased names) is not one this server at ``port`` answers, or
+    None. Pure."""
+    own = {f"{host}:{port}" for host in LOOPBACK_HOSTS}
+    if headers.get("host", "").lower() not in own:
+        return "host"
+    site = headers.get("sec-fetch-site")
+    if site is not None and site.lower() not in OWN_FETCH_SITES:
+        return "sec-fetch-site"
+    origin = headers.get("origin")
+    if origin is not None and origin.lower() not in {f"http://{name}" for name in own}:
+        return "origin"
+    return None
 
 
 class FakeHttpServer:
@@ -78,11 +109,15 @@ def _handler_class(
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
             url = urlsplit(self.path)
+            headers = {name.lower(): value for name, value in self.headers.items()}
+            if cross_site_refusal(headers, self.connection.getsockname()[1]) is not None:
+                self._respond(CROSS_SITE)
+                return
             request = HttpRequest(
                 method=self.command,
                 path=url.path,
                 query=url.query,
-                headers={name.lower(): value for name, value in self.headers.items()},
+                headers=headers,
                 body=body,
             )
             answer = handle(request)
@@ -91,6 +126,9 @@ def _handler_class(
             if answer.transport != "respond":
                 self.close_connection = True
                 return
+            self._respond(answer)
+
+        def _respond(self, answer: HttpAnswer) -> None:
             self.send_response(answer.status)
             for name, value in answer.headers.items():
                 self.send_header(name, value)

@@ -253,8 +253,10 @@ def test_the_production_settings_example_passes_check_deploy_as_written():
     """Run by a shell in an environment of its own (only the secret key is this test's, long and random)."""
     [example] = [block for block in blocks("sh") if "check --deploy" in block]
     said = example.rsplit("# ", 1)[1].strip()  # what the README says the check prints
-    script = example.replace("SECRET_KEY=…", f"SECRET_KEY={secrets.token_urlsafe(50)}").replace(
-        "METRICS_TOKEN=…", f"METRICS_TOKEN={secrets.token_urlsafe(32)}"
+    script = (
+        example.replace("SECRET_KEY=…", f"SECRET_KEY={secrets.token_urlsafe(50)}")
+        .replace("METRICS_TOKEN=…", f"METRICS_TOKEN={secrets.token_urlsafe(32)}")
+        .replace("AUDIT_KEY=…", f"AUDIT_KEY={secrets.token_urlsafe(50)}")
     )
 
     done = subprocess.run(

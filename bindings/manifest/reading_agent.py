@@ -101,6 +101,14 @@ def _http_url(check: Checker, value: Any, path: str) -> str | None:
             f"must be an http:// or https:// URL of at most {URL_MAX_LENGTH} characters (got {show(url)})",
         )
         return None
+    if "@" in parts.netloc or "?" in url or "#" in url:
+        # Not echoed: a user:password@ or a ?token= is a secret written where no secret goes.
+        check.error(
+            path,
+            "must be an address without credentials (user:password@), a query (?…) or a fragment (#…): "
+            "a credential goes in spec.agent.headers, read from the environment",
+        )
+        return None
     return url
 
 

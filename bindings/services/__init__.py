@@ -36,6 +36,7 @@ from bindings.services.validation import (
     check_binding,
     check_connection,
     existing_state,
+    refuse_unfit_secret_variables,
     refuse_unlisted_header_variables,
 )
 from bindings.services.writes import (
@@ -71,6 +72,7 @@ __all__ = [
     "forget_noted_identities",
     "note_slack_identity",
     "operator_warnings",
+    "refuse_unfit_secret_variables",
     "refuse_unlisted_header_variables",
     "save_binding",
     "save_connection",

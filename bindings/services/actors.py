@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import getpass
-import os
-
 from audit import services as audit
 
 
@@ -20,8 +17,4 @@ def actor_kind(actor: str) -> str | None:
 
 def apply_actor() -> str:
     """Who applies, for the audit: the operating-system user running ``manage.py apply``."""
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):  # no login name in the environment and no passwd entry for the uid
-        user = f"uid {os.getuid()}"
-    return f"apply:{user}"
+    return f"apply:{audit.operating_system_user()}"

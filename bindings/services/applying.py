@@ -15,7 +15,11 @@ from bindings.services.actors import apply_actor
 from bindings.services.agents import describe_agent, find_kagent_agents
 from bindings.services.operator_warnings import operator_warnings
 from bindings.services.row_specs import binding_spec, connection_spec
-from bindings.services.validation import existing_state, refuse_unlisted_header_variables
+from bindings.services.validation import (
+    existing_state,
+    refuse_unfit_secret_variables,
+    refuse_unlisted_header_variables,
+)
 from bindings.services.writes import release_channels, save_binding, save_connection
 
 
@@ -81,8 +85,11 @@ class ApplyResult:
         return f"Applied: {counts[Action.CREATED]} created, {counts[Action.CONFIGURED]} configured, {counts[Action.UNCHANGED]} unchanged."
 
 
-def apply_manifests(text: str | Sequence[Document], dry_run: bool = False) -> ApplyResult:
-    """Apply manifests (YAML text, or documents already parsed): all of them, or nothing.
+def apply_manifests(
+    text: str | Sequence[Document], dry_run: bool = False, *, actor: str | None = None
+) -> ApplyResult:
+    """Apply manifests (YAML text, or documents already parsed): all of them, or nothing. ``actor``:
+    who the audit names (``apply:<login>``, the operating-system user, unless told).
 
     Everything is validated first; a single refusal means nothing is written. Connections are
     written before Bindings. A resource that the input leaves as it is is reported unchanged and not
@@ -100,7 +107,9 @@ def apply_manifests(text: str | Sequence[Document], dry_run: bool = False) -> Ap
 
     # The controllers of kagent agents by name are asked before the transaction: no row is held while
     # the network answers. What they said is put into the validation made inside it.
-    found = refuse_unlisted_header_variables(manifest.validate(documents, **existing_state()))
+    found = refuse_unfit_secret_variables(
+        refuse_unlisted_header_variables(manifest.validate(documents, **existing_state()))
+    )
     if found.ok:
         find_kagent_agents(found)
     if not found.ok:
@@ -110,7 +119,9 @@ def apply_manifests(text: str | Sequence[Document], dry_run: bool = False) -> Ap
     addresses = {spec.name: spec.agent for spec in found.bindings}
     try:
         with transaction.atomic():
-            validation = refuse_unlisted_header_variables(manifest.validate(documents, **existing_state()))
+            validation = refuse_unfit_secret_variables(
+                refuse_unlisted_header_variables(manifest.validate(documents, **existing_state()))
+            )
             validation.bindings = [
                 replace(spec, agent=addresses[spec.name]) if spec.agent.needs_lookup else spec
                 for spec in validation.bindings
@@ -119,7 +130,7 @@ def apply_manifests(text: str | Sequence[Document], dry_run: bool = False) -> Ap
                 dry_run=dry_run, errors=validation.errors, warnings=[*validation.warnings, *warnings]
             )
             if validation.ok:
-                result.resources = _apply(validation, dry_run)
+                result.resources = _apply(validation, dry_run, actor or apply_actor())
     except IntegrityError as exc:
         message = (
             f"the database refused the change, perhaps because of another change made at the same time: {exc}"
@@ -128,7 +139,7 @@ def apply_manifests(text: str | Sequence[Document], dry_run: bool = False) -> Ap
     return result
 
 
-def _apply(validation: Validation, dry_run: bool) -> list[Applied]:
+def _apply(validation: Validation, dry_run: bool, actor: str) -> list[Applied]:
     resources = []
     connections = Connection.objects.in_bulk(
         [spec.name for spec in validation.connections], field_name="name"
@@ -167,7 +178,7 @@ def _apply(validation: Validation, dry_run: bool) -> list[Applied]:
             release_channels(existing_binding, spec.channels)
     for spec, existing_binding, applied in binding_plan:
         if applied.action != Action.UNCHANGED:
-            save_binding(spec, existing_binding, actor=apply_actor())
+            save_binding(spec, existing_binding, actor=actor)
     return resources
 
 

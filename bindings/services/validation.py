@@ -8,11 +8,13 @@ from typing import Any
 
 from django.conf import settings
 
-from bindings import manifest
+from bindings import agent_route, manifest, secret_variables
 from bindings.manifest import Document, Problem, Validation
-from bindings.models import Binding, BindingChannel, Connection
+from bindings.models import Binding, BindingChannel, Connection, secret_variables_elsewhere
+from bindings.secret_variables import SERVICE_SECRET_VARIABLES
 from bindings.services.agents import find_kagent_agents
 from bindings.services.operator_warnings import operator_warnings, unset_variable_warnings
+from bindings.services.row_specs import binding_spec
 
 
 def existing_state(*, exclude_binding: int | None = None) -> dict[str, Any]:
@@ -30,10 +32,16 @@ def existing_state(*, exclude_binding: int | None = None) -> dict[str, Any]:
     }
 
 
-# Never readable by an agent header, whatever AGENT_HEADER_VARIABLES says: the service's own secrets.
-SERVICE_SECRET_VARIABLES = frozenset(
-    {"SECRET_KEY", "DATABASE_URL", "REDIS_URL", "METRICS_TOKEN", "DJANGO_SUPERUSER_PASSWORD"}
-)
+def refuse_unfit_secret_variables(validation: Validation) -> Validation:
+    """Refuses every Connection and trigger whose secret reads a variable it may not
+    (``bindings.secret_variables``): a public one, the service's own, an agent header's, another kind's."""
+    connection_secrets, trigger_tokens = secret_variables_elsewhere(
+        connections={spec.name for spec in validation.connections},
+        bindings={spec.name for spec in validation.bindings},
+    )
+    return secret_variables.refuse_unfit(
+        validation, connection_secrets=connection_secrets, trigger_tokens=trigger_tokens
+    )
 
 
 def refuse_unlisted_header_variables(validation: Validation) -> Validation:
@@ -73,21 +81,29 @@ def refuse_unlisted_header_variables(validation: Validation) -> Validation:
 
 def check_connection(document: Mapping[str, Any]) -> Validation:
     """Validate one Connection manifest (as a dict) the way ``apply`` would: the admin form's check."""
-    validation = manifest.validate([Document(data=document)])
+    validation = refuse_unfit_secret_variables(manifest.validate([Document(data=document)]))
     if validation.ok:
         validation.warnings += unset_variable_warnings(validation)
     return validation
 
 
-def check_binding(document: Mapping[str, Any], *, binding: Binding | None = None) -> Validation:
+def check_binding(
+    document: Mapping[str, Any], *, binding: Binding | None = None, may_change_agent: bool = True
+) -> Validation:
     """Validate one Binding manifest (as a dict) the way ``apply`` would: the admin form's check.
 
-    ``binding`` is the row being edited, whose own channels do not count as taken.
+    ``binding`` is the row being edited, whose own channels do not count as taken. Without
+    ``may_change_agent`` a change of where its turns go is refused before anything is fetched.
     """
     exclude = binding.pk if binding is not None and binding.pk else None
-    validation = refuse_unlisted_header_variables(
-        manifest.validate([Document(data=document)], **existing_state(exclude_binding=exclude))
+    validation = refuse_unfit_secret_variables(
+        refuse_unlisted_header_variables(
+            manifest.validate([Document(data=document)], **existing_state(exclude_binding=exclude))
+        )
     )
+    if validation.ok and not may_change_agent:
+        before = binding_spec(binding) if binding is not None and exclude is not None else None
+        validation.errors += [p for spec in validation.bindings for p in agent_route.refusals(before, spec)]
     if validation.ok:
         find_kagent_agents(validation)
     if validation.ok:

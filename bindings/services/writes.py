@@ -9,12 +9,11 @@ from typing import Any
 from django.db import transaction
 
 from audit import services as audit
-from bindings import manifest
+from bindings import agent_route, manifest
 from bindings.manifest import BindingSpec, ConnectionSpec, audited_rules
 from bindings.models import Binding, BindingChannel, Connection, direct_messages_row, trigger_rows
 from bindings.services.actors import actor_kind
 from bindings.services.row_specs import binding_spec
-from kourier.credentials import without_credentials
 
 _CONNECTION_FIELDS = ["name", "bot_token_env", "signing_secret_env", "app_token_env"]
 
@@ -77,27 +76,29 @@ def save_connection(spec: ConnectionSpec, connection: Connection | None = None) 
 
 
 @transaction.atomic
-def save_binding(spec: BindingSpec, binding: Binding | None = None, *, actor: str = "") -> Binding:
+def save_binding(
+    spec: BindingSpec, binding: Binding | None = None, *, actor: str = "", may_change_agent: bool = True
+) -> Binding:
     """Write a validated spec to ``binding`` (a new row when None), channels included.
 
     Audited with who made the change (``actor``: ``admin:<user>``, or ``apply:<operating-system
-    user>``): a new agent address or new headers, which decide where the Binding's service identity
-    is sent; and each approval rule that changes, with its old and new value.
+    user>``): a change of where its turns go (the agent's address, kagent agent, dialect or headers,
+    ``bindings.agent_route``), which decides where the Binding's service identity is sent; and each
+    approval rule that changes, with its old and new value. Without ``may_change_agent`` such a
+    change raises ``AgentChangeRefused`` and nothing is written.
     """
     before = binding_spec(binding) if binding is not None and binding.pk else None
+    if not may_change_agent and agent_route.refusals(before, spec):
+        raise agent_route.AgentChangeRefused(agent_route.REFUSED)
     _audit_approval_rules(before, spec, actor)
-    if before is None or (before.agent.url, before.agent.headers) != (spec.agent.url, spec.agent.headers):
+    if agent_route.route_changes(before, spec):
         audit.record(
             "binding.agent_changed",
             binding_name=spec.name,
             actor_id=actor,
             actor_kind=actor_kind(actor),
             subject=f"binding:{spec.name}",
-            details={
-                "url": without_credentials(spec.agent.url),
-                "previous_url": without_credentials(before.agent.url) if before else None,
-                "header_variables": [variable for _, variable in spec.agent.headers],
-            },
+            details=agent_route.audit_details(before, spec),
         )
     binding = binding if binding is not None else Binding()
     values = binding_fields(spec)

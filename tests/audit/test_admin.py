@@ -153,6 +153,7 @@ def test_an_exported_row_has_what_its_detail_page_shows_and_nothing_else(admin_c
         "details": '{"approved":1,"denied":1}',
         "previous_hash": rows[0].previous_hash,
         "hash": rows[0].hash,
+        "key_id": "",
     }
 
 

@@ -7,7 +7,7 @@ import pytest
 from django.db import DatabaseError, connection, transaction
 
 from audit import chain, services
-from audit.models import AppendOnly, AuditEvent
+from audit.models import CHAIN_LOCK, AppendOnly, AuditEvent
 
 on_postgresql = pytest.mark.skipif(
     connection.vendor != "postgresql", reason="the trigger is PostgreSQL's; set DATABASE_URL to PostgreSQL"
@@ -149,18 +149,82 @@ def test_twenty_writers_at_once_keep_one_chain():
     assert len(set(AuditEvent.objects.values_list("previous_hash", flat=True))) == writers  # no fork
 
 
-@pytest.mark.postgres
-@on_postgresql
-def test_postgresql_lets_an_update_fill_an_empty_hash_and_nothing_else(row):
+def under_the_chains_lock(sql: str, *params):
+    """``sql`` in a transaction that holds the chain's lock, as the one writer's does."""
+
+    def run():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [CHAIN_LOCK])
+            cursor.execute(sql, params)
+
+    return run
+
+
+FILL = "UPDATE audit_auditevent SET previous_hash = %s, hash = %s"
+
+
+@pytest.fixture
+def unhashed(row) -> int:
+    """A row the release before the chain wrote during an upgrade: no hash, after ``row``."""
     raw(
         "INSERT INTO audit_auditevent (at, action, binding_name, actor_kind, actor_id, subject, details)"
         " VALUES (now(), 'interaction.decided', 'ops', 'user', 'U0ADA', 'interaction 2', '{}')"
     )()
-    unhashed = AuditEvent.objects.get(hash="").pk
-    fill = "UPDATE audit_auditevent SET previous_hash = %s, hash = %s"
+    return AuditEvent.objects.get(hash="").pk
 
-    assert refused_by_the_database(
-        raw(f"{fill}, actor_id = 'U0EVE' WHERE id = %s", row.hash, "a" * 64, unhashed)
+
+@pytest.mark.postgres
+@on_postgresql
+@pytest.mark.django_db(transaction=True)  # the row's own append took the lock: its commit lets it go
+@pytest.mark.parametrize(
+    ("fill", "why"),
+    [
+        (lambda row, pk: raw(f"{FILL} WHERE id = %s", row.hash, "c" * 64, pk), "without the chain's lock"),
+        (lambda row, pk: under_the_chains_lock(f"{FILL}, actor_id = 'U0EVE' WHERE id = %s", row.hash, "a" * 64, pk),
+         "its content changed"),
+        (lambda row, pk: under_the_chains_lock(f"{FILL}, requester = 'U0EVE' WHERE id = %s", row.hash, "a" * 64, pk),
+         "its requester changed"),
+        (lambda row, pk: under_the_chains_lock(f"{FILL}, policy = 'binding' WHERE id = %s", row.hash, "a" * 64, pk),
+         "its policy changed"),
+        (lambda row, pk: under_the_chains_lock(f"{FILL} WHERE id = %s", chain.GENESIS, "b" * 64, pk),
+         "out of the chain's order"),
+        (lambda row, pk: under_the_chains_lock(f"{FILL} WHERE id = %s", chain.GENESIS, "b" * 64, row.pk),
+         "a hashed row"),
+    ],
+)  # fmt: skip
+def test_postgresql_refuses_a_fill_of_an_empty_hash_but_the_writers(row, unhashed, fill, why):
+    assert refused_by_the_database(fill(row, unhashed)), why
+
+    assert AuditEvent.objects.filter(hash="").count() == 1
+
+
+@pytest.mark.postgres
+@on_postgresql
+def test_postgresql_lets_the_writer_fill_an_empty_hash_under_its_lock_in_the_chains_order(row, unhashed):
+    assert not refused_by_the_database(
+        under_the_chains_lock(f"{FILL} WHERE id = %s", row.hash, "c" * 64, unhashed)
     )
-    assert refused_by_the_database(raw(f"{fill} WHERE id = %s", chain.GENESIS, "b" * 64, row.pk))
-    assert not refused_by_the_database(raw(f"{fill} WHERE id = %s", row.hash, "c" * 64, unhashed))
+
+
+@pytest.mark.postgres
+@on_postgresql
+def test_the_next_append_chains_such_a_row_with_the_key(row, unhashed, settings):
+    settings.AUDIT_KEY = "an-audit-key-of-the-operator-s-own-at-least-32-chars"
+
+    services.record("interaction.decided", subject="interaction 3")
+
+    assert services.verify(unkeyed_too=True) == (3, None)  # the first row was hashed before the key
+    assert AuditEvent.objects.get(pk=unhashed).key_id == chain.key_id(settings.AUDIT_KEY.encode())
+
+
+def test_rekey_chains_rows_left_without_a_hash_then_keys_them_all(row, settings):
+    raw(
+        "INSERT INTO audit_auditevent (at, action, binding_name, actor_kind, actor_id, subject, details)"
+        " VALUES (%s, 'interaction.decided', 'ops', 'user', 'U0ADA', 'interaction 2', '{}')",
+        row.at,
+    )()
+    settings.AUDIT_KEY = "an-audit-key-of-the-operator-s-own-at-least-32-chars"
+
+    assert services.rekey() == 2
+
+    assert services.verify() == (2, None)

@@ -28,6 +28,7 @@ from tests.factories import (
     StaffUserFactory,
     TurnFactory,
 )
+from tests.fakes.kagent_controller import KagentController
 
 from .manifests import binding, documents, errors_of
 
@@ -72,15 +73,18 @@ def test_a_connection_is_added_from_variable_names(admin_client):
         reverse("admin:bindings_connection_add"),
         {
             "name": "acme",
-            "bot_token_env": "ACME_BOT",
-            "signing_secret_env": "ACME_SIGNING",
+            "bot_token_env": "ACME_BOT_TOKEN",
+            "signing_secret_env": "ACME_SIGNING_SECRET",
             "app_token_env": "",
         },
     )
 
     assert response.status_code == 302
     assert Connection.objects.filter(
-        name="acme", bot_token_env="ACME_BOT", signing_secret_env="ACME_SIGNING", app_token_env=""
+        name="acme",
+        bot_token_env="ACME_BOT_TOKEN",
+        signing_secret_env="ACME_SIGNING_SECRET",
+        app_token_env="",
     ).exists()
 
 
@@ -107,30 +111,34 @@ def test_editing_a_connection_keeps_what_was_learned_from_slack(admin_client, ac
         reverse("admin:bindings_connection_change", args=[acme.pk]),
         {
             "name": "acme",
-            "bot_token_env": "NEW_BOT",
-            "signing_secret_env": "NEW_SIGNING",
-            "app_token_env": "APP",
+            "bot_token_env": "NEW_BOT_TOKEN",
+            "signing_secret_env": "NEW_SIGNING_SECRET",
+            "app_token_env": "NEW_APP_TOKEN",
         },
     )
 
     assert response.status_code == 302
-    assert Connection.objects.filter(pk=acme.pk, bot_token_env="NEW_BOT", app_token_env="APP", team_id="T01")
+    assert Connection.objects.filter(
+        pk=acme.pk, bot_token_env="NEW_BOT_TOKEN", app_token_env="NEW_APP_TOKEN", team_id="T01"
+    )
 
 
 def test_the_connection_page_shows_whether_each_variable_is_set_but_never_its_value(
     admin_client, monkeypatch
 ):
-    monkeypatch.setenv("ACME_BOT", "xoxb-very-secret-token")
-    monkeypatch.delenv("ACME_SIGNING", raising=False)
-    connection = ConnectionFactory(name="acme", bot_token_env="ACME_BOT", signing_secret_env="ACME_SIGNING")
+    monkeypatch.setenv("ACME_BOT_TOKEN", "xoxb-very-secret-token")
+    monkeypatch.delenv("ACME_SIGNING_SECRET", raising=False)
+    connection = ConnectionFactory(
+        name="acme", bot_token_env="ACME_BOT_TOKEN", signing_secret_env="ACME_SIGNING_SECRET"
+    )
 
     change = admin_client.get(
         reverse("admin:bindings_connection_change", args=[connection.pk])
     ).content.decode()
     listing = admin_client.get(reverse("admin:bindings_connection_changelist")).content.decode()
 
-    assert "botToken: <code>ACME_BOT</code> (set)" in change
-    assert "signingSecret: <code>ACME_SIGNING</code> (not set)" in change
+    assert "botToken: <code>ACME_BOT_TOKEN</code> (set)" in change
+    assert "signingSecret: <code>ACME_SIGNING_SECRET</code> (not set)" in change
     assert "xoxb-very-secret-token" not in change
     assert "xoxb-very-secret-token" not in listing
 
@@ -765,15 +773,24 @@ def test_the_live_page_is_for_those_who_may_view_the_binding(client):
 # --- Only a superuser points a Binding's agent somewhere else ----------------------------------------
 
 
+STAFF_EDITOR = ["bindings.view_binding", "bindings.change_binding", "bindings.add_binding"]
+
+
 @pytest.mark.parametrize(
     "change",
-    [{"agent_url": "https://attacker.example/"}, {"agent_headers": "Authorization: OPS_AGENT_TOKEN"}],
+    [
+        {"agent_url": "https://attacker.example/"},
+        {"agent_headers": "Authorization: OPS_AGENT_TOKEN"},
+        {"dialect": "kagent-v1"},
+    ],
 )
-def test_staff_who_may_change_a_binding_cannot_change_its_agents_address_or_headers(client, acme, change):
+def test_staff_who_may_change_a_binding_cannot_change_its_agents_address_dialect_or_headers(
+    client, acme, change
+):
     existing = BindingFactory(
         name="ops", connection=acme, channels=["C0123456789"], agent_url="http://127.0.0.1:8083/"
     )
-    client.force_login(StaffUserFactory(permissions=["bindings.view_binding", "bindings.change_binding"]))
+    client.force_login(StaffUserFactory(permissions=STAFF_EDITOR))
 
     response = client.post(
         reverse("admin:bindings_binding_change", args=[existing.pk]), binding_form(output="final", **change)
@@ -782,7 +799,110 @@ def test_staff_who_may_change_a_binding_cannot_change_its_agents_address_or_head
     assert response.status_code == 302
     existing.refresh_from_db()
     assert existing.output == "final"  # the rest of the form was saved
-    assert (existing.agent_url, existing.agent_headers) == ("http://127.0.0.1:8083/", {})
+    assert (existing.agent_url, existing.agent_headers, existing.dialect) == (
+        "http://127.0.0.1:8083/",
+        {},
+        "a2a",
+    )
+    assert not AuditEvent.objects.filter(action="binding.agent_changed").exists()
+
+
+@pytest.fixture
+def other_controller():
+    controller = KagentController()
+    yield controller
+    controller.stop()
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"kagent_controller": "other"}, {"kagent_namespace": "evil"}, {"kagent_name": "stolen"}],
+    ids=["controller", "namespace", "name"],
+)
+def test_staff_cannot_repoint_a_kagent_agent_and_no_card_is_fetched_with_its_headers_elsewhere(
+    client, acme, kagent_controller, other_controller, a2a_agent, monkeypatch, change
+):
+    monkeypatch.setenv("OPS_AGENT_TOKEN", "Bearer the-service-identity")
+    address = kagent_controller.add("1.0", "ops", "k8s-agent", a2a_agent.url)
+    # What staff would point it at serves a valid card: every turn would move there.
+    for namespace, name in (("ops", "k8s-agent"), ("evil", "k8s-agent"), ("ops", "stolen")):
+        other_controller.add("1.0", namespace, name, a2a_agent.url)
+    kagent_controller.add("1.0", "evil", "k8s-agent", a2a_agent.url)
+    kagent_controller.add("1.0", "ops", "stolen", a2a_agent.url)
+    existing = BindingFactory(
+        name="ops",
+        connection=acme,
+        channels=["C0123456789"],
+        agent_url=address,
+        dialect="kagent-v1",
+        protocol_version="1.0",
+        kagent_controller=kagent_controller.url,
+        kagent_namespace="ops",
+        kagent_name="k8s-agent",
+        agent_headers={"Authorization": "OPS_AGENT_TOKEN"},
+    )
+    kagent = {
+        "agent_url": "",
+        "dialect": "kagent-v1",
+        "kagent_controller": kagent_controller.url,
+        "kagent_namespace": "ops",
+        "kagent_name": "k8s-agent",
+        "agent_headers": "Authorization: OPS_AGENT_TOKEN",
+    }
+    posted = {**kagent, **change}
+    if posted["kagent_controller"] == "other":
+        posted["kagent_controller"] = other_controller.url
+    client.force_login(StaffUserFactory(permissions=STAFF_EDITOR))
+    looked_up = len(kagent_controller.requests)
+
+    response = client.post(
+        reverse("admin:bindings_binding_change", args=[existing.pk]), binding_form(output="final", **posted)
+    )
+
+    assert response.status_code == 302
+    existing.refresh_from_db()
+    assert existing.output == "final"
+    assert (
+        existing.kagent_controller,
+        existing.kagent_namespace,
+        existing.kagent_name,
+        existing.agent_url,
+    ) == (
+        kagent_controller.url,
+        "ops",
+        "k8s-agent",
+        address,
+    )
+    assert other_controller.requests == []
+    asked = [path for _, path, _ in kagent_controller.requests[looked_up:]]
+    assert asked == ["/agents/ops/k8s-agent/.well-known/agent-card.json"]  # its own agent, found again
+
+
+def test_only_a_superuser_adds_a_binding(client, admin_client, acme):
+    client.force_login(StaffUserFactory(permissions=STAFF_EDITOR))
+
+    assert client.get(reverse("admin:bindings_binding_add")).status_code == 403
+    assert client.post(reverse("admin:bindings_binding_add"), binding_form()).status_code == 403
+    assert admin_client.get(reverse("admin:bindings_binding_add")).status_code == 200
+    assert not Binding.objects.exists()
+
+
+def test_an_agent_url_with_credentials_is_refused_in_the_admin_and_nothing_changes(admin_client, acme):
+    existing = BindingFactory(
+        name="ops", connection=acme, channels=["C0123456789"], agent_url="http://127.0.0.1:8083/"
+    )
+
+    response = admin_client.post(
+        reverse("admin:bindings_binding_change", args=[existing.pk]),
+        binding_form(agent_url="https://agent:s3cr3t@agents.example/", output="final"),
+    )
+
+    assert response.status_code == 200
+    [error] = form_errors(response)
+    assert error.startswith('Binding "ops": spec.agent.url: must be an address without credentials')
+    assert "s3cr3t" not in error
+    existing.refresh_from_db()
+    assert (existing.agent_url, existing.output) == ("http://127.0.0.1:8083/", "live")
 
 
 def test_a_superuser_changes_the_agents_address_and_the_audit_says_who(admin_client, admin_user, acme):

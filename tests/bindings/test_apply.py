@@ -438,7 +438,8 @@ def test_an_agent_header_may_read_only_a_variable_the_operator_listed_and_never_
     )
 
     assert not result.ok
-    [error] = [str(problem) for problem in result.errors]
+    # The Connection is refused too: SLACK_* listed for agent headers is no place for its secrets.
+    [error] = [str(problem) for problem in result.errors if str(problem).startswith("Binding")]
     assert error == f'Binding "ops": spec.agent.headers.X-Id.fromEnv: {variable} {why}' + (
         ", which no agent header may send" if "own secrets" in why else ": list it in AGENT_HEADER_VARIABLES"
     )

@@ -461,6 +461,41 @@ def test_a_secret_in_a_manifest_is_never_repeated_in_the_refusal():
     assert [text for refusal in refusals for text in refusal if "s3cr3t" in text] == []
 
 
+NOT_A_BARE_ADDRESS = (
+    "must be an address without credentials (user:password@), a query (?…) or a fragment (#…): "
+    "a credential goes in spec.agent.headers, read from the environment"
+)
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "https://agent:s3cr3t@agents.example/",
+        "https://s3cr3t@agents.example/",
+        "https://@agents.example/",
+        "https://agents.example/?token=s3cr3t",
+        "https://agents.example/?",
+        "https://agents.example/#s3cr3t",
+        "https://agents.example/#",
+    ],
+)
+@pytest.mark.parametrize(
+    ("agent", "path"),
+    [
+        (lambda address: {"url": address}, "spec.agent.url"),
+        (
+            lambda address: {"kagent": {"controller": address, "namespace": "ops", "name": "k8s-agent"}},
+            "spec.agent.kagent.controller",
+        ),
+    ],
+    ids=["agent url", "kagent controller"],
+)
+def test_an_agent_or_controller_address_with_credentials_a_query_or_a_fragment_is_refused_unrepeated(
+    address, agent, path
+):
+    assert errors_of(binding(agent=agent(address))) == [f"{B}: {path}: {NOT_A_BARE_ADDRESS}"]
+
+
 def test_a_channel_bound_to_another_binding_is_refused():
     assert errors_of(MINIMAL_BINDING, bound_channels={("acme", "C0123456789"): "other"}) == [
         f'{B}: spec.channels[0]: channel C0123456789 is already bound to Binding "other" on Connection "acme"'

@@ -299,6 +299,7 @@ def test_every_pod_reads_the_metrics_token_from_a_secret():
     settings_secret = one(BASE, "Secret", "kourier-settings")
 
     assert "METRICS_TOKEN" in settings_secret["stringData"]
+    assert "AUDIT_KEY" in settings_secret["stringData"]
     for workload in DEPLOYMENTS:
         sources = container(workload)["envFrom"]
         assert {"secretRef": {"name": "kourier-settings"}} in sources

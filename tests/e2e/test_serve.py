@@ -1,6 +1,7 @@
 """The README's first command: `manage.py serve` brings the whole service up on the embedded default."""
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -11,12 +12,16 @@ from pathlib import Path
 
 import httpx
 import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
 
-from bindings.models import Binding
-from kourier.management.commands.serve import Command, Simulator, simulator_wanted
+from bindings import services
+from bindings.models import Binding, Connection
+from kourier.management.commands import serve
+from kourier.management.commands.serve import Command, Simulator, is_loopback, simulator_wanted
 from simulator import defaults, demo
 from tests.e2e.helpers import wait_for_ready
-from tests.factories import ConnectionFactory
+from tests.factories import BindingFactory, ConnectionFactory
 from tests.support.private_redis import free_port
 from tests.support.stack import REPO_ROOT
 
@@ -250,8 +255,9 @@ class TestTheSimulatorRunsWhenNoSlackAppIsConfigured:
         assert not simulator_wanted()
 
 
-def test_the_demo_manifest_applies_with_the_approver_group_and_the_readmes_trigger(db, monkeypatch):
-    simulator = Simulator("0.0.0.0", 8123)
+def applied_demo(monkeypatch, web_host: str = "127.0.0.1") -> Simulator:
+    """A simulator started and stopped around applying the demo's manifest (or trying to)."""
+    simulator = Simulator(web_host, 8123)
     simulator.start()
     try:
         for name in simulator.env():  # apply_demo_binding sets them for this process: put back after
@@ -259,7 +265,13 @@ def test_the_demo_manifest_applies_with_the_approver_group_and_the_readmes_trigg
         simulator.apply_demo_binding()
     finally:
         simulator.stop()
-    binding = Binding.objects.get(name="ops")
+    return simulator
+
+
+def test_the_demo_manifest_applies_with_the_approver_group_and_the_readmes_trigger(db, monkeypatch):
+    simulator = applied_demo(monkeypatch, web_host="0.0.0.0")
+
+    binding = Binding.objects.get(name="simulator-demo")
     assert binding.channel_ids() == [demo.CHANNEL_ID]
     assert binding.agent_url == simulator.agent_url
     assert (binding.tool_approvals, binding.approver_groups, binding.ask_user) == (
@@ -267,4 +279,67 @@ def test_the_demo_manifest_applies_with_the_approver_group_and_the_readmes_trigg
         [demo.ONCALL_ID],
         True,
     )
+    assert binding.trigger(demo.TRIGGER_NAME) is not None
     assert simulator.events_url == "http://127.0.0.1:8123/slack/events"
+
+
+def test_the_simulator_writes_its_own_demo_binding_again_run_after_run(db, monkeypatch):
+    first = applied_demo(monkeypatch)
+    second = applied_demo(monkeypatch)
+
+    assert first.agent_url != second.agent_url
+    assert Binding.objects.get(name="simulator-demo").agent_url == second.agent_url
+
+
+def test_a_binding_of_the_demos_name_the_simulator_did_not_create_is_never_written_over(db, monkeypatch):
+    mine = ConnectionFactory(name="acme")
+    services.apply_manifests(
+        "apiVersion: kourier/v1\nkind: Binding\nmetadata: {name: simulator-demo}\n"
+        f"spec: {{connection: {mine.name}, channels: [C0MINE], agent: {{url: 'http://agents.example/'}}}}\n"
+    )
+
+    with pytest.raises(
+        CommandError,
+        match=r"^A Binding named simulator-demo exists that the workspace simulator did not create",
+    ):
+        applied_demo(monkeypatch)
+
+    binding = Binding.objects.get(name="simulator-demo")
+    assert (binding.connection.name, binding.agent_url) == ("acme", "http://agents.example/")
+    assert not Connection.objects.filter(name=demo.CONNECTION_NAME).exists()  # nothing was changed
+
+
+def test_an_earlier_releases_demo_binding_holding_demo_is_named_and_left_alone(db, monkeypatch):
+    simulator_connection = ConnectionFactory(name=demo.CONNECTION_NAME, bot_token_env=demo.BOT_TOKEN_ENV)
+    BindingFactory(name="ops", connection=simulator_connection, channels=[demo.CHANNEL_ID])
+
+    with pytest.raises(CommandError, match=r"bound #demo to its Binding ops: delete it in the admin\.$"):
+        applied_demo(monkeypatch)
+
+    assert Binding.objects.get(name="ops").channel_ids() == [demo.CHANNEL_ID]
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [("127.0.0.1", True), ("127.0.0.2", True), ("localhost", True), ("::1", True),
+     ("0.0.0.0", False), ("::", False), ("", False), ("192.168.1.10", False), ("kourier.example.com", False)],
+)  # fmt: skip
+def test_only_a_loopback_address_is_loopback(host, loopback):
+    assert is_loopback(host) is loopback
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.10"])
+def test_serve_refuses_to_expose_the_simulator_beyond_loopback_and_starts_nothing(
+    db, settings, monkeypatch, host
+):
+    settings.SIMULATOR = "on"
+    settings.REDIS_IS_EMBEDDED = False
+    started = []
+    monkeypatch.setattr(Simulator, "start", lambda self: started.append(self))
+    monkeypatch.setattr(serve, "taken_port_problem", lambda *args: None)  # no such address here
+
+    with pytest.raises(CommandError, match=rf"served on a loopback address only, not {re.escape(host)}: "):
+        call_command("serve", "--host", host, "--port", str(free_port()), stdout=StringIO())
+
+    assert started == []
+    assert not Binding.objects.filter(name=demo.BINDING_NAME).exists()

@@ -187,7 +187,10 @@ def approve_one_tool_and_deny_the_other_as_the_approver_group(page: Any) -> None
 def fire_the_readme_trigger_and_see_the_alert_thread(page: Any, served: str) -> None:
     from playwright.sync_api import expect
 
-    curl = readme_trigger_curl().replace("http://127.0.0.1:8000/", f"{served}/")
+    # As the README says: at the demo's Binding, in place of its own ops.
+    curl = readme_trigger_curl().replace(
+        "http://127.0.0.1:8000/triggers/ops/", f"{served}/triggers/simulator-demo/"
+    )
     fired = subprocess.run(
         ["bash", "-c", curl], env={**os.environ, "HOOKS_TRIGGER_TOKEN": TRIGGER_TOKEN},
         capture_output=True, text=True, timeout=60,

@@ -8,6 +8,7 @@ from io import StringIO
 
 import pytest
 from django import db
+from django.contrib.auth.models import Group
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 from django.utils import timezone
@@ -15,8 +16,9 @@ from django.utils import timezone
 from audit.models import AuditEvent
 from interactions import approval_prompts, approvals, outside, services
 from interactions.kinds import Refused, Taken
-from interactions.models import Interaction, PromptClosing
+from interactions.models import DecidingGroup, Interaction, PromptClosing
 from kourier.a2a.events import AnswerFormat, ApprovalRequest, ToolToApprove
+from sessions.identity import SYSTEM_IDENTITY
 from sessions.models import Turn
 from simulator import defaults
 from tests.factories import BindingFactory, StaffUserFactory, TurnFactory
@@ -30,9 +32,14 @@ def tool(name, n):
     return ToolToApprove(approval_id=f"adk-{n}", call_id=f"call-{n}", name=name, args={"n": n})
 
 
-def opened(*names: str) -> Interaction:
-    binding = BindingFactory(channels=[defaults.CHANNEL_ID], dialect="kagent-v1", tool_approvals=True)
-    turn = TurnFactory(session__binding=binding, state=Turn.State.DONE, outcome=Turn.Outcome.ASKED)
+def opened(*names: str, user_id: str = defaults.ADA, **binding_fields) -> Interaction:
+    """An open approval of these tools (add_numbers and check_status), asked by ``user_id``."""
+    binding = BindingFactory(
+        channels=[defaults.CHANNEL_ID], dialect="kagent-v1", tool_approvals=True, **binding_fields
+    )
+    turn = TurnFactory(
+        session__binding=binding, user_id=user_id, state=Turn.State.DONE, outcome=Turn.Outcome.ASKED
+    )
     request = ApprovalRequest(
         tools=tuple(tool(name, n) for n, name in enumerate(names or ("add_numbers", "check_status"))),
         task_id="task-1",
@@ -273,7 +280,10 @@ class TestTheAdmin:
         grace = StaffUserFactory(username="grace", permissions=VIEWER)
         client.force_login(grace)
         page = client.get(self.page(interaction)).content.decode()
-        assert "Deciding a tool approval here takes the interactions.decide_interaction permission." in page
+        assert (
+            "The Django user &#x27;grace&#x27; may not decide tool approvals: it takes the "
+            "interactions.decide_interaction permission." in page
+        )
         assert self.decide_url(interaction) not in page
         response = client.post(self.decide_url(interaction), {"decide": "approve-all"}, follow=True)
         assert "The Django user &#x27;grace&#x27; may not decide tool approvals" in response.content.decode()
@@ -293,6 +303,176 @@ class TestTheAdmin:
         client.force_login(ada)
         assert client.post(self.decide_url(interaction), {"decide": "approve-all"}).status_code == 403
         assert Interaction.objects.get().state == Interaction.State.OPEN
+
+
+CHECKS_DENIED = [{"match": "check_*", "unattended": "deny"}]
+
+
+def nobody_asked_with_checks_denied() -> Interaction:
+    """An alert thread's own approval: check_status denied by its rule, add_numbers put to people."""
+    interaction = opened(user_id=SYSTEM_IDENTITY, tool_rules=CHECKS_DENIED)
+    assert interaction.denied_by_policy == [1]
+    return interaction
+
+
+@pytest.mark.django_db
+class TestThePressRulesThatHoldOutsideSlack:
+    """A rule's unattended: deny holds whoever decides, wherever; the approver groups and four eyes,
+    which Kourier cannot check for a Django user, are said to be stood in for, on the page and in
+    the audit."""
+
+    @pytest.mark.parametrize("where", ["service", "command", "admin"])
+    def test_approve_all_leaves_a_tool_denied_by_its_rule_denied(self, client, ada, where):
+        interaction = nobody_asked_with_checks_denied()
+
+        if where == "service":
+            outside.decide(interaction.pk, ada, where=outside.CLI, approve_all=True)
+        elif where == "command":
+            call_command(
+                "interactions",
+                "decide",
+                str(interaction.pk),
+                "--approve-all",
+                "--as",
+                "ada",
+                stdout=StringIO(),
+            )
+        else:
+            client.force_login(ada)
+            url = reverse("admin:interactions_interaction_decide", args=[interaction.pk])
+            client.post(url, {"decide": "approve-all"})
+
+        interaction.refresh_from_db()
+        assert interaction.answer_turn.answers == [True, False]
+        row = AuditEvent.objects.get(action=approvals.DECIDED, actor_kind="django-user")
+        assert (row.details["approved_tools"], row.details["denied_tools"]) == (
+            ["add_numbers"],
+            ["check_status"],
+        )
+
+    def test_approving_by_name_a_tool_denied_by_its_rule_is_refused_and_decides_nothing(self, ada):
+        interaction = nobody_asked_with_checks_denied()
+
+        with pytest.raises(outside.NotDecided) as refused:
+            outside.decide(interaction.pk, ada, where=outside.CLI, approve=["add_numbers", "check_status"])
+
+        assert str(refused.value) == (
+            "check_status was denied by its rule because nobody asked (unattended: deny): nobody may "
+            "approve it. Deny it or leave it out: it stays denied."
+        )
+        assert Interaction.objects.get().state == Interaction.State.OPEN
+
+    def test_a_tool_denied_by_its_rule_needs_no_verdict(self, ada):
+        interaction = nobody_asked_with_checks_denied()
+
+        outside.decide(interaction.pk, ada, where=outside.CLI, approve=["add_numbers"])
+
+        interaction.refresh_from_db()
+        assert interaction.answer_turn.answers == [True, False]
+
+    def test_the_page_offers_no_choice_for_a_denied_tool_and_says_what_the_permission_stands_in_for(
+        self, client, ada
+    ):
+        interaction = opened(
+            approver_groups=["S0ONCALL"],
+            user_id=SYSTEM_IDENTITY,
+            tool_rules=[*CHECKS_DENIED, {"match": "add_*", "approverGroups": ["S0DBA"]}],
+        )
+        client.force_login(ada)
+
+        page = client.get(reverse("admin:interactions_interaction_change", args=[interaction.pk]))
+
+        content = page.content.decode()
+        assert outside.STANDS_IN_FOR.replace("'", "&#x27;") in content
+        assert content.count('value="approve"') == 1  # add_numbers alone
+        assert "Denied by its rule: nobody asked (unattended: deny)." in content
+        assert "A press needs a member of S0DBA: not checked here." in content
+
+    def test_the_audit_row_names_the_press_rules_the_permission_stood_in_for(self, ada):
+        interaction = opened(approver_groups=["S0ONCALL"], separate_approver=True)
+
+        outside.decide(interaction.pk, ada, where=outside.ADMIN, deny_all=True)
+
+        row = AuditEvent.objects.get(action=approvals.DECIDED)
+        assert row.details["stood_in_for"] == ["approverGroups", "separateApprover"]
+
+    def test_four_eyes_is_no_rule_to_stand_in_for_when_nobody_asked(self, ada):
+        interaction = opened(user_id=SYSTEM_IDENTITY, separate_approver=True)
+
+        outside.decide(interaction.pk, ada, where=outside.ADMIN, deny_all=True)
+
+        assert AuditEvent.objects.get(action=approvals.DECIDED).details["stood_in_for"] == []
+
+
+@pytest.mark.django_db
+class TestABindingsDecidingGroups:
+    """A Binding with deciding groups is decided outside Slack by the permission's holders in one of them."""
+
+    @pytest.fixture
+    def limited(self):
+        interaction = opened()
+        oncall = Group.objects.create(name="oncall-admins")
+        DecidingGroup.objects.create(binding=interaction.session.binding, group=oncall)
+        return interaction, oncall
+
+    def test_a_holder_of_the_permission_outside_them_is_refused(self, limited, ada):
+        interaction, _ = limited
+
+        with pytest.raises(outside.NotDecided) as refused:
+            outside.decide(interaction.pk, ada, where=outside.CLI, deny_all=True)
+
+        binding = interaction.session.binding.name
+        assert str(refused.value) == (
+            f"The Django user 'ada' may not decide the tool approvals of Binding '{binding}': only members "
+            "of its deciding groups may (oncall-admins)."
+        )
+        assert Interaction.objects.get().state == Interaction.State.OPEN
+
+    def test_a_holder_in_one_of_them_decides(self, limited, ada):
+        interaction, oncall = limited
+        ada.groups.add(oncall)
+
+        assert isinstance(outside.decide(interaction.pk, ada, where=outside.CLI, deny_all=True), Taken)
+
+    def test_a_member_without_the_permission_is_refused(self, limited):
+        interaction, oncall = limited
+        grace = StaffUserFactory(username="grace", permissions=VIEWER)
+        grace.groups.add(oncall)
+
+        with pytest.raises(
+            outside.NotDecided, match=r"takes the interactions\.decide_interaction permission"
+        ):
+            outside.decide(interaction.pk, grace, where=outside.CLI, deny_all=True)
+
+    def test_another_bindings_approvals_are_not_limited(self, limited, ada):
+        other = opened("add_numbers")
+
+        assert isinstance(outside.decide(other.pk, ada, where=outside.CLI, deny_all=True), Taken)
+
+    def test_the_page_says_why_and_offers_no_form(self, limited, client, ada):
+        interaction, _ = limited
+        client.force_login(ada)
+
+        page = client.get(
+            reverse("admin:interactions_interaction_change", args=[interaction.pk])
+        ).content.decode()
+
+        assert "only members of its deciding groups may (oncall-admins)." in page
+        assert reverse("admin:interactions_interaction_decide", args=[interaction.pk]) not in page
+
+
+@pytest.mark.django_db
+def test_decide_as_keeps_the_operating_system_user_beside_the_django_user_in_the_audit(ada, monkeypatch):
+    monkeypatch.setattr("getpass.getuser", lambda: "root")
+    interaction = opened()
+
+    call_command(
+        "interactions", "decide", str(interaction.pk), "--deny-all", "--as", "ada", stdout=StringIO()
+    )
+
+    row = AuditEvent.objects.get(action=approvals.DECIDED)
+    assert (row.actor_kind, row.actor_id, row.details["os_user"]) == ("django-user", "ada", "root")
+    assert row.details["decided_in"] == "cli"
 
 
 @pytest.mark.postgres

@@ -1,3 +1,4 @@
+import pytest
 from django.core.checks import run_checks
 from django.test import override_settings
 
@@ -79,10 +80,37 @@ def test_a_simulator_setting_other_than_auto_on_or_off_is_refused():
     assert "SIMULATOR must be auto, on or off" in message.msg
 
 
-def test_the_deploy_check_fails_while_the_simulator_runs():
-    with override_settings(SIMULATOR="on", SIMULATOR_URL=""):
-        assert "kourier.E021" in {m.id for m in run_checks(include_deployment_checks=True)}
-    with override_settings(SIMULATOR="auto", SIMULATOR_URL="http://127.0.0.1:5000/"):
-        assert "kourier.E021" in {m.id for m in run_checks(include_deployment_checks=True)}
-    with override_settings(SIMULATOR="auto", SIMULATOR_URL=""):
-        assert "kourier.E021" not in {m.id for m in run_checks(include_deployment_checks=True)}
+@pytest.mark.parametrize(
+    ("simulator", "url", "token", "slack_bot_token", "fails"),
+    [
+        ("on", "", "", "xoxb-real", True),
+        ("auto", "http://127.0.0.1:5000/", "", "xoxb-real", True),  # running
+        ("auto", "", "run-token", "xoxb-real", True),  # running
+        ("auto", "", "", None, True),  # it could run: no Slack app in sight
+        ("auto", "", "", "xoxb-real", False),
+        ("off", "", "", None, False),
+    ],
+)
+def test_the_deploy_check_fails_whenever_the_simulator_could_run(
+    monkeypatch, simulator, url, token, slack_bot_token, fails
+):
+    if slack_bot_token is None:
+        monkeypatch.delenv("SLACK_BOT_TOKEN", raising=False)
+    else:
+        monkeypatch.setenv("SLACK_BOT_TOKEN", slack_bot_token)
+    with override_settings(SIMULATOR=simulator, SIMULATOR_URL=url, SIMULATOR_TOKEN=token):
+        found = "kourier.E021" in {m.id for m in run_checks(include_deployment_checks=True)}
+    assert found is fails
+
+
+def test_with_production_settings_the_audit_needs_its_key():
+    with override_settings(AUDIT_KEY=""):
+        assert "kourier.E007" in {m.id for m in run_checks(include_deployment_checks=True)}
+    with override_settings(AUDIT_KEY="k" * 32):
+        assert "kourier.E007" not in {m.id for m in run_checks(include_deployment_checks=True)}
+
+
+@pytest.mark.parametrize(("key", "refused"), [("k" * 31, True), ("k" * 32, False), ("", False)])
+def test_an_audit_key_too_short_to_be_one_is_refused(key, refused):
+    with override_settings(AUDIT_KEY=key):
+        assert ("kourier.E008" in error_ids()) is refused

@@ -50,6 +50,10 @@ def test_check_deploy_reports_no_issue_with_the_production_settings(tmp_path):
         ({"SECURE_HSTS_SECONDS": None}, "security.W004"),
         ({"METRICS_TOKEN": None}, "kourier.E005"),
         ({"METRICS_TOKEN": ""}, "kourier.E005"),
+        ({"SIMULATOR": None, "SLACK_BOT_TOKEN": None}, "kourier.E021"),  # auto: it could run
+        ({"AUDIT_KEY": None}, "kourier.E007"),
+        ({"AUDIT_KEY": "short"}, "kourier.E008"),
+        ({"SIMULATOR": "on", "SLACK_BOT_TOKEN": "xoxb-real"}, "kourier.E021"),
     ],
 )
 def test_check_deploy_fails_naming_a_weak_or_missing_setting(weakened, issue, tmp_path):

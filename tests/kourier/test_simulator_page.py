@@ -12,22 +12,37 @@ from simulator import control, demo
 from simulator.fake import SlackFake
 from tests.support.private_redis import free_port
 
+RUN_TOKEN = "this-runs-token"
+
 
 @pytest.fixture
 def running_fake() -> Iterator[SlackFake]:
+    """The fake as `manage.py serve` runs it: its API for this run's token, which the page is given."""
     fake = demo.build(demo.DemoSecrets("xoxb-demo-page", "page-secret"))
-    control.mount_on(fake)
+    control.mount_on(fake, token=RUN_TOKEN)
     fake.start()
-    with override_settings(SIMULATOR_URL=fake.url.removesuffix("api/")):
+    with override_settings(SIMULATOR_URL=fake.url.removesuffix("api/"), SIMULATOR_TOKEN=RUN_TOKEN):
         yield fake
     fake.stop()
 
 
-def test_without_the_simulator_every_path_is_not_found(client: Client) -> None:
-    with override_settings(SIMULATOR_URL=""):
+@pytest.mark.parametrize(
+    ("url", "token"),
+    [("", ""), ("", RUN_TOKEN), ("http://127.0.0.1:8091/", "")],
+    ids=["neither", "no address", "no run's token"],
+)
+def test_without_the_simulator_every_path_is_not_found(client: Client, url: str, token: str) -> None:
+    with override_settings(SIMULATOR_URL=url, SIMULATOR_TOKEN=token):
         assert client.get("/simulator/").status_code == 404
         assert client.get("/simulator/simulator.js").status_code == 404
         assert client.get("/simulator/api/world").status_code == 404
+
+
+def test_a_page_whose_run_ended_gets_no_answer_from_what_listens_there_now(running_fake: SlackFake) -> None:
+    # Another run's simulator on the address this page was given: it refuses a token not its own.
+    with override_settings(SIMULATOR_TOKEN="an-earlier-runs-token"):
+        answer = Client().get("/simulator/api/world")
+    assert (answer.status_code, answer.json()["error"]) == (403, "not_authed")
 
 
 def test_the_page_has_its_message_box_its_script_and_a_csrf_cookie(
@@ -79,6 +94,6 @@ def test_a_post_without_the_csrf_token_is_refused_before_it_reaches_the_fake(run
 
 
 def test_a_fake_that_does_not_answer_is_said_as_such(client: Client) -> None:
-    with override_settings(SIMULATOR_URL=f"http://127.0.0.1:{free_port()}/"):
+    with override_settings(SIMULATOR_URL=f"http://127.0.0.1:{free_port()}/", SIMULATOR_TOKEN=RUN_TOKEN):
         answer = client.get("/simulator/api/world")
     assert (answer.status_code, answer.json()["error"]) == (502, "simulator_unreachable")

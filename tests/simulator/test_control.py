@@ -233,3 +233,36 @@ def test_a_long_poll_answers_when_the_channel_changes_for_the_person(
         400,
         "invalid_arguments",
     )
+
+
+@pytest.fixture
+def guarded_fake() -> Iterator[SlackFake]:
+    """The demo's fake as `manage.py serve` mounts it: its API for one run's token."""
+    fake = demo.build(demo.DemoSecrets("xoxb-demo-test", SIGNING_SECRET))
+    control.mount_on(fake, token="this-runs-token")
+    fake.start()
+    yield fake
+    fake.stop()
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        ({}, 403),
+        ({"X-Simulator-Token": "an-earlier-runs-token"}, 403),
+        ({"X-Simulator-Token": ""}, 403),
+        ({"X-Simulator-Token": "this-runs-token"}, 200),
+    ],
+)
+def test_a_runs_api_answers_only_the_page_that_carries_its_token(
+    guarded_fake: SlackFake, headers: dict[str, str], status: int
+) -> None:
+    base = guarded_fake.url.removesuffix("api/") + "simulator/api/"
+    said = httpx.post(
+        base + "messages", json={"as": ADA, "channel": CHANNEL, "text": "hi"}, headers=headers, timeout=10
+    )
+
+    assert said.status_code == status
+    assert len(guarded_fake.messages(CHANNEL)) == (status == 200)
+    if status == 403:
+        assert said.json()["error"] == "not_authed"

@@ -26,5 +26,7 @@ def production_settings() -> dict[str, str]:
         "SECRET_KEY": secrets.token_urlsafe(50),
         "ALLOWED_HOSTS": PUBLIC_HOST,
         "METRICS_TOKEN": secrets.token_urlsafe(32),
+        "SIMULATOR": "off",
+        "AUDIT_KEY": secrets.token_urlsafe(50),
         **BEHIND_TLS,
     }

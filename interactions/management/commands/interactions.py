@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from audit.services import operating_system_user
 from interactions import outside
 from kourier.terminal import printable
 
@@ -21,14 +22,20 @@ class Command(BaseCommand):
         listing.add_argument(
             "--pending", action="store_true", required=True, help="the open ones, nearest deadline first"
         )
-        deciding = commands.add_parser("decide", help="decide one tool approval")
+        deciding = commands.add_parser(
+            "decide", help="decide one tool approval", description=outside.STANDS_IN_FOR
+        )
         deciding.add_argument("id", type=int, help="the interaction's id (from list --pending)")
         deciding.add_argument("--approve", action="append", default=[], metavar="TOOL", help="repeatable")
         deciding.add_argument("--deny", action="append", default=[], metavar="TOOL", help="repeatable")
         deciding.add_argument("--approve-all", action="store_true")
         deciding.add_argument("--deny-all", action="store_true")
         deciding.add_argument(
-            "--as", dest="username", required=True, metavar="USERNAME", help="a Django user"
+            "--as",
+            dest="username",
+            required=True,
+            metavar="USERNAME",
+            help="a Django user; the audit row names it and the operating-system user running this",
         )
 
     def handle(self, *args, command: str, **options) -> None:
@@ -64,6 +71,7 @@ class Command(BaseCommand):
                 deny=deny,
                 approve_all=approve_all,
                 deny_all=deny_all,
+                os_user=operating_system_user(),
             )
         except outside.NotDecided as exc:  # it may name the agent's tools
             raise CommandError(printable(str(exc))) from exc

@@ -4,7 +4,9 @@ and `manage.py socket` when a Connection has an app token (Socket Mode).
 With no Slack app configured (SIMULATOR=auto, the default) it also runs the workspace simulator: the
 Slack fake in this process, on 127.0.0.1, with the product's processes pointed at it (SLACK_API_URL),
 the demo agent as one more child, and #demo bound to it (simulator/demo.py's manifest,
-applied like any other). The page is the web processes' /simulator/.
+applied like any other). The page is the web processes' /simulator/. Anyone who reaches the page acts
+as anyone, so the simulator is served on a loopback address only; and the demo's Binding is written
+only if the simulator created it (the audit says who created a Binding of its name).
 
 With no REDIS_URL it first starts the private Redis-compatible server of the embedded default.
 Each process is a child; a signal to this command stops them all, gracefully. The children write
@@ -26,8 +28,9 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from audit.models import AuditEvent
 from bindings import manifest, services
-from bindings.models import Connection
+from bindings.models import Binding, Connection
 from kourier.embedded_redis import start_private_redis
 from kourier.metrics import MULTIPROC_DIR_VARIABLE, mark_process_dead
 from kourier.web_processes import daphne_commands, default_web_processes, listen
@@ -35,6 +38,9 @@ from simulator import control, demo
 from simulator.fake import SlackFake
 
 GRACEFUL_STOP_SECONDS = 30
+# Who the audit names for the demo's Connection and Binding: no login name has a space in it.
+SIMULATOR_ACTOR = "apply:workspace simulator (manage.py serve)"
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
 def fresh_metrics_dir(directory: str | Path) -> Path:
@@ -68,6 +74,26 @@ def simulator_wanted() -> bool:
     return settings.SIMULATOR == "on"
 
 
+def is_loopback(host: str) -> bool:
+    return host in LOOPBACK_HOSTS or host.startswith("127.")
+
+
+def created_by_the_simulator(binding_name: str) -> bool | None:
+    """Whether the Binding of this name was created by the workspace simulator (its last creation's
+    audit row names SIMULATOR_ACTOR); None when there is no such Binding."""
+    if not Binding.objects.filter(name=binding_name).exists():
+        return None
+    creator = (
+        AuditEvent.objects.filter(
+            action="binding.agent_changed", binding_name=binding_name, details__previous_url=None
+        )
+        .order_by("-id")
+        .values_list("actor_id", flat=True)
+        .first()
+    )
+    return creator == SIMULATOR_ACTOR
+
+
 def free_local_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -80,11 +106,12 @@ class Simulator:
 
     def __init__(self, web_host: str, web_port: int) -> None:
         self.secrets = demo.DemoSecrets.new()
+        self.token = secrets.token_urlsafe(32)  # the page's, for this run (simulator/control.py)
         self.trigger_token_made = not os.environ.get(demo.TRIGGER_TOKEN_ENV)
         self.trigger_token = os.environ.get(demo.TRIGGER_TOKEN_ENV) or secrets.token_urlsafe(24)
         self.agent_port = free_local_port()
         self.fake: SlackFake = demo.build(self.secrets, port=settings.SIMULATOR_PORT)
-        control.mount_on(self.fake)
+        control.mount_on(self.fake, token=self.token)
         # The fake reaches the web processes where they listen; a wildcard host is reached on loopback.
         local = "127.0.0.1" if web_host in ("0.0.0.0", "::", "") else web_host
         local = f"[{local}]" if ":" in local else local
@@ -111,6 +138,7 @@ class Simulator:
         return {
             "SIMULATOR": "on",
             "SIMULATOR_URL": self.fake.url.removesuffix("api/"),
+            "SIMULATOR_TOKEN": self.token,
             "SLACK_API_URL": self.fake.url,
             demo.BOT_TOKEN_ENV: self.secrets.bot_token,
             demo.SIGNING_SECRET_ENV: self.secrets.signing_secret,
@@ -119,13 +147,22 @@ class Simulator:
 
     def apply_demo_binding(self) -> None:
         """#demo bound to the demo agent: the manifest applied as `manage.py apply` would (its secrets
-        are read from this process's environment, as every process's)."""
+        are read from this process's environment, as every process's). A Binding of the demo's name
+        that the simulator did not create is never written over: nothing is changed."""
+        if created_by_the_simulator(demo.BINDING_NAME) is False:
+            raise CommandError(
+                f"A Binding named {demo.BINDING_NAME} exists that the workspace simulator did not create, "
+                "and it is not written over: rename or delete it, or set SIMULATOR=off. Nothing was changed."
+            )
         os.environ.update(self.env())
         documents, problems = manifest.parse_documents(demo.manifest(self.agent_url), "simulator")
-        result = services.apply_manifests(documents) if not problems else None
+        result = services.apply_manifests(documents, actor=SIMULATOR_ACTOR) if not problems else None
         if result is None or not result.ok:
             errors = problems if result is None else result.errors
-            raise CommandError("The demo Binding was refused: " + "; ".join(str(e) for e in errors))
+            said = "; ".join(str(e) for e in errors)
+            if "is already bound to" in said:
+                said += ". An earlier release's `make serve` bound #demo to its Binding ops: delete it in the admin"
+            raise CommandError(f"The demo Binding was refused: {said}.")
 
 
 def port_is_taken(host: str, port: int) -> bool:
@@ -185,6 +222,12 @@ class Command(BaseCommand):
             call_command("migrate", interactive=False, verbosity=0)
             self.stdout.write("Database migrated.")
             if simulator_wanted():
+                if not is_loopback(host):
+                    raise CommandError(
+                        f"The workspace simulator lets anyone who reaches its page act as anyone, so it is "
+                        f"served on a loopback address only, not {host}: serve on 127.0.0.1 (the default), "
+                        "or set SIMULATOR=off (and configure your Slack app)."
+                    )
                 simulator = Simulator(host, port)
                 simulator.start()
                 simulator.apply_demo_binding()
@@ -254,7 +297,8 @@ class Command(BaseCommand):
             demo_lines = (
                 f"Workspace simulator: {base}/simulator/ (no Slack app is configured: #demo is bound to "
                 f"the demo agent; mention @Agent Kourier there)\n"
-                f"Start an alert thread there: the README's trigger example with {token}\n"
+                f"Start an alert thread there: the README's trigger example at "
+                f"{base}/triggers/{demo.BINDING_NAME}/{demo.TRIGGER_NAME} with {token}\n"
             )
         self.stdout.write(
             self.style.SUCCESS(f"Agent Kourier is running at {base}/ (Slack events: {base}/slack/events)\n")

@@ -83,6 +83,27 @@ async def test_a_connection_whose_secret_is_not_set_answers_as_an_unknown_name_a
     assert (misconfigured.levelname, misconfigured.connection) == ("ERROR", "acme")
 
 
+@pytest.fixture
+def public_secret(acme, monkeypatch):
+    """A Connection whose signing secret reads HOME: written around apply and the admin, which refuse
+    it (bindings/secret_variables.py), as anyone who knows HOME's value could sign as Slack."""
+    monkeypatch.setenv("HOME", "/home/kourier")
+    ConnectionFactory(name="forged", bot_token_env="INGRESS_BOT_TOKEN", signing_secret_env="HOME")
+    directory.current()
+    return "/home/kourier"
+
+
+async def test_a_signing_secret_pointed_at_a_public_variable_verifies_nothing(public_secret):
+    forged = signed(URL_VERIFICATION, secret=public_secret)
+
+    named = await request("/slack/events/forged", URL_VERIFICATION, headers=forged)
+    found = await request("/slack/events", URL_VERIFICATION, headers=forged)
+
+    unknown = await request("/slack/events/nobody", URL_VERIFICATION, headers=forged)
+    assert (named[0], named[2]) == (unknown[0], unknown[2])  # a secret read as not set: as an unknown name
+    assert named[0] == found[0] == 401
+
+
 @pytest.mark.parametrize("path", ["/slack/events", "/slack/events/acme"])
 async def test_url_verification_is_answered_by_the_connection_that_signed_it(acme, path):
     status, _, body = await request(path, URL_VERIFICATION, headers=signed(URL_VERIFICATION))
