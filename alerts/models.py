@@ -58,7 +58,7 @@ class Alert(models.Model):
     thread_started_at = models.DateTimeField(null=True, blank=True)
     # Who posts the alert's messages: one worker at a time, claimed by conditional update.
     posting_until = models.DateTimeField(null=True, blank=True)
-    # Delivery's faults (services.deliver): a transient one (rate limit, Slack's 5xx, a timeout) waits
+    # Delivery's faults (delivery.deliver): a transient one (rate limit, Slack's 5xx, a timeout) waits
     # until next_delivery_at, doubling each time; a permanent one (channel_not_found, invalid_auth,
     # ...) gives up: delivery_failed, and nothing is tried again until the operator asks for it.
     delivery_failed = models.BooleanField(

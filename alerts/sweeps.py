@@ -6,8 +6,8 @@ from kourier import metrics
 from kourier.queue import enqueue_after_commit
 from kourier.sweeps import Swept, sweep
 
+from .delivery import alerts_owing_posts
 from .queue import DELIVER_ALERT
-from .services import alerts_owing_posts
 
 
 @sweep("deliver-alerts")

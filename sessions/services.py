@@ -3,7 +3,8 @@ notice), an alert that starts a thread, the expiry notice itself. The listeners 
 they change the rows and enqueue the work after commit.
 
 The other jobs of the app have their own modules: ``turns`` (a runner's turn and lease), ``acknowledgments``
-(the reaction), ``outbox`` (intended posts), ``sweeps`` (work left behind), ``runner`` (a turn's run).
+(the reaction), ``outbox`` (intended posts), ``sweeps`` (work left behind), ``runner`` (a session's
+turns), ``turn_run`` (a turn's run).
 """
 
 import functools
