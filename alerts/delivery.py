@@ -10,7 +10,8 @@ from datetime import datetime, timedelta
 
 from asgiref.sync import async_to_sync
 from django.conf import settings
-from django.db.models import Q
+from django.db import transaction
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from bindings.models import MissingSecret
@@ -30,10 +31,10 @@ from kourier.slack.clients import (
     may_pass,
     retry_after_of,
 )
+from sessions.outbox import ThreadOutbox
 from sessions.services import file_system_note, start_alert_thread
 
 from .models import Alert, AlertPost
-from .outbox import AlertOutbox
 from .owed import message_key
 from .queue import DELIVER_ALERT
 
@@ -71,7 +72,7 @@ _OWES_ITS_START = Q(thread_started_at=None, storm=None) & ~Q(root_ts="") & ~Q(ki
 
 def owes_posts(alert_id: int) -> bool:
     return (
-        AlertPost.objects.filter(alert_id=alert_id, state=AlertPost.State.INTENDED).exists()
+        AlertPost.objects.filter(alert_id=alert_id, delivered_at=None).exists()
         or Alert.objects.filter(_OWES_ITS_START, pk=alert_id).exists()
     )
 
@@ -166,7 +167,8 @@ def _deliver(alert_id: int) -> None:
     binding = alert.binding
     connection = binding.connection
     client = async_web_client(connection.bot_token(), workspace=connection_workspace(connection.pk))
-    outbox = AlertOutbox(alert.pk)
+    # Each post goes through the outbox (a PostIntent by the post's key, sessions/outbox.py): a
+    # worker that died after Slack took a post, before its record, left it to be found, not repeated.
     if not alert.root_ts:
         text = alert.message_text
         previous = alert.previous
@@ -175,35 +177,43 @@ def _deliver(alert_id: int) -> None:
             link = message_link(url, previous.channel_id, previous.root_ts)
             text = f"{text}\n<{link}|Previous thread>" if link else text
         alert.root_ts = async_to_sync(post_alert_once)(
-            client, outbox, alert.channel_id, text, key=message_key(alert)
+            client, ThreadOutbox(None), alert.channel_id, text, key=message_key(alert)
         )
-        Alert.objects.filter(pk=alert.pk).update(root_ts=alert.root_ts)
+        with transaction.atomic():
+            Alert.objects.filter(pk=alert.pk).update(root_ts=alert.root_ts)
+            AlertPost.objects.filter(alert=alert, kind=AlertPost.Kind.MESSAGE).update(
+                delivered_at=timezone.now()
+            )
     if alert.opens_session and alert.thread_started_at is None:
         turn = start_alert_thread(
-            binding, alert.turn_text, channel_id=alert.channel_id, root_ts=alert.root_ts
+            binding,
+            alert.turn_text,
+            channel_id=alert.channel_id,
+            root_ts=alert.root_ts,
+            root_key=message_key(alert),
         )
         Alert.objects.filter(pk=alert.pk).update(session=turn.session_id, thread_started_at=timezone.now())
         alert.session_id = turn.session_id
         logger.info("alert.thread_started", extra={"alert_id": alert.pk, "session_id": turn.session_id})
-    owed = AlertPost.objects.filter(alert=alert, kind=AlertPost.Kind.NOTE, state=AlertPost.State.INTENDED)
+    owed = AlertPost.objects.filter(alert=alert, kind=AlertPost.Kind.NOTE, delivered_at=None)
     for post in owed.order_by("pk"):
         ts = async_to_sync(post_alert_note_once)(
-            client, outbox, alert.channel_id, alert.root_ts, post.text, key=post.key
+            client, ThreadOutbox(alert.session_id), alert.channel_id, alert.root_ts, post.text, key=post.key
         )
-        if alert.session_id is not None:
-            # The next turn carries it: a note tells the agent without starting a turn of its own.
-            file_system_note(alert.session_id, message_ts=ts, text=post.text)
+        # Filed and marked delivered together: a worker that dies between the two files it once.
+        with transaction.atomic():
+            if alert.session_id is not None:
+                # The next turn carries it: a note tells the agent without starting a turn of its own.
+                file_system_note(alert.session_id, message_ts=ts, text=post.text)
+            AlertPost.objects.filter(pk=post.pk).update(delivered_at=timezone.now())
 
 
 def alerts_owing_posts(now: datetime) -> list[int]:
     """Alerts with posts owed and nobody posting them (a worker died, its task was lost, or a transient
     failure's backoff is over); not those given up on."""
     unclaimed = Q(posting_until=None) | Q(posting_until__lt=now)
-    owing = Q(posts__state=AlertPost.State.INTENDED) | _OWES_ITS_START
+    owed_posts = AlertPost.objects.filter(alert=OuterRef("pk"), delivered_at=None)
+    owing = Q(Exists(owed_posts)) | _OWES_ITS_START
     return list(
-        Alert.objects.filter(unclaimed)
-        .filter(_deliverable(now))
-        .filter(owing)
-        .values_list("pk", flat=True)
-        .distinct()
+        Alert.objects.filter(unclaimed).filter(_deliverable(now)).filter(owing).values_list("pk", flat=True)
     )

@@ -160,25 +160,22 @@ class AlertOccurrence(models.Model):
 
 
 class AlertPost(models.Model):
-    """A message an alert thread owes (its root, a note), recorded before it is sent and confirmed with
-    its ts after; the post carries its key in its metadata, so it is looked for before it is sent again."""
+    """A message an alert thread owes (its root, a note), recorded with the change that owes it and
+    delivered in order: posted once through the outbox (its ``PostIntent``, sessions/outbox.py, by the
+    same key), and a note filed in the thread's session. Owed until ``delivered_at``."""
 
     class Kind(models.TextChoices):
         MESSAGE = "message"  # the alert message: the thread's root
         NOTE = "note"  # joined, fired again, resolved, held back
 
-    class State(models.TextChoices):
-        INTENDED = "intended"
-        CONFIRMED = "confirmed"
-
     alert = models.ForeignKey(Alert, on_delete=models.CASCADE, related_name="posts")
     key = models.CharField(max_length=200, unique=True)
     kind = models.CharField(max_length=16, choices=Kind.choices)
     text = models.TextField()
-    state = models.CharField(max_length=16, choices=State.choices, default=State.INTENDED)
-    attempted_at = models.DateTimeField(null=True, blank=True, help_text="When a worker first sent it.")
-    ts = models.CharField(max_length=32, blank=True)
+    delivered_at = models.DateTimeField(
+        null=True, blank=True, help_text="When it was posted (and a note filed in the thread's session)."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
-        return f"{self.kind} {self.key} ({self.state})"
+        return f"{self.kind} {self.key} ({'delivered' if self.delivered_at else 'owed'})"

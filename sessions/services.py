@@ -30,7 +30,7 @@ from kourier.slack.outbox import notice_key, post_notice
 
 from . import activity, notices, pauses
 from .identity import SYSTEM_IDENTITY
-from .models import Session, ThreadNote, Turn
+from .models import PostIntent, Session, ThreadNote, Turn
 from .outbox import TurnOutbox
 from .queue import DRIVE_SESSION, TELL_EXPIRED
 from .routing import Route, ThreadState, route
@@ -158,14 +158,17 @@ def start_alert_thread(
     text: str,
     *,
     root_ts: str,
+    root_key: str = "",
     channel_id: str | None = None,
     now: datetime | None = None,
 ) -> Turn:
-    """Starts an alert thread on its root message ``root_ts`` (the alerts app posted it, through its
-    outbox, in ``channel_id``; default: the Binding's only channel): writes an alert Session and its
-    first Turn, filed under the system identity (no person wrote it; its text is the alert's), and
-    queues the turn once they are committed. The thread stays an alert thread: its replies are posted
-    and updated, never streamed. Calling it again for the same root message returns the same turn.
+    """Starts an alert thread on its root message ``root_ts`` (the alerts app posted it, through the
+    outbox under ``root_key``, in ``channel_id``; default: the Binding's only channel): writes an
+    alert Session and its first Turn, filed under the system identity (no person wrote it; its text
+    is the alert's), and queues the turn once they are committed. The session takes over the root
+    message's record (``PostIntent``), which is deleted with it. The thread stays an alert thread: its
+    replies are posted and updated, never streamed. Calling it again for the same root message
+    returns the same turn.
     """
     if not text.strip():
         raise ValueError("an alert needs text")
@@ -202,6 +205,8 @@ def start_alert_thread(
                 "message_id": message_id_for(connection.pk, channel_id, root_ts),
             },
         )
+        if root_key:
+            PostIntent.objects.filter(key=root_key, turn=None, session=None).update(session=session)
         if created:
             _touch(session, binding, now)
             enqueue_after_commit(DRIVE_SESSION, session.id)

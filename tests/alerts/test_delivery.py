@@ -15,8 +15,10 @@ from alerts.queue import DELIVER_ALERT
 from bindings.manifest import TriggerKind, TriggerSpec
 from kourier import queue
 from kourier.slack import clients
+from kourier.slack.outbox import PostKind
+from sessions import outbox
 from sessions.identity import SYSTEM_IDENTITY
-from sessions.models import Session, ThreadNote, Turn
+from sessions.models import PostIntent, Session, ThreadNote, Turn
 from simulator import defaults
 from tests.alerts.deliveries import pod, take
 from tests.factories import BindingFactory
@@ -111,6 +113,86 @@ def test_every_alert_of_a_storm_is_a_row(binding):
 
     assert (AlertMember.objects.count(), AlertOccurrence.objects.count()) == (5, 5)
     assert Alert.objects.filter(storm__isnull=False).count() == 4
+
+
+# --- A worker that dies between a post and its record -------------------------------------------------
+
+
+class WorkerDied(Exception):
+    """The worker's process ends here (a SIGKILL, a lost host): what it did before stays done."""
+
+
+def dies_once_before(monkeypatch, module, name: str) -> None:
+    """The worker dies the first time it reaches ``module.name``, before it runs."""
+    real = getattr(module, name)
+    reached: list[bool] = []
+
+    def dying(*args, **kwargs):
+        if not reached:
+            reached.append(True)
+            raise WorkerDied(name)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, dying)
+
+
+def test_a_restart_between_the_alert_message_and_its_record_posts_it_once(binding, slack_fake, monkeypatch):
+    take(binding, pod("web-1"))
+    thread = Alert.objects.get()
+    dies_once_before(monkeypatch, outbox, "confirm_post")  # Slack took the post; nothing recorded it
+
+    with pytest.raises(WorkerDied):
+        delivery.deliver(thread.pk)
+    assert delivery.deliver(thread.pk)  # the task again, on another worker
+
+    thread.refresh_from_db()
+    assert [message.ts for message in slack_fake.messages(defaults.CHANNEL_ID)] == [thread.root_ts]
+    assert slack_fake.count("chat.postMessage") == 1
+    assert PostIntent.objects.get(kind=PostKind.ALERT).ts == thread.root_ts
+    assert Turn.objects.get().message_ts == thread.root_ts
+
+
+@pytest.mark.parametrize(
+    ("module", "name"),
+    [(outbox, "confirm_post"), (delivery, "file_system_note")],
+    ids=["before-its-record", "before-its-filing"],
+)
+def test_a_restart_between_a_note_and_its_record_posts_it_once_and_files_it_once(
+    binding, slack_fake, monkeypatch, module, name
+):
+    take(binding, pod("web-1"))
+    thread = Alert.objects.get()
+    assert delivery.deliver(thread.pk)
+    take(binding, pod("web-1"), pod("web-2"))
+    dies_once_before(monkeypatch, module, name)
+
+    with pytest.raises(WorkerDied):
+        delivery.deliver(thread.pk)
+    assert delivery.deliver(thread.pk)
+
+    thread.refresh_from_db()
+    _, note = slack_fake.thread(defaults.CHANNEL_ID, thread.root_ts)
+    assert note.text == ":heavy_plus_sign: Joined the group: PodCrashLooping pod=web-2."
+    assert list(ThreadNote.objects.values_list("message_ts", flat=True)) == [note.ts]
+    assert not delivery.owes_posts(thread.pk)
+
+
+def test_an_alert_threads_posts_belong_to_its_session_and_go_with_it(binding, slack_fake):
+    take(binding, pod("web-1"))
+    thread = Alert.objects.get()
+    delivery.deliver(thread.pk)
+    take(binding, pod("web-1"), pod("web-2"))
+    delivery.deliver(thread.pk)
+
+    thread.refresh_from_db()
+    intents = PostIntent.objects.order_by("pk")
+    assert [(i.kind, i.turn_id, i.session_id) for i in intents] == [
+        (PostKind.ALERT, None, thread.session_id),
+        (PostKind.NOTE, None, thread.session_id),
+    ]
+    assert all(i.text == "" for i in intents)  # an alert's texts stay with the alert
+    Session.objects.all().delete()
+    assert not PostIntent.objects.exists()
 
 
 # --- Delivery's faults ----------------------------------------------------------------------------------
