@@ -31,7 +31,7 @@ from bindings.models import Binding
 
 from . import messages, owed, storms
 from .models import Alert, AlertMember, AlertOccurrence
-from .payloads import AlertNotice, AlertStatus, Notification
+from .payloads import AlertStatus, Notification, ReceivedAlert
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ class _Batch:
 
     key: str
     kind: Alert.Kind
-    alerts: list[tuple[AlertNotice, str]]
+    alerts: list[tuple[ReceivedAlert, str]]
     group_labels: dict[str, str] = field(default_factory=dict)
     truncated: int = 0
     group_resolved: bool = False  # Alertmanager says the whole group resolved
@@ -74,7 +74,7 @@ def take_alerts(
     binding: Binding,
     trigger: TriggerSpec,
     channel_id: str,
-    notices: Sequence[AlertNotice],
+    alerts: Sequence[ReceivedAlert],
     *,
     notification: Notification | None = None,
     idempotency_key: str = "",
@@ -87,8 +87,8 @@ def take_alerts(
     now = now or timezone.now()
     delivery = uuid.uuid4().hex
 
-    def occurrence(notice: AlertNotice) -> str:
-        return notice.occurrence or (
+    def occurrence(alert: ReceivedAlert) -> str:
+        return alert.occurrence or (
             f"idempotency:{idempotency_key}" if idempotency_key else f"delivery:{delivery}"
         )
 
@@ -99,7 +99,7 @@ def take_alerts(
                 key=key,
                 kind=Alert.Kind.GROUP,
                 # An occurrence is the group's: two routes grouping the same alert each take it.
-                alerts=[(notice, f"{key}|{occurrence(notice)}") for notice in notices],
+                alerts=[(alert, f"{key}|{occurrence(alert)}") for alert in alerts],
                 group_labels=notification.group_labels,
                 truncated=notification.truncated,
                 group_resolved=notification.resolved,
@@ -108,8 +108,8 @@ def take_alerts(
     else:
         truncated = notification.truncated if notification is not None else 0
         batches = [
-            _Batch(key=notice.fingerprint, kind=Alert.Kind.ALERT, alerts=[(notice, occurrence(notice))])
-            for notice in notices
+            _Batch(key=alert.fingerprint, kind=Alert.Kind.ALERT, alerts=[(alert, occurrence(alert))])
+            for alert in alerts
         ]
         if truncated and batches:  # said once, in the first alert's thread
             batches[0] = _Batch(batches[0].key, batches[0].kind, batches[0].alerts, truncated=truncated)
@@ -139,9 +139,9 @@ def _take(
     if thread is None:
         seen = _seen(of_trigger, batch)
         new = [
-            (notice, key)
-            for notice, key in batch.alerts
-            if notice.status is AlertStatus.FIRING and (notice.fingerprint, key) not in seen
+            (alert, key)
+            for alert, key in batch.alerts
+            if alert.status is AlertStatus.FIRING and (alert.fingerprint, key) not in seen
         ]
         if not new:
             counts["unchanged"] += len(batch.alerts)
@@ -155,29 +155,29 @@ def _take(
     joined: list[AlertMember] = []
     again: list[AlertMember] = []
     resolved: list[AlertMember] = []
-    for notice, key in batch.alerts:
-        member = members.get(notice.fingerprint)
-        if notice.status is AlertStatus.RESOLVED:
+    for alert, key in batch.alerts:
+        member = members.get(alert.fingerprint)
+        if alert.status is AlertStatus.RESOLVED:
             # Unchanged: an alert not firing here, or the late resolve of an earlier occurrence.
             if (
                 member is None
                 or member.state == AlertMember.State.RESOLVED
-                or (notice.occurrence and member.occurrence != key)
+                or (alert.occurrence and member.occurrence != key)
             ):
                 counts["unchanged"] += 1
                 continue
-            member.state, member.resolved_at = AlertMember.State.RESOLVED, notice.ends_at or now
+            member.state, member.resolved_at = AlertMember.State.RESOLVED, alert.ends_at or now
             member.save(update_fields=["state", "resolved_at"])
             resolved.append(member)
             continue
-        if (notice.fingerprint, key) in seen:
+        if (alert.fingerprint, key) in seen:
             counts["unchanged"] += 1
             continue
-        seen.add((notice.fingerprint, key))
-        AlertOccurrence.objects.create(**of_trigger, fingerprint=notice.fingerprint, key=key, alert=thread)
+        seen.add((alert.fingerprint, key))
+        AlertOccurrence.objects.create(**of_trigger, fingerprint=alert.fingerprint, key=key, alert=thread)
         if member is None:
-            member = _member(thread, notice, key, batch.group_labels, now)
-            members[notice.fingerprint] = member
+            member = _member(thread, alert, key, batch.group_labels, now)
+            members[alert.fingerprint] = member
             joined.append(member)
             continue
         member.state, member.occurrence, member.resolved_at = AlertMember.State.FIRING, key, None
@@ -238,7 +238,7 @@ def _take(
 
 def _seen(of_trigger: dict[str, object], batch: _Batch) -> set[tuple[str, str]]:
     """The batch's occurrences already recorded, as (fingerprint, key)."""
-    fingerprints = {notice.fingerprint for notice, _ in batch.alerts}
+    fingerprints = {alert.fingerprint for alert, _ in batch.alerts}
     keys = {key for _, key in batch.alerts}
     return set(
         AlertOccurrence.objects.filter(**of_trigger, fingerprint__in=fingerprints, key__in=keys).values_list(
@@ -248,15 +248,15 @@ def _seen(of_trigger: dict[str, object], batch: _Batch) -> set[tuple[str, str]]:
 
 
 def _member(
-    thread: Alert, notice: AlertNotice, key: str, group_labels: dict[str, str], now: datetime
+    thread: Alert, alert: ReceivedAlert, key: str, group_labels: dict[str, str], now: datetime
 ) -> AlertMember:
-    name = messages.member_name(notice, group_labels) if thread.kind == Alert.Kind.GROUP else notice.title
+    name = messages.member_name(alert, group_labels) if thread.kind == Alert.Kind.GROUP else alert.title
     return AlertMember.objects.create(
         thread=thread,
-        fingerprint=notice.fingerprint,
+        fingerprint=alert.fingerprint,
         name=name[:200],
         occurrence=key,
-        first_fired_at=notice.starts_at or now,
+        first_fired_at=alert.starts_at or now,
     )
 
 
@@ -265,22 +265,22 @@ def _open(
     trigger: TriggerSpec,
     channel_id: str,
     batch: _Batch,
-    firing: list[tuple[AlertNotice, str]],
+    firing: list[tuple[ReceivedAlert, str]],
     now: datetime,
 ) -> Alert:
     """Opens the batch's thread with its firing alerts, or holds it in the hour's storm thread."""
     of_trigger = {"binding": binding, "trigger": trigger.name}
-    notices = [notice for notice, _ in firing]
+    alerts = [alert for alert, _ in firing]
     if batch.kind == Alert.Kind.GROUP:
-        title = messages.group_title(batch.group_labels, notices)
-        message = messages.group_message(title, notices, batch.group_labels)
+        title = messages.group_title(batch.group_labels, alerts)
+        message = messages.group_message(title, alerts, batch.group_labels)
         turn_text = messages.first_group_turn_text(
-            title, notices, batch.group_labels, truncated=batch.truncated
+            title, alerts, batch.group_labels, truncated=batch.truncated
         )
     else:
-        title = notices[0].title
-        message = messages.alert_message(notices[0])
-        turn_text = messages.first_turn_text(notices[0])
+        title = alerts[0].title
+        message = messages.alert_message(alerts[0])
+        turn_text = messages.first_turn_text(alerts[0])
     storm = (
         None
         if storms.take_allowance(binding, trigger, now)
@@ -297,13 +297,13 @@ def _open(
         .first(),
         storm=storm,
         fires=len(firing),
-        first_fired_at=min((n.starts_at or now for n in notices), default=now),
+        first_fired_at=min((n.starts_at or now for n in alerts), default=now),
         message_text=message,
         turn_text=turn_text,
     )
-    for notice, key in firing:
-        AlertOccurrence.objects.create(**of_trigger, fingerprint=notice.fingerprint, key=key, alert=thread)
-        _member(thread, notice, key, batch.group_labels, now)
+    for alert, key in firing:
+        AlertOccurrence.objects.create(**of_trigger, fingerprint=alert.fingerprint, key=key, alert=thread)
+        _member(thread, alert, key, batch.group_labels, now)
     if storm is not None:
         owed.owe_note(storm, f"held-{thread.pk}", messages.held_note(title, len(firing), storm.held.count()))
         logger.warning(

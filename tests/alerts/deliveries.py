@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 
 from alerts import services
 from alerts.models import AlertPost
-from alerts.payloads import AlertNotice, AlertStatus, Notification
+from alerts.payloads import AlertStatus, Notification, ReceivedAlert
 from bindings.manifest import ThreadPer, TriggerKind, TriggerSpec
 from simulator import defaults
 
@@ -17,7 +17,7 @@ PER_ALERT = TriggerSpec("prometheus", TriggerKind.ALERTMANAGER, "T", thread_per=
 
 
 def pod(name, *, status=AlertStatus.FIRING, starts_at=START, namespace="shop"):
-    return AlertNotice(
+    return ReceivedAlert(
         fingerprint=f"fp-{name}",
         status=status,
         title="PodCrashLooping",
