@@ -354,11 +354,13 @@ def _take_note(session: Session, message: ChatMessage) -> bool:
     return insert_unless_taken(note, _MESSAGE_KEY)
 
 
-def file_system_note(session_id: int, *, message_ts: str, text: str) -> bool:
+def file_system_note(session_id: int, *, message_ts: str, text: str, now: datetime | None = None) -> bool:
     """Files a note the product posted in an alert thread (an alert joined, fired again, resolved)
-    under the system identity, for the session's next turn to carry: it starts no turn itself.
-    False when the message was filed already."""
-    session = Session.objects.get(pk=session_id)
+    under the system identity, for the session's next turn to carry: it starts no turn itself. The
+    note is the thread's activity, as a message is: it moves the thread's expiry, unless the thread
+    has expired (a message there is not taken either). False when the message was filed already."""
+    now = now or timezone.now()
+    session = Session.objects.select_related("binding").get(pk=session_id)
     note = ThreadNote(
         connection_id=session.connection_id,
         channel_id=session.channel_id,
@@ -367,7 +369,11 @@ def file_system_note(session_id: int, *, message_ts: str, text: str) -> bool:
         user_id=SYSTEM_IDENTITY,
         text=text,
     )
-    return insert_unless_taken(note, _MESSAGE_KEY)
+    if not insert_unless_taken(note, _MESSAGE_KEY):
+        return False
+    if session.binding is not None and session.expires_at > now:
+        _touch(session, session.binding, now)
+    return True
 
 
 def _touch(session: Session, binding: Binding, now: datetime) -> None:

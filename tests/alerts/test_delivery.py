@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from alerts import delivery
 from alerts.models import Alert, AlertMember, AlertOccurrence
+from alerts.payloads import AlertStatus
 from alerts.queue import DELIVER_ALERT
 from bindings.manifest import TriggerKind, TriggerSpec
 from kourier import queue
@@ -20,7 +21,7 @@ from sessions import outbox
 from sessions.identity import SYSTEM_IDENTITY
 from sessions.models import PostIntent, Session, ThreadNote, Turn
 from simulator import defaults
-from tests.alerts.deliveries import pod, take
+from tests.alerts.deliveries import START, pod, take
 from tests.factories import BindingFactory
 from tests.support.queue import enqueued
 
@@ -56,6 +57,39 @@ def test_delivery_posts_the_message_starts_the_session_and_files_each_note_for_t
         (SYSTEM_IDENTITY, note.text, note.ts)
     ]
     assert delivery.alerts_owing_posts(timezone.now()) == []
+
+
+# A group's notifications, the first opening its thread and each one after owing a note.
+NOTIFICATIONS = {
+    "joined": [[pod("web-1")], [pod("web-1"), pod("web-2")]],
+    "fired-again": [
+        [pod("web-1"), pod("web-2")],
+        [pod("web-1", status=AlertStatus.RESOLVED), pod("web-2")],
+        [pod("web-1", starts_at=START + timedelta(minutes=9)), pod("web-2")],
+    ],
+    "resolved": [[pod("web-1")], [pod("web-1", status=AlertStatus.RESOLVED)]],
+}
+
+
+@pytest.mark.parametrize("notifications", NOTIFICATIONS.values(), ids=NOTIFICATIONS.keys())
+def test_an_alert_threads_notes_are_activity_that_moves_its_expiry_as_a_message_does(
+    binding, slack_fake, notifications
+):
+    first, *later = notifications
+    take(binding, *first)
+    thread = Alert.objects.get()
+    assert delivery.deliver(thread.pk)
+    quiet_since = timezone.now() - timedelta(days=60)
+    Session.objects.update(last_activity_at=quiet_since, expires_at=quiet_since + binding.thread_ttl)
+
+    before = timezone.now()
+    for alerts in later:
+        take(binding, *alerts)
+        assert delivery.deliver(thread.pk)
+
+    session = Session.objects.get()
+    assert session.last_activity_at >= before
+    assert session.expires_at == session.last_activity_at + binding.thread_ttl
 
 
 def test_a_storm_thread_is_posted_but_runs_no_agent(binding, slack_fake):
