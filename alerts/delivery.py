@@ -64,9 +64,8 @@ def _claim(alert_id: int, now: datetime) -> bool:
     return bool(claimed)
 
 
-# A thread whose root message is posted and whose session was never started owes its start. Once
-# started, never again: a session deleted at the end of its lifetime leaves a thread Agent Kourier
-# no longer owns, and a months-old alert is not investigated again.
+# A thread whose root message is posted and whose session was never started owes its start; once
+# started, never again (its session, deleted at the end of its lifetime, takes the alert with it).
 _OWES_ITS_START = Q(thread_started_at=None, storm=None) & ~Q(root_ts="") & ~Q(kind=Alert.Kind.STORM)
 
 

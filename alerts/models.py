@@ -37,8 +37,11 @@ class Alert(models.Model):
     title = models.CharField(max_length=200, blank=True)
     channel_id = models.CharField(max_length=32)
     root_ts = models.CharField(max_length=32, blank=True, help_text="The alert message's, once posted.")
+    # The thread's session: deleted at the end of its lifetime (sessions' delete-expired-sessions), it
+    # takes the alert with it, its alerts, occurrences, posts and their texts; a later notification
+    # of the alert opens a new thread, never notes in one Agent Kourier no longer owns.
     session = models.ForeignKey(
-        "threads.Session", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        "threads.Session", on_delete=models.CASCADE, null=True, blank=True, related_name="+"
     )
     previous = models.ForeignKey(
         "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
@@ -53,8 +56,7 @@ class Alert(models.Model):
     resolved_at = models.DateTimeField(null=True, blank=True)
     message_text = models.TextField(help_text="The alert message, fixed when the alert arrived.")
     turn_text = models.TextField(blank=True, help_text="What the thread's first turn tells the agent.")
-    # Set once the thread's Session was started: a session deleted at the end of its lifetime is not
-    # started again (the thread then is one Agent Kourier never owned).
+    # Set once the thread's Session was started: it is started once.
     thread_started_at = models.DateTimeField(null=True, blank=True)
     # Who posts the alert's messages: one worker at a time, claimed by conditional update.
     posting_until = models.DateTimeField(null=True, blank=True)

@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 
 from alerts import delivery
-from alerts.models import Alert, AlertMember, AlertOccurrence
+from alerts.models import Alert, AlertMember, AlertOccurrence, AlertPost
 from alerts.payloads import AlertStatus
 from alerts.queue import DELIVER_ALERT
 from bindings.manifest import TriggerKind, TriggerSpec
@@ -18,6 +18,7 @@ from kourier import queue
 from kourier.slack import clients
 from kourier.slack.outbox import PostKind
 from sessions import outbox
+from sessions import sweeps as session_sweeps
 from sessions.identity import SYSTEM_IDENTITY
 from sessions.models import PostIntent, Session, ThreadNote, Turn
 from simulator import defaults
@@ -109,35 +110,46 @@ def test_a_storm_thread_is_posted_but_runs_no_agent(binding, slack_fake):
     assert storm.pk not in delivery.alerts_owing_posts(timezone.now())
 
 
-def test_a_thread_whose_session_was_deleted_at_the_end_of_its_lifetime_is_not_investigated_again(
+def expire_and_delete_the_sessions() -> None:
+    """Time passes: the sessions expired ``DELETE_AFTER_EXPIRY`` ago, and beat's sweep deletes them."""
+    long_ago = timezone.now() - session_sweeps.DELETE_AFTER_EXPIRY - timedelta(days=1)
+    Session.objects.update(last_activity_at=long_ago, expires_at=long_ago)
+    session_sweeps.delete_expired_sessions()
+
+
+def test_deleting_an_expired_alert_threads_session_deletes_its_alert_rows_and_their_texts(
     binding, slack_fake
 ):
     take(binding, pod("web-1"))
     thread = Alert.objects.get()
     delivery.deliver(thread.pk)
-    Session.objects.all().delete()  # 90 days after expiry
-
-    owing = delivery.alerts_owing_posts(timezone.now())
+    take(binding, pod("web-1"), pod("web-2"))
     delivery.deliver(thread.pk)
 
-    assert owing == []
-    assert not delivery.owes_posts(thread.pk)
-    assert (Session.objects.count(), Turn.objects.count()) == (0, 0)
-    thread.refresh_from_db()
-    assert (thread.session, thread.thread_started_at is not None) == (None, True)
+    expire_and_delete_the_sessions()
 
-
-def test_a_thread_whose_session_is_gone_and_whose_channel_was_unbound_does_not_fail_the_sweep(
-    binding, slack_fake
-):
-    take(binding, pod("web-1"))
-    thread = Alert.objects.get()
-    delivery.deliver(thread.pk)
-    Session.objects.all().delete()
-    binding.channels.all().delete()
-
+    kept = [Alert, AlertMember, AlertOccurrence, AlertPost, PostIntent, Session, Turn, ThreadNote]
+    assert {model.__name__: model.objects.count() for model in kept} == dict.fromkeys(
+        (model.__name__ for model in kept), 0
+    )
     assert delivery.alerts_owing_posts(timezone.now()) == []
-    delivery.deliver(thread.pk)  # nothing to start: raises nothing
+
+
+def test_a_later_notification_of_an_alert_whose_thread_was_deleted_opens_a_new_thread(binding, slack_fake):
+    take(binding, pod("web-1"))
+    delivery.deliver(Alert.objects.get().pk)
+    old_root = Alert.objects.get().root_ts
+    expire_and_delete_the_sessions()
+
+    take(binding, pod("web-1"), pod("web-2"))  # the group still fires, and grew
+    thread = Alert.objects.get()
+    assert delivery.deliver(thread.pk)
+
+    thread.refresh_from_db()
+    assert thread.root_ts != old_root
+    assert len(slack_fake.thread(defaults.CHANNEL_ID, old_root)) == 1  # no note in the old thread
+    assert Session.objects.get().thread_ts == thread.root_ts
+    assert thread.members.count() == 2
 
 
 def test_every_alert_of_a_storm_is_a_row(binding):

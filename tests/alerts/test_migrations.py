@@ -8,9 +8,9 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from alerts import delivery
-from alerts.models import Alert, AlertPost
+from alerts.models import Alert, AlertMember, AlertPost
 from sessions.models import PostIntent
-from tests.factories import BindingFactory
+from tests.factories import BindingFactory, SessionFactory
 
 BEFORE = [("alerts", "0003_alert_delivery_failures"), ("threads", "0010_turn_time_indexes")]
 BEGUN = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -56,3 +56,29 @@ def test_posts_confirmed_are_delivered_and_posts_begun_are_looked_for_before_the
         BEGUN,
     )
     assert delivery.owes_posts(thread.pk)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_threads_whose_session_an_earlier_release_deleted_and_kept_are_deleted():
+    binding = BindingFactory()
+    live = SessionFactory(binding=binding)
+    old = migrate([("alerts", "0005_alert_posts_keep_no_record_of_their_own")])
+    try:
+        OldAlert, OldMember = old.get_model("alerts", "Alert"), old.get_model("alerts", "AlertMember")
+
+        def thread(key, **fields):
+            made = OldAlert.objects.create(
+                binding_id=binding.pk, trigger="t", key=key, channel_id="C1", first_fired_at=BEGUN, **fields
+            )
+            OldMember.objects.create(
+                thread=made, fingerprint=key, name=key, occurrence="o", first_fired_at=BEGUN
+            )
+
+        thread("unowned", root_ts="1.000001", thread_started_at=BEGUN)  # its session deleted, SET_NULL
+        thread("owned", root_ts="1.000002", thread_started_at=BEGUN, session_id=live.pk)
+        thread("not-started-yet", root_ts="1.000003")
+    finally:
+        migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+
+    assert sorted(Alert.objects.values_list("key", flat=True)) == ["not-started-yet", "owned"]
+    assert sorted(AlertMember.objects.values_list("fingerprint", flat=True)) == ["not-started-yet", "owned"]
