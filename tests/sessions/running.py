@@ -10,6 +10,7 @@ from typing import Any
 from django import db
 
 from sessions.models import Turn
+from sessions.services import start_alert_thread
 from simulator import defaults
 from tests.factories import BindingFactory, TurnFactory
 
@@ -32,6 +33,18 @@ def said(slack_fake, a2a_agent, words: str = "what is the weather", **binding: A
         user_id=defaults.ADA,
         text=f"{slack_fake.bot_mention} {words}",
     )
+
+
+def alerted(slack_fake, a2a_agent, alert: str = "Disk is full on db-1", **binding: Any) -> Turn:
+    """A trigger started an alert thread in the fake's channel; its first turn is queued, not yet run."""
+    bound = BindingFactory(
+        channels=[defaults.CHANNEL_ID],
+        agent_url=a2a_agent.url,
+        connection__bot_user_id=slack_fake.bot_user_id,
+        **{"output": "final", **binding},
+    )
+    root = slack_fake.bot_says(slack_fake.bot_user_id, defaults.CHANNEL_ID, alert)
+    return start_alert_thread(bound, alert, root_ts=root)
 
 
 def run(work) -> Any:

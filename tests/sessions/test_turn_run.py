@@ -1,6 +1,7 @@
 """One turn's run, against the scripted A2A agent and the Slack fake: the person's words reach the
-agent, the answer reaches the thread, a failure is told in plain words, and a pause goes to the pauses
-handed in (sessions/pauses.py) or is cancelled."""
+agent, the answer reaches the thread, a failure is told in plain words, a pause goes to the pauses
+handed in (sessions/pauses.py) or is cancelled, a decision goes under the Binding's service identity,
+and with output: final, chat.progress changes nothing."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from sessions.models import Session, Turn
 from sessions.turn_run import run_turn
 from simulator import defaults
 from tests.factories import TurnFactory
-from tests.fakes.a2a_agent.steps import fail, input_required, text
-from tests.sessions.running import run, said, thread_texts
+from tests.fakes.a2a_agent.steps import fail, input_required, text, tool_call, tool_result
+from tests.sessions.running import alerted, run, said, thread_texts
 
 # The runner reaches the database from its threads: they must see the test's rows.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -122,3 +123,41 @@ def test_an_answer_turn_sends_what_the_pauses_handed_in_build(slack, a2a_agent, 
     assert a2a_agent.received[0].text == "Paris"
     answer.refresh_from_db()
     assert answer.outcome == Turn.Outcome.COMPLETED
+
+
+def test_a_decision_turn_is_sent_under_the_bindings_service_identity(slack, a2a_agent, recorded, monkeypatch):
+    monkeypatch.setenv("OPS_AGENT_TOKEN", "Bearer ops-service")
+    a2a_agent.script([text("Restarted.")])
+    asked = said(slack, a2a_agent, agent_headers={"Authorization": "OPS_AGENT_TOKEN"})
+    decision = TurnFactory(
+        session=asked.session, message_ts="decision-1", kind=Turn.Kind.ANSWER, user_id=defaults.GRACE, text=""
+    )  # Grace approved: her decision is the turn's answer
+
+    run(run_turn(decision.pk))
+
+    assert recorded.answered == [decision.pk]
+    assert "POST" in {request.http_method for request in a2a_agent.requests}  # the decision sent
+    assert {request.authorization for request in a2a_agent.requests} == {"Bearer ops-service"}
+
+
+PROGRESS_MODES = ("steps", "steps-and-activity", "activity")
+REPLY_WRITES = ("chat.startStream", "chat.appendStream", "chat.stopStream", "chat.postMessage", "chat.update")
+
+
+@pytest.mark.parametrize("progress", PROGRESS_MODES)
+@pytest.mark.parametrize("begin", [said, alerted], ids=["chat-thread", "alert-thread"])
+def test_with_output_final_chat_progress_has_no_effect(slack, a2a_agent, begin, progress):
+    a2a_agent.script(
+        [tool_call("c1", "search", {"q": "disk"}), tool_result("c1", "search", {"hits": 3}), text("Full.")]
+    )
+    turn = begin(slack, a2a_agent, output="final", progress=progress)
+
+    run(run_turn(turn.pk))
+
+    # One post when the turn ends, as under steps: no card, line, Working…, activity card or status.
+    writes = [
+        call.method for call in slack.calls() if call.method in REPLY_WRITES or "assistant" in call.method
+    ]
+    assert writes == ["chat.postMessage"]
+    [reply] = slack.thread(defaults.CHANNEL_ID, turn.session.thread_ts)[1:]
+    assert (reply.text, reply.cards, reply.edited) == ("Full.", [], False)
