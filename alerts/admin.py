@@ -16,7 +16,7 @@ from django.utils.html import format_html
 from kourier.admin_site import ReadOnlyAdmin
 from kourier.slack.links import thread_url
 
-from . import services
+from . import delivery
 from .models import Alert, AlertMember
 
 MEMBER_FIELDS = ("name", "fingerprint", "state", "first_fired_at", "resolved_at")
@@ -95,5 +95,5 @@ class AlertAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Deliver again", permissions=["deliver"])
     def deliver_again(self, request: HttpRequest, queryset: QuerySet[Alert]) -> None:
-        count = services.deliver_again(list(queryset.values_list("pk", flat=True)))
+        count = delivery.deliver_again(list(queryset.values_list("pk", flat=True)))
         messages.info(request, f"{count} alert{'s' if count != 1 else ''} to deliver again.")

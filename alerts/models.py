@@ -37,8 +37,11 @@ class Alert(models.Model):
     title = models.CharField(max_length=200, blank=True)
     channel_id = models.CharField(max_length=32)
     root_ts = models.CharField(max_length=32, blank=True, help_text="The alert message's, once posted.")
+    # The thread's session: deleted at the end of its lifetime (sessions' delete-expired-sessions), it
+    # takes the alert with it, its alerts, occurrences, posts and their texts; a later notification
+    # of the alert opens a new thread, never notes in one Agent Kourier no longer owns.
     session = models.ForeignKey(
-        "threads.Session", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        "threads.Session", on_delete=models.CASCADE, null=True, blank=True, related_name="+"
     )
     previous = models.ForeignKey(
         "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
@@ -53,12 +56,11 @@ class Alert(models.Model):
     resolved_at = models.DateTimeField(null=True, blank=True)
     message_text = models.TextField(help_text="The alert message, fixed when the alert arrived.")
     turn_text = models.TextField(blank=True, help_text="What the thread's first turn tells the agent.")
-    # Set once the thread's Session was started: a session deleted at the end of its lifetime is not
-    # started again (the thread then is one Agent Kourier never owned).
+    # Set once the thread's Session was started: it is started once.
     thread_started_at = models.DateTimeField(null=True, blank=True)
     # Who posts the alert's messages: one worker at a time, claimed by conditional update.
     posting_until = models.DateTimeField(null=True, blank=True)
-    # Delivery's faults (services.deliver): a transient one (rate limit, Slack's 5xx, a timeout) waits
+    # Delivery's faults (delivery.deliver): a transient one (rate limit, Slack's 5xx, a timeout) waits
     # until next_delivery_at, doubling each time; a permanent one (channel_not_found, invalid_auth,
     # ...) gives up: delivery_failed, and nothing is tried again until the operator asks for it.
     delivery_failed = models.BooleanField(
@@ -160,25 +162,22 @@ class AlertOccurrence(models.Model):
 
 
 class AlertPost(models.Model):
-    """A message an alert thread owes (its root, a note), recorded before it is sent and confirmed with
-    its ts after; the post carries its key in its metadata, so it is looked for before it is sent again."""
+    """A message an alert thread owes (its root, a note), recorded with the change that owes it and
+    delivered in order: posted once through the outbox (its ``PostIntent``, sessions/outbox.py, by the
+    same key), and a note filed in the thread's session. Owed until ``delivered_at``."""
 
     class Kind(models.TextChoices):
         MESSAGE = "message"  # the alert message: the thread's root
         NOTE = "note"  # joined, fired again, resolved, held back
 
-    class State(models.TextChoices):
-        INTENDED = "intended"
-        CONFIRMED = "confirmed"
-
     alert = models.ForeignKey(Alert, on_delete=models.CASCADE, related_name="posts")
     key = models.CharField(max_length=200, unique=True)
     kind = models.CharField(max_length=16, choices=Kind.choices)
     text = models.TextField()
-    state = models.CharField(max_length=16, choices=State.choices, default=State.INTENDED)
-    attempted_at = models.DateTimeField(null=True, blank=True, help_text="When a worker first sent it.")
-    ts = models.CharField(max_length=32, blank=True)
+    delivered_at = models.DateTimeField(
+        null=True, blank=True, help_text="When it was posted (and a note filed in the thread's session)."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
-        return f"{self.kind} {self.key} ({self.state})"
+        return f"{self.kind} {self.key} ({'delivered' if self.delivered_at else 'owed'})"

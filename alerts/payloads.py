@@ -34,7 +34,7 @@ class Unreadable(ValueError):
 
 
 @dataclass(frozen=True)
-class AlertNotice:
+class ReceivedAlert:
     """One alert, as one delivery tells it."""
 
     fingerprint: str
@@ -61,7 +61,7 @@ class AlertNotice:
 class Notification:
     """One Alertmanager notification: a group's alerts, as its receiver was sent them."""
 
-    alerts: list[AlertNotice]
+    alerts: list[ReceivedAlert]
     group_key: str = ""  # empty when the payload had none (refused where threads are per group)
     receiver: str = ""
     group_labels: dict[str, str] = field(default_factory=dict)
@@ -69,7 +69,7 @@ class Notification:
     resolved: bool = False  # the notification's status: every alert of the group resolved
 
 
-def read_alertmanager(body: bytes) -> list[AlertNotice]:
+def read_alertmanager(body: bytes) -> list[ReceivedAlert]:
     """Alertmanager's webhook payload, version 4, grouped alerts included, in the order sent."""
     return read_notification(body).alerts
 
@@ -119,14 +119,14 @@ def check_group(notification: Notification) -> None:
                 )
 
 
-def _alertmanager_alert(alert: Any, path: str) -> AlertNotice:
+def _alertmanager_alert(alert: Any, path: str) -> ReceivedAlert:
     if not isinstance(alert, dict):
         raise Unreadable(f"{path} must be an object (got {_show(alert)})")
     labels = _strings(alert.get("labels"), f"{path}.labels", required=True)
     annotations = _strings(alert.get("annotations"), f"{path}.annotations", required=False)
     fingerprint = _text(alert.get("fingerprint"), f"{path}.fingerprint", required=False)
     starts_at = _time(alert.get("startsAt"), f"{path}.startsAt", required=True)
-    return AlertNotice(
+    return ReceivedAlert(
         fingerprint=fingerprint or _labels_fingerprint(labels),
         status=_status(alert.get("status"), f"{path}.status", required=True),
         title=labels.get("alertname", "") or "alert",
@@ -142,7 +142,7 @@ def _alertmanager_alert(alert: Any, path: str) -> AlertNotice:
 GENERIC_FIELDS = ("id", "fingerprint", "status", "title", "text", "labels", "link", "startsAt", "endsAt")
 
 
-def read_generic(body: bytes) -> list[AlertNotice]:
+def read_generic(body: bytes) -> list[ReceivedAlert]:
     """The generic shape: one alert per delivery (docs/manifests.md)."""
     data = _json_object(body)
     unknown = sorted(set(data) - set(GENERIC_FIELDS))
@@ -155,7 +155,7 @@ def read_generic(body: bytes) -> list[AlertNotice]:
         raise Unreadable("id (or fingerprint) is required")
     title = _text(data.get("title"), "title", required=True)
     return [
-        AlertNotice(
+        ReceivedAlert(
             fingerprint=key,
             status=_status(data.get("status"), "status", required=False),
             title=title,

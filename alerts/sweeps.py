@@ -6,7 +6,7 @@ from kourier import metrics
 from kourier.queue import enqueue_after_commit
 from kourier.sweeps import Swept, sweep
 
-from .services import alerts_owing_posts
+from .delivery import alerts_owing_posts
 from .task_names import DELIVER_ALERT
 
 

@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from . import services
+from . import delivery
 from .task_names import DELIVER_ALERT
 
 
@@ -10,4 +10,4 @@ from .task_names import DELIVER_ALERT
     name=DELIVER_ALERT, acks_late=True, autoretry_for=(Exception,), retry_backoff=True, max_retries=8
 )
 def deliver_alert(alert_id: int) -> bool:
-    return services.deliver(alert_id)
+    return delivery.deliver(alert_id)

@@ -158,7 +158,7 @@ INSTALLED_APPS = [
     "channels",
     "kourier",
     "bindings",
-    "sessions.apps.ThreadSessionsConfig",
+    "sessions.apps.SessionsConfig",
     "interactions",
     "audit",
     "alerts",

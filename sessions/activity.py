@@ -1,7 +1,8 @@
 """A thread's activity: what keeps its session for ``session.threadTTL`` after it (spec, Lifetime).
 
-A message taken as a turn or a note is activity, and so is an answer to the agent's question (typed
-in the thread or a Submit) and a decision on its tools: each moves the thread's expiry forward.
+A message taken as a turn or a note is activity, and so is an alert thread's note (an alert joined,
+fired again, resolved), an answer to the agent's question (typed in the thread or a Submit) and a
+decision on its tools: each moves the thread's expiry forward.
 """
 
 from datetime import datetime, timedelta

@@ -172,9 +172,10 @@ class ThreadNote(models.Model):
 
 
 class PostIntent(models.Model):
-    """A message the product means to post in a turn's thread, recorded before it is sent and confirmed
-    with its ts after (design invariant 3): a restarted runner posts only what was never confirmed,
-    after looking for it in the thread by the key its metadata carries."""
+    """A message the product means to post, recorded before it is sent and confirmed with its ts after
+    (design invariant 3): a restarted process posts only what was never confirmed, after looking for
+    it in Slack by the key its metadata carries. A turn's posts belong to the turn; an alert thread's
+    (its root message, its notes: no turn posts them) to the thread's session once it has one."""
 
     class State(models.TextChoices):
         INTENDED = "intended"
@@ -183,13 +184,26 @@ class PostIntent(models.Model):
     key = models.CharField(
         max_length=200, unique=True, help_text="The product's key, kept in the post's metadata."
     )
-    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="post_intents")
+    turn = models.ForeignKey(
+        Turn, on_delete=models.CASCADE, null=True, blank=True, related_name="post_intents"
+    )
+    session = models.ForeignKey(
+        Session,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="The thread's session, for a post no turn makes (an alert's message and notes).",
+    )
     kind = models.CharField(
         max_length=8,
         choices=[
             (PostKind.REPLY.value, "Reply"),
             (PostKind.NOTICE.value, "Notice"),
             (PostKind.PART.value, "Part of a long answer"),
+            (PostKind.PROMPT.value, "Prompt"),
+            (PostKind.ALERT.value, "Alert message"),
+            (PostKind.NOTE.value, "Note"),
         ],
     )
     state = models.CharField(max_length=16, choices=State.choices, default=State.INTENDED)

@@ -1,7 +1,10 @@
-"""A turn's intended Slack posts (design invariant 3): recorded before they are sent, confirmed after.
+"""The product's intended Slack posts (design invariant 3): recorded before they are sent, confirmed
+after, as ``PostIntent`` rows.
 
-The writer (kourier.slack.writer) decides what to do with what is recorded; this module only keeps
-the record. ``TurnOutbox`` is the writer's ``Outbox`` for one turn.
+The Slack adapter (kourier.slack.outbox, writer) decides what to do with what is recorded; this module
+only keeps the record. ``TurnOutbox`` is the ``Outbox`` of one turn's posts (its reply, its notices,
+its prompts); ``ThreadOutbox`` of an alert thread's, which no turn makes (its root message, its
+notes).
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from asgiref.sync import sync_to_async
 from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -19,10 +23,14 @@ from kourier.slack.outbox import Intent, IntentState, PostKind
 from .models import PostIntent, Turn
 
 
-def intend_post(turn_id: int, key: str, kind: str, notice_text: str = "") -> Intent:
+def intend_post(
+    turn_id: int | None, key: str, kind: str, notice_text: str = "", *, session_id: int | None = None
+) -> Intent:
     """Records the post as intended, unless it is recorded already; says which it was. One statement
-    for a new post (an insert that yields to the key's row), not a transaction and a savepoint."""
-    if insert_unless_taken(PostIntent(key=key, turn_id=turn_id, kind=kind, text=notice_text), ("key",)):
+    for a new post (an insert that yields to the key's row), not a transaction and a savepoint.
+    A post no turn makes belongs to the thread's session (``session_id``), when it has one."""
+    intent = PostIntent(key=key, turn_id=turn_id, session_id=session_id, kind=kind, text=notice_text)
+    if insert_unless_taken(intent, ("key",)):
         return Intent(IntentState.NEW)
     earlier = PostIntent.objects.get(key=key)
     if earlier.state == PostIntent.State.CONFIRMED:
@@ -57,6 +65,23 @@ class TurnOutbox:
         await in_database_thread(confirm_post)(key, ts, reply_of=reply_of)
 
 
+class ThreadOutbox:
+    """The record of the posts the product makes in an alert thread outside any turn: its root message
+    (before the thread has a session, so ``session_id`` None; the session takes it over when it
+    starts: ``sessions.services.start_alert_thread``) and its notes. For a sync caller (a Celery task,
+    through ``async_to_sync``): the record is written on the caller's thread and connection."""
+
+    def __init__(self, session_id: int | None) -> None:
+        self.session_id = session_id
+
+    async def intend(self, key: str, kind: PostKind, notice_text: str = "") -> Intent:
+        record = sync_to_async(intend_post)
+        return await record(None, key, kind.value, notice_text, session_id=self.session_id)
+
+    async def confirm(self, key: str, ts: str) -> None:
+        await sync_to_async(confirm_post)(key, ts)
+
+
 @dataclass(frozen=True)
 class OwedNotice:
     turn_id: int
@@ -82,6 +107,7 @@ def _owed(*, intended_before: datetime, intended_after: datetime) -> QuerySet[Po
             created_at__gte=intended_after,
         )
         .exclude(text="")
+        .filter(turn__isnull=False)  # a notice is a turn's (a post no turn makes is an alert's note)
         .exclude(turn__state__in=[Turn.State.QUEUED, Turn.State.RUNNING])
     )
 
@@ -94,18 +120,22 @@ def owed_notices(*, intended_before: datetime) -> list[OwedNotice]:
         .select_related("turn__session", "turn__connection")
         .order_by("created_at")[:OWED_NOTICE_BATCH]
     )
-    return [
-        OwedNotice(
-            turn_id=intent.turn_id,
-            key=intent.key,
-            text=intent.text,
-            connection_id=intent.turn.connection_id,
-            bot_token=intent.turn.connection.bot_token(),
-            channel_id=intent.turn.channel_id,
-            thread_ts=intent.turn.session.thread_ts,
+    owed = []
+    for intent in intents:
+        turn = intent.turn
+        assert turn is not None  # _owed reads a turn's notices only
+        owed.append(
+            OwedNotice(
+                turn_id=turn.pk,
+                key=intent.key,
+                text=intent.text,
+                connection_id=turn.connection_id,
+                bot_token=turn.connection.bot_token(),
+                channel_id=turn.channel_id,
+                thread_ts=turn.session.thread_ts,
+            )
         )
-        for intent in intents
-    ]
+    return owed
 
 
 def count_owed_notices(*, now: datetime | None = None) -> int:

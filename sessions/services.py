@@ -3,7 +3,8 @@ notice), an alert that starts a thread, the expiry notice itself. The listeners 
 they change the rows and enqueue the work after commit.
 
 The other jobs of the app have their own modules: ``turns`` (a runner's turn and lease), ``acknowledgments``
-(the reaction), ``outbox`` (intended posts), ``sweeps`` (work left behind), ``runner`` (a turn's run).
+(the reaction), ``outbox`` (intended posts), ``sweeps`` (work left behind), ``runner`` (a session's
+turns), ``turn_run`` (a turn's run).
 """
 
 import functools
@@ -29,7 +30,7 @@ from kourier.slack.outbox import notice_key, post_notice
 
 from . import activity, notices, pauses
 from .identity import SYSTEM_IDENTITY
-from .models import Session, ThreadNote, Turn
+from .models import PostIntent, Session, ThreadNote, Turn
 from .outbox import TurnOutbox
 from .routing import Route, ThreadState, route
 from .task_names import DRIVE_SESSION, TELL_EXPIRED
@@ -177,14 +178,17 @@ def start_alert_thread(
     text: str,
     *,
     root_ts: str,
+    root_key: str = "",
     channel_id: str | None = None,
     now: datetime | None = None,
 ) -> Turn:
-    """Starts an alert thread on its root message ``root_ts`` (the alerts app posted it, through its
-    outbox, in ``channel_id``; default: the Binding's only channel): writes an alert Session and its
-    first Turn, filed under the system identity (no person wrote it; its text is the alert's), and
-    queues the turn once they are committed. The thread stays an alert thread: its replies are posted
-    and updated, never streamed. Calling it again for the same root message returns the same turn.
+    """Starts an alert thread on its root message ``root_ts`` (the alerts app posted it, through the
+    outbox under ``root_key``, in ``channel_id``; default: the Binding's only channel): writes an
+    alert Session and its first Turn, filed under the system identity (no person wrote it; its text
+    is the alert's), and queues the turn once they are committed. The session takes over the root
+    message's record (``PostIntent``), which is deleted with it. The thread stays an alert thread: its
+    replies are posted and updated, never streamed. Calling it again for the same root message
+    returns the same turn.
     """
     if not text.strip():
         raise ValueError("an alert needs text")
@@ -221,6 +225,8 @@ def start_alert_thread(
                 "message_id": message_id_for(connection.pk, channel_id, root_ts),
             },
         )
+        if root_key:
+            PostIntent.objects.filter(key=root_key, turn=None, session=None).update(session=session)
         if created:
             _touch(session, binding, now)
             enqueue_after_commit(DRIVE_SESSION, session.id)
@@ -368,11 +374,13 @@ def _take_note(session: Session, message: ChatMessage) -> bool:
     return insert_unless_taken(note, _MESSAGE_KEY)
 
 
-def file_system_note(session_id: int, *, message_ts: str, text: str) -> bool:
+def file_system_note(session_id: int, *, message_ts: str, text: str, now: datetime | None = None) -> bool:
     """Files a note the product posted in an alert thread (an alert joined, fired again, resolved)
-    under the system identity, for the session's next turn to carry: it starts no turn itself.
-    False when the message was filed already."""
-    session = Session.objects.get(pk=session_id)
+    under the system identity, for the session's next turn to carry: it starts no turn itself. The
+    note is the thread's activity, as a message is: it moves the thread's expiry, unless the thread
+    has expired (a message there is not taken either). False when the message was filed already."""
+    now = now or timezone.now()
+    session = Session.objects.select_related("binding").get(pk=session_id)
     note = ThreadNote(
         connection_id=session.connection_id,
         channel_id=session.channel_id,
@@ -381,7 +389,11 @@ def file_system_note(session_id: int, *, message_ts: str, text: str) -> bool:
         user_id=SYSTEM_IDENTITY,
         text=text,
     )
-    return insert_unless_taken(note, _MESSAGE_KEY)
+    if not insert_unless_taken(note, _MESSAGE_KEY):
+        return False
+    if session.binding is not None and session.expires_at > now:
+        _touch(session, session.binding, now)
+    return True
 
 
 def _touch(session: Session, binding: Binding, now: datetime) -> None:

@@ -107,7 +107,8 @@ def post_owed_notices() -> Swept:
 @sweep("delete-expired-sessions", every=3600)
 def delete_expired_sessions() -> Swept:
     """Deletes the sessions whose TTL ran out ``DELETE_AFTER_EXPIRY`` ago, with everything that belongs
-    to them; the audit keeps how many."""
+    to them (their turns, notes and posts; an alert thread's alert rows: alerts/models.py); the audit
+    keeps how many."""
     cutoff = timezone.now() - DELETE_AFTER_EXPIRY
     deleted = 0
     for session in Session.objects.filter(expires_at__lt=cutoff).only("pk"):

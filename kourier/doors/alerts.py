@@ -31,7 +31,7 @@ IDEMPOTENCY_KEY_MAX_LENGTH = 150
 
 def read_delivery(
     trigger: TriggerSpec, body: bytes
-) -> tuple[list[payloads.AlertNotice], payloads.Notification | None]:
+) -> tuple[list[payloads.ReceivedAlert], payloads.Notification | None]:
     """The alerts a trigger's body carries, and the Alertmanager notification they came in (None for
     the generic kind). Raises ``payloads.Unreadable`` with the reason."""
     if trigger.kind is TriggerKind.GENERIC:
@@ -78,11 +78,11 @@ class AlertDoor(BoundedPost):
                 raise payloads.Unreadable(
                     f"Idempotency-Key must be at most {IDEMPOTENCY_KEY_MAX_LENGTH} characters"
                 )
-            notices, notification = read_delivery(trigger, body)
+            alerts, notification = read_delivery(trigger, body)
         except payloads.Unreadable as exc:
             await self._refuse(400, str(exc), binding=binding.name)
             return
-        taken = await in_database_thread(_take)(binding, trigger, notices, notification, idempotency_key)
+        taken = await in_database_thread(_take)(binding, trigger, alerts, notification, idempotency_key)
         if taken is None:
             await self._refuse(503, "the trigger's channel is not bound", binding=binding.name)
             return
@@ -96,7 +96,7 @@ class AlertDoor(BoundedPost):
 def _take(
     binding: Binding,
     trigger: TriggerSpec,
-    notices: list[payloads.AlertNotice],
+    alerts: list[payloads.ReceivedAlert],
     notification: payloads.Notification | None,
     idempotency_key: str,
 ) -> dict[str, int] | None:
@@ -104,6 +104,6 @@ def _take(
     if channel_id is None:
         return None
     taken = take_alerts(
-        binding, trigger, channel_id, notices, notification=notification, idempotency_key=idempotency_key
+        binding, trigger, channel_id, alerts, notification=notification, idempotency_key=idempotency_key
     )
     return dataclasses.asdict(taken)

@@ -1,8 +1,10 @@
 """The messages of an alert thread: its root (the alert message, at the top level of the channel) and
-its notes, each posted once through the caller's ``Outbox`` (outbox.py).
+its notes, each posted once through the outbox's ``post_once`` with the caller's ``Outbox``
+(outbox.py).
 
 The root carries ``{"event_type": "kourier_alert", "event_payload": {"alert": <key>}}``: a post whose
-answer was lost is found in the channel's history by it instead of being posted again.
+answer was lost is found in the channel's history by it instead of being posted again; a note, the
+outbox's note metadata, in the thread.
 """
 
 from __future__ import annotations
@@ -11,8 +13,7 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from .outbox import IntentState, Outbox, PostKind, notice_metadata, post_once
-from .threads import find_channel_post
+from .outbox import Outbox, PostKind, note_metadata, post_once
 
 ALERT_METADATA_EVENT = "kourier_alert"
 
@@ -25,31 +26,29 @@ async def post_alert_once(
     client: AsyncWebClient, outbox: Outbox, channel_id: str, text: str, *, key: str
 ) -> str:
     """Posts the alert message unless this one (``key``) was posted already; its ts either way."""
-    metadata = alert_metadata(key)
-    intent = await outbox.intend(key, PostKind.ALERT)
-    if intent.state is IntentState.CONFIRMED and intent.ts is not None:
-        return intent.ts
-    if intent.state is IntentState.PENDING and intent.since is not None:
-        found = await find_channel_post(client, channel_id, metadata, since=intent.since)
-        if found is not None:
-            await outbox.confirm(key, found["ts"])
-            return str(found["ts"])
-    response = await client.chat_postMessage(channel=channel_id, text=text, metadata=metadata)
-    await outbox.confirm(key, response["ts"])
-    return str(response["ts"])
+    return await post_once(
+        client,
+        channel_id,
+        None,
+        key=key,
+        kind=PostKind.ALERT,
+        metadata=alert_metadata(key),
+        outbox=outbox,
+        text=text,
+    )
 
 
 async def post_alert_note_once(
     client: AsyncWebClient, outbox: Outbox, channel_id: str, thread_ts: str, text: str, *, key: str
 ) -> str:
-    """Posts a note in the alert's thread (fired again, resolved) once."""
+    """Posts a note in the alert's thread (joined, fired again, resolved) once."""
     return await post_once(
         client,
         channel_id,
         thread_ts,
         key=key,
-        kind=PostKind.NOTICE,
-        metadata=notice_metadata(key),
+        kind=PostKind.NOTE,
+        metadata=note_metadata(key),
         outbox=outbox,
         text=text,
     )

@@ -3,17 +3,21 @@ caller's record of the posts it intends (``Outbox``).
 
 Every post carries its key in its message metadata: the reply its reply key
 (``{"event_type": "kourier_reply", "event_payload": {"reply": <key>}}``), each part of a long answer
-``{"reply": <key>, "part": "<n>"}``, a notice
-``{"event_type": "kourier_notice", "event_payload": {"notice": <key>}}``. With an ``Outbox``, each
-post is recorded as intended before it is sent and confirmed with its ts after:
+``{"reply": <key>, "part": "<n>"}``, a notice (a fixed sentence)
+``{"event_type": "kourier_notice", "event_payload": {"notice": <key>}}``, an alert thread's note
+``{"event_type": "kourier_note", "event_payload": {"note": <key>}}`` (an alert message's: alerts.py).
+With an ``Outbox``, each post is recorded as intended before it is sent and confirmed with its ts
+after:
 
 - confirmed already (an earlier process posted it): it is not posted again; a reply takes the
   message over (writer.py);
-- intended but not confirmed (an earlier process died around the call): the thread is searched for
-  the post's metadata (for a reply's stream, which has no metadata until it stops, for a message of
-  this bot begun since the intent: threads.py); found, it is confirmed and used; else it is sent.
+- intended but not confirmed (an earlier process died around the call): the thread (for a post at
+  the top level of the channel, the channel's history since the intent) is searched for the post's
+  metadata (for a reply's stream, which has no metadata until it stops, for a message of this bot
+  begun since the intent: threads.py); found, it is confirmed and used; else it is sent.
 
-The record itself is the caller's (``sessions.outbox.TurnOutbox`` keeps a turn's in the database).
+The record itself is the caller's (``sessions.outbox``: ``TurnOutbox`` for a turn's posts,
+``ThreadOutbox`` for an alert thread's).
 """
 
 from __future__ import annotations
@@ -26,21 +30,23 @@ from typing import Any, Protocol
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from .threads import find_post, find_started_stream
+from .threads import find_channel_post, find_post, find_started_stream
 
 logger = logging.getLogger(__name__)
 
 REPLY_METADATA_EVENT = "kourier_reply"
 NOTICE_METADATA_EVENT = "kourier_notice"
+NOTE_METADATA_EVENT = "kourier_note"
 PROMPT_METADATA_EVENT = "kourier_prompt"
 
 
 class PostKind(enum.StrEnum):
     REPLY = "reply"
-    NOTICE = "notice"
+    NOTICE = "notice"  # a fixed sentence the thread is told (sessions/notices.py)
     PART = "part"  # a part of a long answer, after the reply's message
     PROMPT = "prompt"  # a question put to the channel
     ALERT = "alert"  # an alert message: the root of an alert thread
+    NOTE = "note"  # an alert thread's note: an alert joined, fired again, resolved, held back
 
 
 class IntentState(enum.Enum):
@@ -57,7 +63,7 @@ class Intent:
 
 
 class Outbox(Protocol):
-    """The caller's record of the posts it intends (sessions.outbox.TurnOutbox for a turn)."""
+    """The caller's record of the posts it intends (sessions/outbox.py)."""
 
     async def intend(self, key: str, kind: PostKind, notice_text: str = "") -> Intent:
         """Records the post as intended unless it is recorded already; says what was recorded. A
@@ -85,6 +91,10 @@ def part_metadata(reply_key: str, part: int) -> dict[str, Any]:
 
 def notice_metadata(key: str) -> dict[str, Any]:
     return {"event_type": NOTICE_METADATA_EVENT, "event_payload": {"notice": key}}
+
+
+def note_metadata(key: str) -> dict[str, Any]:
+    return {"event_type": NOTE_METADATA_EVENT, "event_payload": {"note": key}}
 
 
 def prompt_metadata(key: str) -> dict[str, Any]:
@@ -133,7 +143,7 @@ async def _settled_intent(
     key: str,
     kind: PostKind,
     channel_id: str,
-    thread_ts: str,
+    thread_ts: str | None,
     metadata: dict[str, Any],
     notice_text: str = "",
 ) -> str | None:
@@ -144,7 +154,12 @@ async def _settled_intent(
     if intent.state is IntentState.CONFIRMED:
         return intent.ts
     if intent.state is IntentState.PENDING:
-        found = await find_post(client, channel_id, thread_ts, metadata)
+        if thread_ts is None:
+            # A top-level post is looked for among the channel's messages since it was intended (the
+            # channel's whole history would be pages of calls); an intent always says when.
+            found = await find_channel_post(client, channel_id, metadata, since=intent.since or 0.0)
+        else:
+            found = await find_post(client, channel_id, thread_ts, metadata)
         if found is not None:
             logger.info("slack.intended_post_found", extra={"kind": str(kind), "channel": channel_id})
             await outbox.confirm(key, found["ts"])
@@ -155,7 +170,7 @@ async def _settled_intent(
 async def post_once(
     client: AsyncWebClient,
     channel_id: str,
-    thread_ts: str,
+    thread_ts: str | None,
     *,
     key: str,
     kind: PostKind,
@@ -163,11 +178,13 @@ async def post_once(
     outbox: Outbox | None = None,
     **content: Any,
 ) -> str:
-    """Posts in the thread unless this post (``key``) was made already; the post's ts either way."""
+    """Posts in the thread (``thread_ts`` None: at the top level of the channel) unless this post
+    (``key``) was made already; the post's ts either way."""
     notice_text = str(content.get("text", "")) if kind is PostKind.NOTICE else ""
     ts = await _settled_intent(client, outbox, key, kind, channel_id, thread_ts, metadata, notice_text)
     if ts is not None:
         return ts
+    # slack_sdk leaves out a None thread_ts: the post is then at the top level.
     response = await client.chat_postMessage(
         channel=channel_id, thread_ts=thread_ts, metadata=metadata, **content
     )

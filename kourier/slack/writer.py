@@ -355,6 +355,11 @@ class SlackReply:
         return answer_parts(text, max_messages=self._max_messages, not_kept=self._not_kept)
 
     async def _render(self, write: Write, *, final: bool) -> None:
+        if self._mode is ReplyMode.TAKEN_OVER and self._progress is not None and not final:
+            # The message an earlier runner began is rewritten whole with what the turn shows now: the
+            # task's events so far come at once, and an activity count they change inside the throttle
+            # window writes nothing of its own (progress.py), so the write asked first is behind them.
+            write = replace(write, view=self._progress.view())
         if self._cards_refused and write.view.cards:
             write = self._refuse_cards(write, None)
         write = self._neutralized(write)

@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from alerts import services
 from alerts.models import Alert
-from alerts.payloads import AlertNotice, AlertStatus, Notification
+from alerts.payloads import AlertStatus, Notification, ReceivedAlert
 from bindings.manifest import TriggerKind, TriggerSpec
 from sessions.identity import SYSTEM_IDENTITY
 from tests.factories import BindingFactory, StaffUserFactory, TurnFactory
@@ -21,7 +21,7 @@ NOW = datetime(2026, 5, 1, 10, 17, tzinfo=UTC)
 
 def group(binding, name, *pods):
     alerts = [
-        AlertNotice(
+        ReceivedAlert(
             fingerprint=f"{name}-{pod}",
             status=AlertStatus.FIRING,
             title=name,

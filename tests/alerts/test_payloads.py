@@ -116,7 +116,7 @@ def test_a_body_that_is_not_a_json_object_is_refused(raw, reason):
 
 
 def test_the_generic_shape_is_one_alert_known_by_its_id():
-    [notice] = read_generic(
+    [alert] = read_generic(
         body(
             {
                 "id": "backup",
@@ -128,10 +128,10 @@ def test_the_generic_shape_is_one_alert_known_by_its_id():
         )
     )
 
-    assert (notice.fingerprint, notice.status, notice.title, notice.text) == (
+    assert (alert.fingerprint, alert.status, alert.title, alert.text) == (
         "backup", AlertStatus.FIRING, "Backup failed", "exit 2",
     )  # fmt: skip
-    assert (notice.labels, notice.link, notice.starts_at, notice.occurrence) == (
+    assert (alert.labels, alert.link, alert.starts_at, alert.occurrence) == (
         {"host": "b-1"},
         "http://ci",
         None,
@@ -140,11 +140,11 @@ def test_the_generic_shape_is_one_alert_known_by_its_id():
 
 
 def test_the_generic_shape_takes_a_fingerprint_a_resolve_and_a_start():
-    [notice] = read_generic(
+    [alert] = read_generic(
         body({"fingerprint": "f1", "status": "resolved", "title": "T", "startsAt": "2024-05-01T10:00:00Z"})
     )
 
-    assert (notice.fingerprint, notice.status, notice.occurrence) == (
+    assert (alert.fingerprint, alert.status, alert.occurrence) == (
         "f1", AlertStatus.RESOLVED, "2024-05-01T10:00:00+00:00",
     )  # fmt: skip
 

@@ -1,61 +1,22 @@
 """alerts.services: how a delivery's alerts are sorted into threads (per Alertmanager group, per alert,
-or held in the hour's storm thread), what each thread owes, and how ``deliver`` makes its posts and
-starts its session through the outbox, against the Slack fake."""
+or held in the hour's storm thread) and what each thread owes."""
 
-import functools
-import logging
 import threading
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 from django import db
-from django.utils import timezone
 
 from alerts import messages, services
-from alerts.models import Alert, AlertMember, AlertOccurrence, AlertPost
-from alerts.payloads import AlertNotice, AlertStatus, Notification
-from alerts.task_names import DELIVER_ALERT
-from bindings.manifest import ThreadPer, TriggerKind, TriggerSpec
-from kourier import queue
-from kourier.slack import clients
-from sessions.identity import SYSTEM_IDENTITY
-from sessions.models import Session, ThreadNote, Turn
+from alerts.models import Alert, AlertPost
+from alerts.payloads import AlertStatus, Notification
+from bindings.manifest import TriggerKind, TriggerSpec
 from simulator import defaults
+from tests.alerts.deliveries import NOW, PER_ALERT, PROMETHEUS, START, notes, notification, pod, take
 from tests.factories import BindingFactory
 from tests.support.queue import enqueued
 
 pytestmark = pytest.mark.django_db
-
-NOW = datetime(2026, 5, 1, 10, 17, tzinfo=UTC)
-START = datetime(2026, 5, 1, 10, 0, tzinfo=UTC)
-GROUP_LABELS = {"alertname": "PodCrashLooping", "namespace": "shop"}
-PROMETHEUS = TriggerSpec("prometheus", TriggerKind.ALERTMANAGER, "T")
-PER_ALERT = TriggerSpec("prometheus", TriggerKind.ALERTMANAGER, "T", thread_per=ThreadPer.ALERT)
-
-
-def pod(name, *, status=AlertStatus.FIRING, starts_at=START, namespace="shop"):
-    return AlertNotice(
-        fingerprint=f"fp-{name}",
-        status=status,
-        title="PodCrashLooping",
-        text="A pod restarts over and over",
-        labels={"alertname": "PodCrashLooping", "namespace": namespace, "pod": name, "severity": "warning"},
-        starts_at=starts_at,
-        ends_at=NOW if status is AlertStatus.RESOLVED else None,
-    )
-
-
-def notification(
-    *alerts, group_key='{}:{alertname="PodCrashLooping", namespace="shop"}', truncated=0, resolved=False
-):
-    return Notification(
-        alerts=list(alerts),
-        group_key=group_key,
-        receiver="kourier",
-        group_labels=GROUP_LABELS,
-        truncated=truncated,
-        resolved=resolved,
-    )
 
 
 @pytest.fixture
@@ -63,17 +24,6 @@ def binding(slack_fake, settings, monkeypatch):
     settings.SLACK_API_URL = slack_fake.url
     monkeypatch.setenv("SLACK_BOT_TOKEN", slack_fake.bot_token)
     return BindingFactory(channels=[defaults.CHANNEL_ID])
-
-
-def take(binding, *alerts, trigger=PROMETHEUS, now=NOW, **group):
-    sent = notification(*alerts, **group)
-    return services.take_alerts(
-        binding, trigger, defaults.CHANNEL_ID, sent.alerts, notification=sent, now=now
-    )
-
-
-def notes(thread):
-    return list(thread.posts.filter(kind=AlertPost.Kind.NOTE).order_by("pk").values_list("text", flat=True))
 
 
 # --- One thread per group -----------------------------------------------------------------------------
@@ -283,239 +233,6 @@ def test_a_held_groups_notes_go_to_the_storm_thread_naming_the_group(binding):
     assert notes(storm)[-1] == (
         "*PodCrashLooping namespace=shop*: :heavy_plus_sign: Joined the group: PodCrashLooping pod=web-3."
     )
-
-
-# --- Delivery -----------------------------------------------------------------------------------------
-
-
-def test_delivery_posts_the_message_starts_the_session_and_files_each_note_for_the_next_turn(
-    binding, slack_fake
-):
-    take(binding, pod("web-1"))
-    thread = Alert.objects.get()
-    assert services.deliver(thread.pk)
-    take(binding, pod("web-1"), pod("web-2"))
-    assert services.deliver(thread.pk)
-
-    thread.refresh_from_db()
-    root, note = slack_fake.thread(defaults.CHANNEL_ID, thread.root_ts)
-    assert root.text == thread.message_text
-    assert note.text == ":heavy_plus_sign: Joined the group: PodCrashLooping pod=web-2."
-    turn = Turn.objects.get()  # the join started no turn
-    assert (turn.session, turn.user_id, turn.text) == (thread.session, SYSTEM_IDENTITY, thread.turn_text)
-    assert list(ThreadNote.objects.values_list("user_id", "text", "message_ts")) == [
-        (SYSTEM_IDENTITY, note.text, note.ts)
-    ]
-    assert services.alerts_owing_posts(timezone.now()) == []
-
-
-def test_a_storm_thread_is_posted_but_runs_no_agent(binding, slack_fake):
-    capped = TriggerSpec("prometheus", TriggerKind.ALERTMANAGER, "T", max_threads_per_hour=1)
-    take(binding, pod("web-1"), trigger=capped, group_key="first")
-    take(binding, pod("web-2"), trigger=capped, group_key="second")
-    storm = Alert.objects.get(kind=Alert.Kind.STORM)
-
-    assert services.deliver(storm.pk)
-
-    storm.refresh_from_db()
-    assert [m.text for m in slack_fake.thread(defaults.CHANNEL_ID, storm.root_ts)] == [
-        storm.message_text,
-        ":pause_button: Held back: *PodCrashLooping namespace=shop* (1 alert). 1 held back this hour.",
-    ]
-    assert (storm.session, Session.objects.count()) == (None, 0)
-    assert storm.pk not in services.alerts_owing_posts(timezone.now())
-
-
-def test_a_thread_whose_session_was_deleted_at_the_end_of_its_lifetime_is_not_investigated_again(
-    binding, slack_fake
-):
-    take(binding, pod("web-1"))
-    thread = Alert.objects.get()
-    services.deliver(thread.pk)
-    Session.objects.all().delete()  # 90 days after expiry
-
-    owing = services.alerts_owing_posts(timezone.now())
-    services.deliver(thread.pk)
-
-    assert owing == []
-    assert not services.owes_posts(thread.pk)
-    assert (Session.objects.count(), Turn.objects.count()) == (0, 0)
-    thread.refresh_from_db()
-    assert (thread.session, thread.thread_started_at is not None) == (None, True)
-
-
-def test_a_thread_whose_session_is_gone_and_whose_channel_was_unbound_does_not_fail_the_sweep(
-    binding, slack_fake
-):
-    take(binding, pod("web-1"))
-    thread = Alert.objects.get()
-    services.deliver(thread.pk)
-    Session.objects.all().delete()
-    binding.channels.all().delete()
-
-    assert services.alerts_owing_posts(timezone.now()) == []
-    services.deliver(thread.pk)  # nothing to start: raises nothing
-
-
-def test_every_alert_of_a_storm_is_a_row(binding):
-    capped = TriggerSpec("prometheus", TriggerKind.ALERTMANAGER, "T", max_threads_per_hour=1)
-    for number in range(5):
-        take(binding, pod(f"web-{number}"), trigger=capped, group_key=f"group-{number}")
-
-    assert (AlertMember.objects.count(), AlertOccurrence.objects.count()) == (5, 5)
-    assert Alert.objects.filter(storm__isnull=False).count() == 4
-
-
-# --- Delivery's faults ----------------------------------------------------------------------------------
-
-QUICK = clients.RetryPolicy(backoff=0.01, max_backoff=0.02)
-
-
-@pytest.fixture
-def quick_slack(monkeypatch):
-    """The Slack client's own retries, without their waits."""
-    monkeypatch.setattr(
-        services, "async_web_client", functools.partial(clients.async_web_client, policy=QUICK)
-    )
-
-
-def delivery_logs(caplog):
-    return [
-        (record.levelno, record.getMessage(), getattr(record, "error", None), record.exc_info)
-        for record in caplog.records
-        if record.name == "alerts.services" and record.getMessage().startswith("alert.delivery")
-    ]
-
-
-def wait_after_a_failed_delivery(thread: Alert) -> timedelta:
-    """Delivers the alert, which fails; how long from before the attempt until it is tried again."""
-    before = timezone.now()
-    assert not services.deliver(thread.pk)
-    thread.refresh_from_db()
-    assert thread.next_delivery_at is not None
-    return thread.next_delivery_at - before
-
-
-@pytest.mark.parametrize("error", ["channel_not_found", "not_in_channel", "invalid_auth", "is_archived"])
-def test_an_alert_slack_refuses_for_good_fails_with_why_logged_once_and_no_sweep_tries_again(
-    binding, slack_fake, caplog, error
-):
-    slack_fake.fail("chat.postMessage", error, times=None)
-    take(binding, pod("web-1"))
-    thread = Alert.objects.get()
-
-    with caplog.at_level(logging.INFO, logger="alerts.services"):
-        delivered = services.deliver(thread.pk)
-        owing = services.alerts_owing_posts(timezone.now() + timedelta(days=1))
-        again = services.deliver(thread.pk)
-
-    thread.refresh_from_db()
-    assert (delivered, again, owing) == (False, False, [])
-    assert (thread.delivery_failed, thread.last_delivery_error, thread.root_ts) == (True, error, "")
-    assert thread.last_delivery_failed_at is not None
-    assert slack_fake.count("chat.postMessage") == 1
-    assert delivery_logs(caplog) == [(logging.ERROR, "alert.delivery_failed", error, None)]
-
-
-def test_an_alert_whose_bot_token_is_not_set_fails_naming_the_variable(binding, monkeypatch):
-    monkeypatch.delenv("SLACK_BOT_TOKEN")
-    take(binding, pod("web-1"))
-    thread = Alert.objects.get()
-
-    assert not services.deliver(thread.pk)
-
-    thread.refresh_from_db()
-    assert (thread.delivery_failed, thread.last_delivery_error) == (
-        True,
-        "spec.botToken: SLACK_BOT_TOKEN is not set",
-    )
-
-
-def test_a_transient_failure_is_tried_again_by_the_sweep_after_a_backoff_that_doubles(
-    binding, slack_fake, caplog, quick_slack
-):
-    fault = slack_fake.fail("chat.postMessage", "http_503", times=None)
-    take(binding, pod("web-1"))
-    thread = Alert.objects.get()
-
-    with caplog.at_level(logging.INFO, logger="alerts.services"):
-        first_wait = wait_after_a_failed_delivery(thread)
-        calls = slack_fake.count("chat.postMessage")
-        assert not services.deliver(thread.pk)  # within the backoff: not tried
-        assert slack_fake.count("chat.postMessage") == calls
-        assert services.alerts_owing_posts(timezone.now()) == []
-        assert services.alerts_owing_posts(thread.next_delivery_at) == [thread.pk]
-
-        Alert.objects.filter(pk=thread.pk).update(next_delivery_at=timezone.now())
-        second_wait = wait_after_a_failed_delivery(thread)
-
-        slack_fake.clear_faults()
-        Alert.objects.filter(pk=thread.pk).update(next_delivery_at=timezone.now())
-        assert services.deliver(thread.pk)
-
-    assert fault.hits >= 2
-    assert timedelta(seconds=29) < first_wait <= timedelta(seconds=31)
-    assert timedelta(seconds=59) < second_wait <= timedelta(seconds=61)
-    thread.refresh_from_db()
-    assert (thread.delivery_failed, thread.delivery_failures, thread.next_delivery_at) == (False, 0, None)
-    assert thread.root_ts
-    assert thread.last_delivery_error == "internal_error"  # the 503's body
-    assert (
-        delivery_logs(caplog)
-        == [(logging.WARNING, "alert.delivery_deferred", thread.last_delivery_error, None)] * 2
-    )
-
-
-def test_a_rate_limited_delivery_waits_what_slack_asks_and_is_queued_again_for_then(
-    binding, slack_fake, monkeypatch, django_capture_on_commit_callbacks
-):
-    once = clients.RetryPolicy(rate_limit_retries=0)  # the client's own waits are not what is tested
-    monkeypatch.setattr(
-        services, "async_web_client", functools.partial(clients.async_web_client, policy=once)
-    )
-    slack_fake.fail("chat.postMessage", "ratelimited", retry_after=7, times=None)
-    take(binding, pod("web-1"))
-    thread = Alert.objects.get()
-
-    with django_capture_on_commit_callbacks() as callbacks:
-        wait = wait_after_a_failed_delivery(thread)
-
-    assert timedelta(seconds=6) < wait <= timedelta(seconds=8)  # Slack's Retry-After, not the backoff
-    assert (thread.delivery_failures, thread.last_delivery_error) == (0, "ratelimited")  # pacing, no fault
-    [later] = [c for c in callbacks if c.func is queue._publish_later]
-    seconds, task_name, args = later.args
-    assert (task_name, args) == (DELIVER_ALERT, (thread.pk,))
-    due = thread.next_delivery_at
-    assert due is not None
-    assert due <= timezone.now() + timedelta(seconds=seconds)  # due when it runs
-
-
-def test_the_backoff_doubles_up_to_an_hour():
-    assert [services.delivery_backoff(n).total_seconds() for n in (1, 2, 3, 8, 20)] == [
-        30,
-        60,
-        120,
-        3600,
-        3600,
-    ]
-
-
-def test_delivering_again_an_alert_given_up_on_posts_it_once_the_channel_is_fixed(
-    binding, slack_fake, django_capture_on_commit_callbacks
-):
-    slack_fake.fail("chat.postMessage", "not_in_channel")
-    take(binding, pod("web-1"))
-    thread = Alert.objects.get()
-    services.deliver(thread.pk)
-
-    with django_capture_on_commit_callbacks() as callbacks:
-        assert services.deliver_again([thread.pk]) == 1
-    assert enqueued(callbacks) == [("deliver_alert", (thread.pk,))]
-    assert services.deliver(thread.pk)
-
-    thread.refresh_from_db()
-    assert (thread.delivery_failed, thread.last_delivery_error) == (False, "not_in_channel")
-    assert slack_fake.thread(defaults.CHANNEL_ID, thread.root_ts)[0].text == thread.message_text
 
 
 # --- Races (PostgreSQL) -------------------------------------------------------------------------------

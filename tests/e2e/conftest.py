@@ -8,7 +8,7 @@ import pytest
 from celery import current_app
 from django.db import transaction
 
-from alerts import services as alert_services
+from alerts import owed as owed_alert_posts
 from bindings.models import Binding, Connection
 from simulator import defaults
 from simulator.fake import SlackFake
@@ -197,16 +197,16 @@ def make_socket_world(slack_fake: SlackFake, start_stack: Callable[..., Stack]) 
 
 @pytest.fixture
 def start_alerts_here(settings, monkeypatch) -> Callable[[World], None]:
-    """Lets the test process fire alerts in a world (``tests.support.alerts.fire_alert``): what
-    ``alerts.services`` enqueues goes to that world's workers, which deliver the alert message
-    through the Slack fake and start the thread."""
+    """Lets the test process fire alerts in a world (``tests.support.alerts.fire_alert``): what an
+    alert thread owes (``alerts.owed``) is queued for that world's workers, which deliver the alert
+    message through the Slack fake and start the thread."""
 
     def allow(world: World) -> None:
         settings.SLACK_API_URL = world.slack.url
         monkeypatch.setenv(BOT_TOKEN_ENV, defaults.BOT_TOKEN)
         queue = world.stack.env["CELERY_QUEUE"]
         monkeypatch.setattr(
-            alert_services,
+            owed_alert_posts,
             "enqueue_after_commit",
             lambda task_name, *args: transaction.on_commit(
                 lambda: current_app.send_task(task_name, args, queue=queue)

@@ -206,7 +206,7 @@ def slack_calls(world) -> dict[str, int]:
 def settled(world) -> bool:
     """Every alert post made and every turn ended."""
     return (
-        not AlertPost.objects.filter(state=AlertPost.State.INTENDED).exists()
+        not AlertPost.objects.filter(delivered_at=None).exists()
         and not Turn.objects.filter(state__in=[Turn.State.QUEUED, Turn.State.RUNNING]).exists()
     )
 

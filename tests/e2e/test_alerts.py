@@ -44,7 +44,7 @@ def wait_for_turns_to_end(world, count):
 def wait_for_posts_confirmed(world):
     world.slack.wait_until(
         lambda: (
-            not AlertPost.objects.filter(state=AlertPost.State.INTENDED).exists()
+            not AlertPost.objects.filter(delivered_at=None).exists()
             and not Alert.objects.filter(session=None).exists()
         ),
         timeout=WAIT,

@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from kourier.progress import NO_RESULT
+from kourier.progress import NO_RESULT, WORKING
 from sessions import notices
 from sessions.models import Turn
 from tests.e2e.helpers import WAIT, replies, wait_for, wait_for_turns_to_end
@@ -217,3 +217,90 @@ def test_a_taken_over_reply_whose_cards_slack_refuses_is_written_again_without_t
     assert refused
     assert taken
     assert "task_card" not in str(taken[-1].args)
+
+
+def test_a_failure_after_a_restart_leaves_an_alert_threads_reply_as_the_earlier_process_left_it(
+    make_world, a2a_agent, start_alerts_here
+):
+    gate = Gate()
+    a2a_agent.script([*WITH_CARDS, steps.wait_for(gate), steps.drop_connection(forget_task=True)])
+    world = make_world(agent_url=a2a_agent.url, progress="steps", beat=True, env=FAST_RECOVERY)
+    start_alerts_here(world)
+    root = fire_alert(world.binding, "disk alert")
+    gate.wait_reached(1, timeout=WAIT)
+    world.slack.wait_until(lambda: any(len(m.cards) == 2 for m in replies(world, root)), timeout=WAIT)
+    the_reply_is_recorded(world)
+    world.stack.kill("worker", signal.SIGKILL)
+    [left] = replies(world, root)
+    updates_before = world.slack.count("chat.update")
+    world.stack.start_worker(name="worker2")
+    gate.open()  # the task is then gone: following it again fails
+    wait_for_turns_to_end(world, 1)
+
+    reply, notice = replies(world, root)
+    assert (reply.ts, reply.text, reply.cards) == (left.ts, left.text, left.cards)
+    assert reply.card("call-c2").status == "in_progress"  # as the earlier process showed it
+    assert world.slack.count("chat.update") == updates_before  # not written again
+    assert notice.text == notices.CONVERSATION_GONE
+
+
+# In the activity modes: a card for the wait, shown before the kill and kept up to date after it. A
+# tool takes longer than the throttle window, so that its result's count is written on its own.
+SLOW_TOOL = steps.sleep(1.5)
+ACTIVITY_SCRIPTS = {
+    "activity": (
+        [
+            steps.tool_call("c1", "search", {"q": "disk"}),
+            SLOW_TOOL,
+            steps.tool_result("c1", "search", {"hits": 3}),
+        ],
+        [
+            steps.tool_call("c2", "fetch", {"url": "https://status.example"}),
+            SLOW_TOOL,
+            steps.tool_result("c2", "fetch", {"error": "timeout"}),
+        ],
+    ),
+    "steps-and-activity": (
+        [steps.sleep(3.5)],  # a gap: the Working… card
+        [steps.tool_call("c1", "search", {"q": "disk"})],  # takes the card over
+    ),
+}
+SHOWN_BEFORE = {"activity": f"{WORKING} 1 step", "steps-and-activity": WORKING}
+SHOWN_AFTER = {"activity": f"{WORKING} 2 steps, 1 failed", "steps-and-activity": 'search(q="disk")'}
+
+
+@pytest.mark.parametrize("progress", ACTIVITY_SCRIPTS.keys())
+def test_a_taken_over_reply_in_the_activity_modes_keeps_its_card_up_to_date(make_world, a2a_agent, progress):
+    before, after = ACTIVITY_SCRIPTS[progress]
+    restarted, answered = Gate(), Gate()
+    a2a_agent.script(
+        [*before, steps.wait_for(restarted), *after, steps.wait_for(answered), steps.text("Done.")]
+    )
+    world = make_world(agent_url=a2a_agent.url, progress=progress, beat=True, env=FAST_RECOVERY)
+    ts = world.mention("go")
+    restarted.wait_reached(1, timeout=WAIT)
+
+    def shows(title: str, *, streaming: bool | None = None) -> bool:
+        return any(
+            (card.title, card.status) == (title, "in_progress") and streaming in (None, m.streaming)
+            for m in replies(world, ts)
+            for card in m.cards
+        )
+
+    world.slack.wait_until(lambda: shows(SHOWN_BEFORE[progress]), timeout=WAIT)
+    the_reply_is_recorded(world)
+    kill_the_worker_and_start_another(world)
+    if progress == "activity":
+        # The task's calls so far have something to show: the next runner rewrites the reply with
+        # them at once, and its card keeps what it showed (all of the task's events come together).
+        world.slack.wait_until(lambda: shows(SHOWN_BEFORE[progress], streaming=False), timeout=WAIT)
+    restarted.open()
+    world.slack.wait_until(lambda: shows(SHOWN_AFTER[progress]), timeout=WAIT)  # while the task runs
+    answered.open()
+    wait_for_turns_to_end(world, 1)
+
+    [reply] = replies(world, ts)
+    assert reply.text == "Done."
+    assert [card.status for card in reply.cards] == ["complete"]
+    assert not reply.streaming
+    assert len(a2a_agent.received) == 1  # followed again, not sent again

@@ -3,6 +3,7 @@
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth.models import Permission
 from django.urls import reverse
 from django.utils import timezone
 
@@ -258,3 +259,13 @@ def test_the_turn_shows_peoples_feedback_on_its_answer_without_comments(staff_cl
 
     assert "👍 U0ADA, 👎 U0GRACE (factual)" in page
     assert "it was wrong" not in page
+
+
+def test_the_admin_calls_the_sessions_app_sessions_and_keeps_its_stored_label(staff_client):
+    page = staff_client.get(reverse("admin:app_list", kwargs={"app_label": "threads"}))
+
+    assert page.status_code == 200
+    assert page.context["title"] == "Sessions administration"
+    assert "Thread sessions" not in page.content.decode()
+    view_session = Permission.objects.get(codename="view_session", content_type__app_label="threads")
+    assert str(view_session) == "Sessions | session | Can view session"

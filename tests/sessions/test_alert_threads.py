@@ -1,7 +1,10 @@
 """Alert threads: started by a trigger through sessions.services.start_alert_thread on the root
 message the alerts app posted, filed under the system identity (no person)."""
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from kourier.progress import ThreadKind
 from sessions import services, turns
@@ -115,3 +118,29 @@ def test_an_alert_threads_notes_are_labelled_as_the_alerts_in_the_next_turn():
         Author("U0ADA", "Ada"), "and now?", [Note(None, "Joined the group: db-2.")], marker="untrusted-data-0"
     )
     assert text.endswith("<untrusted-data-0>\nSlack: alert: Joined the group: db-2.\n</untrusted-data-0>")
+
+
+def test_an_alert_threads_note_is_activity_that_moves_its_expiry_as_a_message_does(binding, slack_fake):
+    started = timezone.now() - timedelta(days=30)
+    root = root_message(slack_fake)
+    first = services.start_alert_thread(binding, "Disk is full", root_ts=root, now=started)
+    noted = started + timedelta(days=20)
+
+    services.file_system_note(
+        first.session_id, message_ts="1800000000.000100", text="Fired again.", now=noted
+    )
+
+    session = Session.objects.get()
+    assert (session.last_activity_at, session.expires_at) == (noted, noted + binding.thread_ttl)
+
+
+def test_a_note_in_an_expired_alert_thread_does_not_bring_it_back_as_a_message_would_not(binding, slack_fake):
+    started = timezone.now() - timedelta(days=200)
+    first = services.start_alert_thread(
+        binding, "Disk is full", root_ts=root_message(slack_fake), now=started
+    )
+    expired = Session.objects.values_list("last_activity_at", "expires_at").get()
+
+    services.file_system_note(first.session_id, message_ts="1800000000.000100", text="Fired again.")
+
+    assert Session.objects.values_list("last_activity_at", "expires_at").get() == expired

@@ -9,7 +9,7 @@ import time
 
 from alerts import services
 from alerts.models import Alert
-from alerts.payloads import AlertNotice, AlertStatus
+from alerts.payloads import AlertStatus, ReceivedAlert
 from bindings.manifest import TriggerKind, TriggerSpec
 from bindings.models import Binding
 
@@ -20,9 +20,9 @@ _fingerprints = itertools.count(1)
 def fire_alert(binding: Binding, name: str, *, channel_id: str | None = None, wait: float = 20.0) -> str:
     """Fires a new alert called ``name`` at ``binding`` and returns its thread's root ts, once posted."""
     channel_id = channel_id or binding.channel_ids()[0]
-    notice = AlertNotice(fingerprint=f"e2e-{next(_fingerprints)}", status=AlertStatus.FIRING, title=name)
-    services.take_alerts(binding, GENERIC, channel_id, [notice])
-    thread = Alert.objects.filter(binding=binding, key=notice.fingerprint)
+    alert = ReceivedAlert(fingerprint=f"e2e-{next(_fingerprints)}", status=AlertStatus.FIRING, title=name)
+    services.take_alerts(binding, GENERIC, channel_id, [alert])
+    thread = Alert.objects.filter(binding=binding, key=alert.fingerprint)
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
         root_ts = thread.values_list("root_ts", flat=True).first()
