@@ -237,15 +237,8 @@ def test_a_held_groups_notes_go_to_the_storm_thread_naming_the_group(binding):
 
 # --- Races (PostgreSQL) -------------------------------------------------------------------------------
 
-ON_POSTGRES = db.connection.vendor == "postgresql"
 
-
-@pytest.mark.postgres
-@pytest.mark.skipif(
-    not ON_POSTGRES,
-    reason="SQLite serializes every write, so deliveries cannot race there; set DATABASE_URL "
-    "to a PostgreSQL database to run it",
-)
+@pytest.mark.requires_postgres("SQLite serializes every write, so deliveries cannot race there")
 @pytest.mark.django_db(transaction=True)
 def test_groups_arriving_at_once_take_no_more_threads_than_the_cap_and_share_one_storm_thread(binding):
     capped = TriggerSpec("prometheus", TriggerKind.ALERTMANAGER, "T", max_threads_per_hour=2)

@@ -9,10 +9,6 @@ from django.db import DatabaseError, connection, transaction
 from audit import chain, services
 from audit.models import CHAIN_LOCK, AppendOnly, AuditEvent
 
-on_postgresql = pytest.mark.skipif(
-    connection.vendor != "postgresql", reason="the trigger is PostgreSQL's; set DATABASE_URL to PostgreSQL"
-)
-
 
 @pytest.fixture
 def row(db):
@@ -44,8 +40,7 @@ def raw(sql: str, *params):
     return run
 
 
-@pytest.mark.postgres
-@on_postgresql
+@pytest.mark.requires_postgres("the trigger is PostgreSQL's")
 @pytest.mark.parametrize(
     "attempt",
     [
@@ -69,8 +64,7 @@ def test_postgresql_refuses_what_goes_around_the_model(row, attempt):
     assert AuditEvent.objects.values_list("actor_id", flat=True).get(pk=row.pk) == "U0ADA"
 
 
-@pytest.mark.postgres
-@on_postgresql
+@pytest.mark.requires_postgres("the trigger is PostgreSQL's")
 @pytest.mark.django_db(transaction=True)
 def test_a_transactional_test_still_empties_the_table_after_it():
     # pytest-django flushes with TRUNCATE, which row triggers do not see: the next test starts empty.
@@ -78,8 +72,7 @@ def test_a_transactional_test_still_empties_the_table_after_it():
     assert AuditEvent.objects.count() == 1
 
 
-@pytest.mark.postgres
-@on_postgresql
+@pytest.mark.requires_postgres("the trigger is PostgreSQL's")
 @pytest.mark.django_db(transaction=True)
 def test_the_table_is_empty_again_for_the_next_test():
     assert AuditEvent.objects.count() == 0
@@ -117,11 +110,7 @@ def test_a_row_inside_a_transaction_that_rolls_back_leaves_the_chain_whole(db):
     assert services.verify() == (2, None)
 
 
-@pytest.mark.postgres
-@pytest.mark.skipif(
-    connection.vendor != "postgresql",
-    reason="SQLite serializes every write, so appends cannot race there; set DATABASE_URL to PostgreSQL",
-)
+@pytest.mark.requires_postgres("SQLite serializes every write, so appends cannot race there")
 @pytest.mark.django_db(transaction=True)
 def test_twenty_writers_at_once_keep_one_chain():
     writers = 20
@@ -173,8 +162,7 @@ def unhashed(row) -> int:
     return AuditEvent.objects.get(hash="").pk
 
 
-@pytest.mark.postgres
-@on_postgresql
+@pytest.mark.requires_postgres("the trigger is PostgreSQL's")
 @pytest.mark.django_db(transaction=True)  # the row's own append took the lock: its commit lets it go
 @pytest.mark.parametrize(
     ("fill", "why"),
@@ -198,16 +186,14 @@ def test_postgresql_refuses_a_fill_of_an_empty_hash_but_the_writers(row, unhashe
     assert AuditEvent.objects.filter(hash="").count() == 1
 
 
-@pytest.mark.postgres
-@on_postgresql
+@pytest.mark.requires_postgres("the trigger is PostgreSQL's")
 def test_postgresql_lets_the_writer_fill_an_empty_hash_under_its_lock_in_the_chains_order(row, unhashed):
     assert not refused_by_the_database(
         under_the_chains_lock(f"{FILL} WHERE id = %s", row.hash, "c" * 64, unhashed)
     )
 
 
-@pytest.mark.postgres
-@on_postgresql
+@pytest.mark.requires_postgres("the trigger is PostgreSQL's")
 def test_the_next_append_chains_such_a_row_with_the_key(row, unhashed, settings):
     settings.AUDIT_KEY = "an-audit-key-of-the-operator-s-own-at-least-32-chars"
 

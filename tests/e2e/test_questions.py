@@ -9,7 +9,6 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
-from django import db
 
 from audit.models import AuditEvent
 from interactions.bound import ANOTHER_APP
@@ -505,10 +504,8 @@ def test_a_sub_agents_question_is_labelled_with_it_and_answered_with_its_ids(mak
     }
 
 
-@pytest.mark.postgres
-@pytest.mark.skipif(
-    db.connection.vendor != "postgresql",
-    reason="concurrent claims are settled by PostgreSQL's row locks; SQLite serializes every write",
+@pytest.mark.requires_postgres(
+    "concurrent claims are settled by PostgreSQL's row locks; SQLite serializes every write"
 )
 def test_of_twenty_concurrent_answers_one_reaches_the_agent_and_the_others_are_told_privately(
     make_world, kagent_agent

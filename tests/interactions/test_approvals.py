@@ -209,11 +209,7 @@ class TestADecisionIsActivity:
         assert session.expires_at == decided_at + session.binding.thread_ttl
 
 
-@pytest.mark.postgres
-@pytest.mark.skipif(
-    db.connection.vendor != "postgresql",
-    reason="SQLite serializes every write; set DATABASE_URL to PostgreSQL",
-)
+@pytest.mark.requires_postgres("SQLite serializes every write")
 @pytest.mark.django_db(transaction=True)
 def test_of_twenty_presses_at_once_exactly_one_decision_is_taken(asking_turn):
     interaction = opened(asking_turn)
@@ -239,11 +235,7 @@ def test_of_twenty_presses_at_once_exactly_one_decision_is_taken(asking_turn):
     assert Turn.objects.filter(kind=Turn.Kind.ANSWER).count() == 1
 
 
-@pytest.mark.postgres
-@pytest.mark.skipif(
-    db.connection.vendor != "postgresql",
-    reason="SQLite serializes every write; set DATABASE_URL to PostgreSQL",
-)
+@pytest.mark.requires_postgres("SQLite serializes every write")
 @pytest.mark.django_db(transaction=True)
 def test_two_sweeps_at_once_over_expired_approvals_audit_each_timeout_once_and_supersede_none(
     monkeypatch,

@@ -239,11 +239,7 @@ class TestSendingToKagent:
         assert Feedback.objects.get().sent_version == 0
 
 
-ON_POSTGRES = db.connection.vendor == "postgresql"
-
-
-@pytest.mark.postgres
-@pytest.mark.skipif(not ON_POSTGRES, reason="SQLite serializes every write; set DATABASE_URL to PostgreSQL")
+@pytest.mark.requires_postgres("SQLite serializes every write")
 @pytest.mark.django_db(transaction=True)
 def test_a_persons_presses_at_once_make_one_row_and_the_other_thumb_wins_or_not_but_never_twice():
     turn = an_answer()

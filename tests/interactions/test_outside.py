@@ -475,11 +475,7 @@ def test_decide_as_keeps_the_operating_system_user_beside_the_django_user_in_the
     assert row.details["decided_in"] == "cli"
 
 
-@pytest.mark.postgres
-@pytest.mark.skipif(
-    db.connection.vendor != "postgresql",
-    reason="SQLite serializes every write; set DATABASE_URL to PostgreSQL",
-)
+@pytest.mark.requires_postgres("SQLite serializes every write")
 @pytest.mark.django_db(transaction=True)
 def test_a_decision_from_the_admin_and_a_press_at_once_make_one_decision():
     ada = StaffUserFactory(username="ada", permissions=DECIDER)

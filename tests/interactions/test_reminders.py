@@ -154,11 +154,7 @@ def test_a_reminder_is_never_left_to_the_owed_notices_sweep(approval, slack_fake
     ]
 
 
-@pytest.mark.postgres
-@pytest.mark.skipif(
-    db.connection.vendor != "postgresql",
-    reason="SQLite serializes every write; set DATABASE_URL to PostgreSQL",
-)
+@pytest.mark.requires_postgres("SQLite serializes every write")
 def test_two_sweeps_at_once_remind_once(approval, slack_fake):
     interaction = approval(due_in=timedelta(minutes=5))
     start = threading.Barrier(2)

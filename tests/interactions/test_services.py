@@ -451,15 +451,7 @@ class TestClosingThePrompt:
         assert slack_fake.count("chat.update") == 0
 
 
-ON_POSTGRES = db.connection.vendor == "postgresql"
-
-
-@pytest.mark.postgres
-@pytest.mark.skipif(
-    not ON_POSTGRES,
-    reason="SQLite serializes every write, so concurrent presses cannot race there; set DATABASE_URL "
-    "to a PostgreSQL database to run it",
-)
+@pytest.mark.requires_postgres("SQLite serializes every write, so concurrent presses cannot race there")
 @pytest.mark.django_db(transaction=True)
 def test_of_twenty_presses_at_once_exactly_one_answer_is_taken(interaction):
     presses = 20
