@@ -4,12 +4,8 @@ or a tool approval (kagent 1.0's), each under a Binding that puts it to people u
 
 from __future__ import annotations
 
-import asyncio
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
-
-from django import db
 
 from interactions import approval_prompts, prompts
 from interactions.models import Interaction
@@ -67,22 +63,3 @@ def said(slack_fake, agent, **binding: Any) -> Turn:
     return TurnFactory.create(
         session__binding=bound, session__thread_ts=ts, message_ts=ts, user_id=defaults.ADA, text=words
     )
-
-
-def run(work) -> Any:
-    """Runs a coroutine as the worker's loop does: its database calls on a thread."""
-
-    async def scenario() -> Any:
-        database_thread = ThreadPoolExecutor(max_workers=1)
-        asyncio.get_running_loop().set_default_executor(database_thread)
-        try:
-            return await work
-        finally:
-            await asyncio.get_running_loop().run_in_executor(database_thread, lambda: db.connection.close())
-
-    return asyncio.run(scenario())
-
-
-def thread_texts(slack_fake, turn: Turn) -> list[str]:
-    """What the bot and people said in the turn's thread after its first message."""
-    return [message.text for message in slack_fake.thread(defaults.CHANNEL_ID, turn.session.thread_ts)[1:]]

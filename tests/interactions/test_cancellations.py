@@ -11,8 +11,9 @@ from sessions import notices, runner
 from sessions.models import Turn
 from tests.factories import InteractionFactory, TurnFactory
 from tests.fakes.a2a_agent.steps import http_status
+from tests.support.turn_loop import run, thread_texts
 
-from .paused_turns import pausing_for, run, said, thread_texts
+from .paused_turns import pausing_for, said
 
 # The runner reaches the database from its threads: they must see the test's rows.
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -3,11 +3,7 @@ runner (runner.py) and of one turn's run (turn_run.py), against the scripted A2A
 
 from __future__ import annotations
 
-import asyncio
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
-
-from django import db
 
 from sessions.models import Turn
 from sessions.services import start_alert_thread
@@ -45,21 +41,3 @@ def alerted(slack_fake, a2a_agent, alert: str = "Disk is full on db-1", **bindin
     )
     root = slack_fake.bot_says(slack_fake.bot_user_id, defaults.CHANNEL_ID, alert)
     return start_alert_thread(bound, alert, root_ts=root)
-
-
-def run(work) -> Any:
-    """Runs a coroutine of the runner as the worker's loop does: its database calls on a thread."""
-
-    async def scenario() -> Any:
-        database_thread = ThreadPoolExecutor(max_workers=1)
-        asyncio.get_running_loop().set_default_executor(database_thread)
-        try:
-            return await work
-        finally:
-            await asyncio.get_running_loop().run_in_executor(database_thread, lambda: db.connection.close())
-
-    return asyncio.run(scenario())
-
-
-def thread_texts(slack_fake, turn: Turn) -> list[str]:
-    return [message.text for message in slack_fake.thread(defaults.CHANNEL_ID, turn.session.thread_ts)[1:]]

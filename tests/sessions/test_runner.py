@@ -17,7 +17,8 @@ from sessions.models import Session, Turn
 from simulator import defaults
 from tests.factories import TurnFactory
 from tests.fakes.a2a_agent.steps import text
-from tests.sessions.running import run, said, thread_texts
+from tests.sessions.running import said
+from tests.support.turn_loop import run, thread_texts
 
 # The runner reaches the database from its threads: they must see the test's rows.
 pytestmark = pytest.mark.django_db(transaction=True)

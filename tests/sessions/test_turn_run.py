@@ -17,7 +17,8 @@ from sessions.turn_run import run_turn
 from simulator import defaults
 from tests.factories import TurnFactory
 from tests.fakes.a2a_agent.steps import fail, input_required, text, tool_call, tool_result
-from tests.sessions.running import alerted, run, said, thread_texts
+from tests.sessions.running import alerted, said
+from tests.support.turn_loop import run, thread_texts
 
 # The runner reaches the database from its threads: they must see the test's rows.
 pytestmark = pytest.mark.django_db(transaction=True)
