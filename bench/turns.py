@@ -113,11 +113,11 @@ class Workspace:
 
     @property
     def token_env(self) -> str:
-        return f"BENCH_BOT_TOKEN_{self.index:05d}"
+        return f"BENCH_{self.index:05d}_BOT_TOKEN"
 
     @property
     def secret_env(self) -> str:
-        return f"BENCH_SIGNING_SECRET_{self.index:05d}"
+        return f"BENCH_{self.index:05d}_SIGNING_SECRET"
 
 
 @dataclass
