@@ -178,33 +178,28 @@ def _build_app(connection: Connection) -> AsyncApp:
 
     # A press or a form in a direct-message conversation answers to its Binding's allow-list first
     # (may_press, may_act), as the person's messages do: a refused one is read no further.
-
-    async def take_prompt_press(ack, body: dict, action: dict, client) -> None:
-        await ack()
-        press = read_submit(body, action)
-        if isinstance(press, UnreadableEvent):
-            logger.warning(
-                "slack.press_unreadable", extra={"reason": press.reason, "connection_id": connection_id}
-            )
-            return
-        if await may_press(connection_id, client, press):
-            await receive_press(press, connection_id=connection_id, bot_token=bot_token)
-
     bot_token = connection.bot_token()
+
+    def press_listener(take: Callable[..., Awaitable[object]]) -> Callable[..., Awaitable[None]]:
+        """A button's listener: the press read, let through, and handed to ``take``."""
+
+        async def take_press(ack, body: dict, action: dict, client) -> None:
+            await ack()
+            press = read_submit(body, action)
+            if isinstance(press, UnreadableEvent):
+                logger.warning(
+                    "slack.press_unreadable", extra={"reason": press.reason, "connection_id": connection_id}
+                )
+                return
+            if await may_press(connection_id, client, press):
+                await take(press, connection_id=connection_id, bot_token=bot_token)
+
+        return take_press
+
+    take_prompt_press = press_listener(receive_press)
     for prompt_action in PROMPT_ACTIONS:
         app.action(prompt_action)(take_prompt_press)
-
-    async def take_feedback_press(ack, body: dict, action: dict, client) -> None:
-        await ack()
-        press = read_submit(body, action)
-        if isinstance(press, UnreadableEvent):
-            logger.warning(
-                "slack.press_unreadable", extra={"reason": press.reason, "connection_id": connection_id}
-            )
-            return
-        if await may_press(connection_id, client, press):
-            await feedback.receive_thumbs_press(press, connection_id=connection_id, bot_token=bot_token)
-
+    take_feedback_press = press_listener(feedback.receive_thumbs_press)
     for feedback_action in FEEDBACK_ACTIONS:
         app.action(feedback_action)(take_feedback_press)
 
