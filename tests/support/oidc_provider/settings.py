@@ -46,3 +46,7 @@ LOGIN_URL = "/accounts/login/"
 OIDC_USERINFO = "tests.support.oidc_provider.claims.userinfo"
 OIDC_EXTRA_SCOPE_CLAIMS = "tests.support.oidc_provider.claims.GroupsClaims"
 OIDC_IDTOKEN_PROCESSING_HOOK = "tests.support.oidc_provider.claims.as_quirks_say"
+
+# Browsers keep cookies per host, not per port: Kourier's on 127.0.0.1 would be overwritten by these.
+SESSION_COOKIE_NAME = "provider_sessionid"
+CSRF_COOKIE_NAME = "provider_csrftoken"
