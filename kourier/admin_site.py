@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
-
 from urllib.parse import urlsplit
 
 from django.conf import settings

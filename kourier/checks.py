@@ -196,7 +196,8 @@ def check_single_sign_on(app_configs, **kwargs):
     errors = []
     issuer = settings.OIDC_ISSUER
     given = {
-        name: bool(getattr(settings, name)) for name in ("OIDC_ISSUER", "OIDC_CLIENT_ID", "OIDC_CLIENT_SECRET")
+        name: bool(getattr(settings, name))
+        for name in ("OIDC_ISSUER", "OIDC_CLIENT_ID", "OIDC_CLIENT_SECRET")
     }
     if any(given.values()) and not all(given.values()):
         missing = [name for name, value in given.items() if not value]
@@ -231,7 +232,11 @@ def check_single_sign_on(app_configs, **kwargs):
         for name in ("OIDC_USERNAME_CLAIM", "OIDC_GROUPS_CLAIM"):
             if not getattr(settings, name):
                 errors.append(
-                    Error(f"{name} is empty.", hint="Unset it to use the default (see .env.example).", id="kourier.E042")
+                    Error(
+                        f"{name} is empty.",
+                        hint="Unset it to use the default (see .env.example).",
+                        id="kourier.E042",
+                    )
                 )
         if settings.OIDC_SESSION_SECONDS < 60:
             errors.append(

@@ -71,7 +71,9 @@ class OIDCBackend(OIDCAuthenticationBackend):
         except requests.RequestException as error:
             return self._refused(request, f"the identity provider cannot be reached ({type(error).__name__})")
         if user is None:
-            return self._refused(request, getattr(request, REFUSAL, "the identity provider's answer was not a sign-in"))
+            return self._refused(
+                request, getattr(request, REFUSAL, "the identity provider's answer was not a sign-in")
+            )
         return user
 
     def _refused(self, request: HttpRequest, why: str) -> None:
@@ -93,14 +95,18 @@ class OIDCBackend(OIDCAuthenticationBackend):
         except jwt.ExpiredSignatureError as error:
             raise Refused("the ID token has expired") from error
         except jwt.InvalidAudienceError as error:
-            raise Refused("the ID token is meant for another client (its audience is not OIDC_CLIENT_ID)") from error
+            raise Refused(
+                "the ID token is meant for another client (its audience is not OIDC_CLIENT_ID)"
+            ) from error
         except jwt.InvalidIssuerError as error:
             raise Refused("the ID token was issued by another issuer than OIDC_ISSUER") from error
         except jwt.InvalidTokenError as error:
             raise Refused(f"the ID token is not valid ({type(error).__name__})") from error
         audiences = payload["aud"] if isinstance(payload["aud"], list) else [payload["aud"]]
         if len(audiences) > 1 and payload.get("azp") != settings.OIDC_CLIENT_ID:
-            raise Refused("the ID token names several audiences and another authorized party than OIDC_CLIENT_ID")
+            raise Refused(
+                "the ID token names several audiences and another authorized party than OIDC_CLIENT_ID"
+            )
         return payload
 
     def get_userinfo(self, access_token: str, id_token: str, payload: dict[str, Any]) -> dict[str, Any]:
@@ -122,9 +128,13 @@ class OIDCBackend(OIDCAuthenticationBackend):
     def _user_for(self, claims: dict[str, Any]) -> Any:
         username = claims.get(settings.OIDC_USERNAME_CLAIM)
         if not isinstance(username, str) or not username.strip():
-            raise Refused(f"the identity provider's claims name no {settings.OIDC_USERNAME_CLAIM} (OIDC_USERNAME_CLAIM)")
+            raise Refused(
+                f"the identity provider's claims name no {settings.OIDC_USERNAME_CLAIM} (OIDC_USERNAME_CLAIM)"
+            )
         if len(username) > USERNAME_MAX_LENGTH:
-            raise Refused(f"the claim {settings.OIDC_USERNAME_CLAIM} is longer than a username may be ({USERNAME_MAX_LENGTH})")
+            raise Refused(
+                f"the claim {settings.OIDC_USERNAME_CLAIM} is longer than a username may be ({USERNAME_MAX_LENGTH})"
+            )
         groups = groups_in(claims, settings.OIDC_GROUPS_CLAIM)
         roles = roles_for(
             groups,

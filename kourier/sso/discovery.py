@@ -66,7 +66,9 @@ def _read(issuer: str) -> Provider:
     try:
         response = httpx.get(url, timeout=TIMEOUT_SECONDS, follow_redirects=False)
     except httpx.HTTPError as error:
-        raise DiscoveryFailed(f"The identity provider's discovery document {url} cannot be read: {error}.") from error
+        raise DiscoveryFailed(
+            f"The identity provider's discovery document {url} cannot be read: {error}."
+        ) from error
     if response.status_code != 200:
         raise DiscoveryFailed(f"The identity provider answered {response.status_code} for {url}.")
     try:
@@ -88,7 +90,9 @@ def provider_from(document: object, *, issuer: str, url: str) -> Provider:
         )
     missing = [key for key in REQUIRED if not isinstance(document.get(key), str) or not document[key]]
     if missing:
-        raise DiscoveryFailed(f"The identity provider's discovery document {url} names no {', '.join(missing)}.")
+        raise DiscoveryFailed(
+            f"The identity provider's discovery document {url} names no {', '.join(missing)}."
+        )
     algorithms = document.get("id_token_signing_alg_values_supported")
     if isinstance(algorithms, list) and SIGNING_ALGORITHM not in algorithms:
         raise DiscoveryFailed(

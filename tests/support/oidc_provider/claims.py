@@ -5,7 +5,8 @@ A test gives a user a quirk by adding them to a group named ``quirk:<what>`` (ne
 
 - ``quirk:expired``: the ID token says it was issued 11 minutes ago, for its 10 minutes: as from a
   provider whose clock is behind;
-- ``quirk:audience``: the ID token is made out to another client (``OTHER_CLIENT``), signed as usual.
+- ``quirk:audience``: the ID token is made out to another client (``OTHER_CLIENT``), signed as usual;
+- ``quirk:issuer``: the ID token names another issuer (``OTHER_ISSUER``), signed as usual.
 """
 
 from typing import Any
@@ -14,6 +15,7 @@ from oidc_provider.lib.claims import ScopeClaims
 
 QUIRK = "quirk:"
 OTHER_CLIENT = "another-application"
+OTHER_ISSUER = "https://identity.example.com"
 
 
 def userinfo(claims: dict[str, Any], user: Any) -> dict[str, Any]:
@@ -36,10 +38,14 @@ class GroupsClaims(ScopeClaims):
 
 
 def as_quirks_say(id_token: dict[str, Any], user: Any, **kwargs: Any) -> dict[str, Any]:
-    quirks = {name[len(QUIRK) :] for name in user.groups.values_list("name", flat=True) if name.startswith(QUIRK)}
+    quirks = {
+        name[len(QUIRK) :] for name in user.groups.values_list("name", flat=True) if name.startswith(QUIRK)
+    }
     if "expired" in quirks:
         id_token["iat"] -= 11 * 60
         id_token["exp"] = id_token["iat"] + 10 * 60
     if "audience" in quirks:
         id_token["aud"] = OTHER_CLIENT
+    if "issuer" in quirks:
+        id_token["iss"] = OTHER_ISSUER
     return id_token

@@ -30,18 +30,30 @@ class IdentityProvider:
 
     def manage(self, *args: str) -> None:
         result = subprocess.run(
-            [sys.executable, "-m", "django", *args], env=self.env, cwd=REPO_ROOT, capture_output=True, text=True
+            [sys.executable, "-m", "django", *args],
+            env=self.env,
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
         )
         if result.returncode != 0:
-            raise RuntimeError(f"manage.py {args[0]} failed at the test provider:\n{result.stdout}{result.stderr}")
+            raise RuntimeError(
+                f"manage.py {args[0]} failed at the test provider:\n{result.stdout}{result.stderr}"
+            )
 
     def user(self, username: str, *, password: str, email: str = "", groups: tuple[str, ...] = ()) -> None:
         """Makes or changes a user, in exactly ``groups`` (``quirk:<what>`` for a fault: claims.py)."""
-        self.manage("provider_user", username, "--password", password, "--email", email, "--groups", ",".join(groups))
+        self.manage(
+            "provider_user", username, "--password", password, "--email", email, "--groups", ",".join(groups)
+        )
 
     def client(self, client_id: str, *, secret: str, redirect_uris: tuple[str, ...]) -> None:
         self.manage(
-            "provider_client", client_id, "--secret", secret, *(f"--redirect-uri={uri}" for uri in redirect_uris)
+            "provider_client",
+            client_id,
+            "--secret",
+            secret,
+            *(f"--redirect-uri={uri}" for uri in redirect_uris),
         )
 
     def start(self) -> None:
