@@ -10,9 +10,14 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.contrib import admin
 from django.db.models.constants import LOOKUP_SEP
-from django.http import HttpRequest, HttpResponse, HttpResponseForbidden
+from django.http import HttpRequest, HttpResponse, HttpResponseForbidden, HttpResponseRedirect
+from django.urls import reverse
 
 PASSWORD_LOGIN_OFF = "Signing in with a password is off (ADMIN_PASSWORD_LOGIN): sign in with {provider}."
+# Where mozilla-django-oidc keeps a single sign-on's ID token in the session (kourier/sso/), and where
+# logging out hands it to the sign-out page, which ends the session at the provider too.
+SSO_ID_TOKEN = "oidc_id_token"
+SSO_SIGN_OUT_HINT = "kourier_sso_sign_out"
 
 # (section, its app index or "" when it spans apps, the models in the order shown as app_label.model)
 INDEX_SECTIONS: list[tuple[str, str, list[str]]] = [
@@ -83,6 +88,17 @@ class KourierAdminSite(admin.AdminSite):
             **(extra_context or {}),
         }
         return super().login(request, context)
+
+    # Django types it as a TemplateResponse; a redirect is an answer Django serves as well.
+    def logout(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:  # type: ignore[override]
+        """Django's logout; for someone who signed in with single sign-on, then on to the sign-out page
+        (kourier/sso/views.py), which ends their session at the provider as well."""
+        id_token = request.session.get(SSO_ID_TOKEN) if settings.OIDC_ISSUER else None
+        response = super().logout(request, extra_context)
+        if id_token and request.method == "POST":
+            request.session[SSO_SIGN_OUT_HINT] = id_token  # the session is a new, empty one by now
+            return HttpResponseRedirect(reverse("sso-sign-out"))
+        return response
 
     def get_app_list(self, request: HttpRequest, app_label: str | None = None) -> list[dict[str, Any]]:
         apps = super().get_app_list(request, app_label)

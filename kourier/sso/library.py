@@ -30,6 +30,8 @@ def setting(name: str, *default: Any) -> Any:
         "OIDC_USE_PKCE": lambda: True,
         "OIDC_USE_NONCE": lambda: True,
         "OIDC_CREATE_USER": lambda: True,
+        # Kept in the session (kourier/admin_site.py, SSO_ID_TOKEN) for the provider's end-session endpoint.
+        "OIDC_STORE_ID_TOKEN": lambda: True,
         "OIDC_TIMEOUT": lambda: discovery.TIMEOUT_SECONDS,
         "OIDC_AUTHENTICATION_CALLBACK_URL": lambda: CALLBACK_URL_NAME,
         "LOGIN_REDIRECT_URL": lambda: "admin:index",

@@ -7,4 +7,5 @@ from .library import CALLBACK_URL_NAME
 urlpatterns = [
     path("sign-in/", views.SignInView.as_view(), name="sso-sign-in"),
     path("callback/", views.CallbackView.as_view(), name=CALLBACK_URL_NAME),
+    path("sign-out/", views.SignOutView.as_view(), name="sso-sign-out"),
 ]

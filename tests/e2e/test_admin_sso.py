@@ -1,12 +1,14 @@
 """Single sign-on for the admin (issue 34, point 1), end to end: headless Chromium (as in
 test_admin_browser.py) against the product's web process, signing in at a real OpenID provider
 (django-oidc-provider, its own process over HTTP: tests/support/oidc_provider/), which issues every
-token, the faulty ones included (an expired one, one made out to another client or from another issuer).
+token, the faulty ones included (an expired one, one made out to another client or from another
+issuer).
 
 With passwords off, the login page offers only "Sign in with Test IdP"; a first sign-in makes the user
-with the roles their groups are mapped to; logging out ends the session; a group the provider no
-longer names is revoked at the next sign-in; an expired ID token, one meant for another client or one
-naming another issuer signs nobody in and says why; a password posted anyway is refused.
+with the roles their groups are mapped to; logging out ends the session, here and at the provider; a
+group the provider no longer names is revoked at the next sign-in; an expired ID token, one meant for
+another client or one naming another issuer signs nobody in and says why; a password posted anyway is
+refused.
 """
 
 from __future__ import annotations
@@ -50,24 +52,32 @@ def start_kourier(start_stack: Callable[..., Stack], provider: IdentityProvider)
             "ADMIN_PASSWORD_LOGIN": "false",
         },
     )
-    provider.client(CLIENT_ID, secret=CLIENT_SECRET, redirect_uris=(f"{stack.base_url}/admin/sso/callback/",))
+    provider.client(
+        CLIENT_ID,
+        secret=CLIENT_SECRET,
+        redirect_uris=(f"{stack.base_url}/admin/sso/callback/",),
+        post_logout_redirect_uris=(f"{stack.base_url}/admin/login/",),
+    )
     return stack
 
 
-def sign_in(page: Any, stack: Stack, username: str) -> None:
-    """From the admin's login page, through the provider's own login form when it asks."""
+def sign_in(page: Any, stack: Stack, username: str) -> bool:
+    """From the admin's login page, through the provider's own login form when it asks (whether it
+    did: not while the person's session at the provider lasts)."""
     from playwright.sync_api import expect
 
     page.goto("/admin/")
     expect(page).to_have_url(f"{stack.base_url}/admin/login/?next=/admin/")
     assert page.locator("#id_password").count() == 0
     page.get_by_role("link", name=f"Sign in with {PROVIDER_NAME}").click()
-    page.wait_for_load_state()
-    if page.locator("#provider-login").count():
+    page.wait_for_url(lambda url: "/accounts/login/" in url or url.startswith(f"{stack.base_url}/admin/"))
+    asked = "/accounts/login/" in page.url
+    if asked:
         page.fill("#id_username", username)
         page.fill("#id_password", PASSWORD)
         page.click("#provider-login button")
     page.wait_for_url(f"{stack.base_url}/admin/**")
+    return asked
 
 
 def roles_of(username: str) -> tuple[bool, bool, bool, list[str]]:
@@ -99,7 +109,7 @@ def test_people_sign_in_with_the_provider_get_their_mapped_roles_and_lose_a_revo
             page = browser.new_page(base_url=stack.base_url)
             page.set_default_timeout(BROWSER_TIMEOUT_MS)
 
-            sign_in(page, stack, "ada")
+            assert sign_in(page, stack, "ada")
             expect(page.locator("#site-name")).to_have_text("Agent Kourier")
             expect(page.locator("#user-tools")).to_contain_text("ada@example.com")
             assert roles_of("ada@example.com") == (True, True, True, ["kourier-approvers"])
@@ -110,17 +120,18 @@ def test_people_sign_in_with_the_provider_get_their_mapped_roles_and_lose_a_revo
                 assert created.details["granted"] == ["decide", "staff", "superuser"]
                 assert Session.objects.count() == 1
 
+            # Logging out ends the session here, then at the provider, which sends her back.
             page.click("#logout-form button")
-            expect(page.locator("#content")).to_contain_text("Logged out")
+            expect(page).to_have_url(f"{stack.base_url}/admin/login/")
             with synchronous_orm_calls():
                 assert Session.objects.count() == 0
             page.goto("/admin/")
             expect(page).to_have_url(f"{stack.base_url}/admin/login/?next=/admin/")
 
-            # The provider drops ada from the admins and the approvers; her session there goes on,
-            # so the next sign-in asks her nothing, and takes the roles away.
+            # The provider drops ada from the admins and the approvers; her next sign-in (which the
+            # provider asks her password for again: her session there ended) takes the roles away.
             oidc_provider.user("ada", password=PASSWORD, email="ada@example.com", groups=("kourier-staff",))
-            sign_in(page, stack, "ada")
+            assert sign_in(page, stack, "ada")
             expect(page.locator("#content")).to_contain_text("have permission to view or edit anything")
             assert roles_of("ada@example.com") == (True, False, False, [])
             with synchronous_orm_calls():

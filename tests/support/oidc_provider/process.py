@@ -47,13 +47,21 @@ class IdentityProvider:
             "provider_user", username, "--password", password, "--email", email, "--groups", ",".join(groups)
         )
 
-    def client(self, client_id: str, *, secret: str, redirect_uris: tuple[str, ...]) -> None:
+    def client(
+        self,
+        client_id: str,
+        *,
+        secret: str,
+        redirect_uris: tuple[str, ...],
+        post_logout_redirect_uris: tuple[str, ...] = (),
+    ) -> None:
         self.manage(
             "provider_client",
             client_id,
             "--secret",
             secret,
             *(f"--redirect-uri={uri}" for uri in redirect_uris),
+            *(f"--post-logout-redirect-uri={uri}" for uri in post_logout_redirect_uris),
         )
 
     def start(self) -> None:

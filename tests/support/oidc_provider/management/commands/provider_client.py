@@ -9,8 +9,9 @@ class Command(BaseCommand):
         parser.add_argument("client_id")
         parser.add_argument("--secret", required=True)
         parser.add_argument("--redirect-uri", action="append", default=[])
+        parser.add_argument("--post-logout-redirect-uri", action="append", default=[])
 
-    def handle(self, *args, client_id, secret, redirect_uri, **options):
+    def handle(self, *args, client_id, secret, redirect_uri, post_logout_redirect_uri, **options):
         client, _ = Client.objects.update_or_create(
             client_id=client_id,
             defaults={
@@ -20,6 +21,7 @@ class Command(BaseCommand):
                 "jwt_alg": "RS256",
                 "require_consent": False,
                 "_redirect_uris": "\n".join(redirect_uri),
+                "_post_logout_redirect_uris": "\n".join(post_logout_redirect_uri),
             },
         )
         client.response_types.set([ResponseType.objects.get(value="code")])
