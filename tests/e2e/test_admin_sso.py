@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import httpx
 import pytest
 from django.contrib.auth.models import Group, User
 from django.contrib.sessions.models import Session
+from django.utils import timezone
 
 from audit.models import AuditEvent
 from interactions.outside import PERMISSION as DECIDE
@@ -35,6 +37,7 @@ pytestmark = pytest.mark.slow
 CLIENT_ID, CLIENT_SECRET = "kourier", "the client secret of kourier at the test provider"
 PASSWORD = "a long passphrase at the provider"
 PROVIDER_NAME = "Test IdP"
+SESSION_SECONDS = 3600  # a signed-in session's length; Django's own is two weeks
 
 
 def start_kourier(start_stack: Callable[..., Stack], provider: IdentityProvider) -> Stack:
@@ -50,6 +53,7 @@ def start_kourier(start_stack: Callable[..., Stack], provider: IdentityProvider)
             "OIDC_SUPERUSER_GROUPS": "kourier-admins",
             "OIDC_DECIDE_GROUPS": "kourier-approvers",
             "ADMIN_PASSWORD_LOGIN": "false",
+            "OIDC_SESSION_SECONDS": str(SESSION_SECONDS),
         },
     )
     provider.client(
@@ -118,7 +122,8 @@ def test_people_sign_in_with_the_provider_get_their_mapped_roles_and_lose_a_revo
                 [created] = AuditEvent.objects.filter(action=AUDIT_ACTION)
                 assert created.details["created"] is True
                 assert created.details["granted"] == ["decide", "staff", "superuser"]
-                assert Session.objects.count() == 1
+                [session] = Session.objects.all()
+                assert session.expire_date <= timezone.now() + timedelta(seconds=SESSION_SECONDS)
 
             # Logging out ends the session here, then at the provider, which sends her back.
             page.click("#logout-form button")
