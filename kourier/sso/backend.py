@@ -68,6 +68,12 @@ class OIDCBackend(OIDCAuthenticationBackend):
         except requests.HTTPError as error:
             status = error.response.status_code if error.response is not None else "no answer"
             return self._refused(request, f"the identity provider refused the request ({status})")
+        except (jwt.PyJWTError, KeyError, TypeError, ValueError) as error:
+            # An answer of the wrong shape (no ID token, a JWKS or token header without its fields):
+            # refused, never a server error.
+            return self._refused(
+                request, f"the identity provider's answer could not be read ({type(error).__name__})"
+            )
         except requests.RequestException as error:
             return self._refused(request, f"the identity provider cannot be reached ({type(error).__name__})")
         if user is None:

@@ -1,11 +1,15 @@
-"""The claims a sign-in brings, once its tokens are checked (end to end: tests/e2e/test_admin_sso.py),
-made into a Django user with the roles the settings map."""
+"""A sign-in's code exchanged at the real provider (tests/support/oidc_provider/), and the claims it
+brings, once its tokens are checked (in a browser: tests/e2e/test_admin_sso.py), made into a Django
+user with the roles the settings map."""
 
 import pytest
 from django.contrib.auth.models import User
+from django.contrib.messages import get_messages
 from django.test import RequestFactory
+from django.urls import reverse
 
 from interactions.outside import PERMISSION
+from kourier.sso import discovery
 from kourier.sso.backend import REFUSAL, OIDCBackend, Refused
 
 pytestmark = pytest.mark.django_db
@@ -56,3 +60,68 @@ def test_a_password_is_never_a_sign_in_for_this_backend(backend):
 
     assert backend.authenticate(request, username="ada", password="a local password") is None
     assert not hasattr(request, REFUSAL)
+
+
+CLIENT_ID, CLIENT_SECRET = "kourier", "the client secret of kourier at the test provider"
+
+
+@pytest.fixture
+def signing_in(client, settings, oidc_provider):
+    """A sign-in at the real provider up to its way back: the callback's URL (with the code), to open
+    with the test client as the browser would (tests/support/oidc_provider/)."""
+    settings.OIDC_ISSUER = oidc_provider.issuer
+    settings.OIDC_CLIENT_ID, settings.OIDC_CLIENT_SECRET = CLIENT_ID, CLIENT_SECRET
+    settings.OIDC_SCOPES = ["openid", "email", "groups"]
+    settings.OIDC_STAFF_GROUPS = ["ops"]
+    # As the settings make it when OIDC_ISSUER is set at start-up.
+    settings.AUTHENTICATION_BACKENDS = [
+        "django.contrib.auth.backends.ModelBackend",
+        "kourier.sso.backend.OIDCBackend",
+    ]
+    discovery.forget()
+    oidc_provider.client(
+        CLIENT_ID, secret=CLIENT_SECRET, redirect_uris=("http://testserver/admin/sso/callback/",)
+    )
+    oidc_provider.user("ada", password="a provider password", email="ada@example.com", groups=("ops",))
+    started = client.get(reverse("sso-sign-in"))
+    back = oidc_provider.authorize(started["Location"], username="ada", password="a provider password")
+    yield back.removeprefix("http://testserver")
+    discovery.forget()
+
+
+@pytest.mark.slow
+def test_a_code_from_the_real_provider_signs_the_person_in(client, signing_in):
+    response = client.get(signing_in)
+
+    assert (response.status_code, response["Location"]) == (302, reverse("admin:index"))
+    user = User.objects.get(username="ada@example.com")
+    assert (user.is_staff, user.is_superuser) == (True, False)
+    assert client.session["_auth_user_id"] == str(user.pk)
+
+
+@pytest.mark.slow
+def test_a_code_the_provider_will_not_exchange_signs_nobody_in_and_says_why(client, settings, signing_in):
+    settings.OIDC_CLIENT_SECRET = "not the client's secret"
+
+    response = client.get(signing_in)
+
+    assert (response.status_code, response["Location"]) == (302, reverse("admin:login"))
+    assert [str(m) for m in get_messages(response.wsgi_request)] == [
+        "Single sign-on did not sign you in: the identity provider refused the request (400)."
+    ]
+    assert not User.objects.filter(username="ada@example.com").exists()
+    assert "_auth_user_id" not in client.session
+
+
+@pytest.mark.slow
+def test_a_way_back_opened_again_in_another_session_signs_nobody_in(client, signing_in):
+    assert client.get(signing_in)["Location"] == reverse("admin:index")
+    client.logout()
+
+    response = client.get(signing_in)
+
+    assert (response.status_code, response["Location"]) == (302, reverse("admin:login"))
+    assert [str(m) for m in get_messages(response.wsgi_request)] == [
+        "Single sign-on did not sign you in: the sign-in had expired or was started in another browser."
+    ]
+    assert "_auth_user_id" not in client.session

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urljoin
 
 import httpx
 
@@ -63,6 +65,36 @@ class IdentityProvider:
             *(f"--redirect-uri={uri}" for uri in redirect_uris),
             *(f"--post-logout-redirect-uri={uri}" for uri in post_logout_redirect_uris),
         )
+
+    def authorize(self, authorization_url: str, *, username: str, password: str) -> str:
+        """What a browser does at the provider, over HTTP without one: follows ``authorization_url`` to
+        the login form, signs in there, and returns where the provider then sends it back (the
+        client's redirect URI with the code and state)."""
+        with httpx.Client(timeout=30) as browser:
+            form = browser.get(authorization_url, follow_redirects=True)
+            token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text)
+            if form.status_code != 200 or token is None:
+                raise RuntimeError(
+                    f"the test provider showed no login form: {form.status_code} {form.text[:500]}"
+                )
+            answer = browser.post(
+                str(form.url),
+                data={
+                    "csrfmiddlewaretoken": token.group(1),
+                    "username": username,
+                    "password": password,
+                    "next": form.url.params["next"],
+                },
+                headers={"Referer": str(form.url)},
+            )
+            while answer.is_redirect:
+                location = urljoin(str(answer.url), answer.headers["Location"])
+                if not location.startswith(self.base_url):
+                    return location
+                answer = browser.get(location)
+            raise RuntimeError(
+                f"the test provider sent nobody back: {answer.status_code} {answer.text[:500]}"
+            )
 
     def start(self) -> None:
         self.manage("migrate", "--noinput")
