@@ -27,7 +27,15 @@ SUFFIXES = ("_TOKEN", "_SECRET")
 
 # Never readable by an agent header or a secret reference, whatever the settings say: the service's own.
 SERVICE_SECRET_VARIABLES = frozenset(
-    {"SECRET_KEY", "DATABASE_URL", "REDIS_URL", "METRICS_TOKEN", "DJANGO_SUPERUSER_PASSWORD", "AUDIT_KEY"}
+    {
+        "SECRET_KEY",
+        "DATABASE_URL",
+        "REDIS_URL",
+        "METRICS_TOKEN",
+        "DJANGO_SUPERUSER_PASSWORD",
+        "AUDIT_KEY",
+        "OIDC_CLIENT_SECRET",
+    }
 )
 
 NOT_NAMED_AS_A_SECRET = (

@@ -5,10 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.contrib import admin
 from django.db.models.constants import LOOKUP_SEP
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseForbidden, HttpResponseRedirect
+from django.urls import reverse
+
+PASSWORD_LOGIN_OFF = "Signing in with a password is off (ADMIN_PASSWORD_LOGIN): sign in with {provider}."
+# Where mozilla-django-oidc keeps a single sign-on's ID token in the session (kourier/sso/), and where
+# logging out hands it to the sign-out page, which ends the session at the provider too.
+SSO_ID_TOKEN = "oidc_id_token"
+SSO_SIGN_OUT_HINT = "kourier_sso_sign_out"
 
 # (section, its app index or "" when it spans apps, the models in the order shown as app_label.model)
 INDEX_SECTIONS: list[tuple[str, str, list[str]]] = [
@@ -66,11 +75,43 @@ class KourierAdminSite(admin.AdminSite):
     index_title = "Agent Kourier"
     site_url = None  # the service has no page of its own at "/": no "View site" link
 
+    def login(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        """Django's login page, with a link to single sign-on when it is on (kourier/sso/), and without
+        the password form when ``ADMIN_PASSWORD_LOGIN`` is off: a password posted anyway is refused
+        here (no authentication backend would take it either)."""
+        provider = single_sign_on_provider_name()
+        if not settings.ADMIN_PASSWORD_LOGIN and provider and request.method == "POST":
+            return HttpResponseForbidden(PASSWORD_LOGIN_OFF.format(provider=provider))
+        context = {
+            "sso_provider": provider,
+            "password_login": settings.ADMIN_PASSWORD_LOGIN or not provider,
+            **(extra_context or {}),
+        }
+        return super().login(request, context)
+
+    # Django types it as a TemplateResponse; a redirect is an answer Django serves as well.
+    def logout(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:  # type: ignore[override]
+        """Django's logout; for someone who signed in with single sign-on, then on to the sign-out page
+        (kourier/sso/views.py), which ends their session at the provider as well."""
+        id_token = request.session.get(SSO_ID_TOKEN) if settings.OIDC_ISSUER else None
+        response = super().logout(request, extra_context)
+        if id_token and request.method == "POST":
+            request.session[SSO_SIGN_OUT_HINT] = id_token  # the session is a new, empty one by now
+            return HttpResponseRedirect(reverse("sso-sign-out"))
+        return response
+
     def get_app_list(self, request: HttpRequest, app_label: str | None = None) -> list[dict[str, Any]]:
         apps = super().get_app_list(request, app_label)
         if app_label is not None:
             return apps  # one app's own page keeps Django's grouping
         return grouped_for_operators(apps)
+
+
+def single_sign_on_provider_name() -> str:
+    """What the login page calls the identity provider, or "" while single sign-on is off."""
+    if not settings.OIDC_ISSUER:
+        return ""
+    return settings.OIDC_PROVIDER_NAME or urlsplit(settings.OIDC_ISSUER).hostname or settings.OIDC_ISSUER
 
 
 def grouped_for_operators(apps: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -182,3 +182,108 @@ def check_simulator_is_off_in_production(app_configs, **kwargs):
             id="kourier.E021",
         )
     ]
+
+
+SSO_DOC = 'docs/operations.md, "Single sign-on"'
+
+
+@register(Tags.security)
+def check_single_sign_on(app_configs, **kwargs):
+    """Single sign-on is off, or configured whole: a half-set one would send people to a provider that
+    cannot sign them in, or map groups that nothing reads."""
+    from urllib.parse import urlsplit
+
+    errors = []
+    issuer = settings.OIDC_ISSUER
+    given = {
+        name: bool(getattr(settings, name))
+        for name in ("OIDC_ISSUER", "OIDC_CLIENT_ID", "OIDC_CLIENT_SECRET")
+    }
+    if any(given.values()) and not all(given.values()):
+        missing = [name for name, value in given.items() if not value]
+        errors.append(
+            Error(
+                f"Single sign-on is half configured: {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} "
+                f"not set, while {', '.join(name for name, value in given.items() if value)} "
+                f"{'is' if sum(given.values()) == 1 else 'are'}.",
+                hint=f"Set OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET together, or none of them ({SSO_DOC}).",
+                id="kourier.E040",
+            )
+        )
+    if issuer:
+        parts = urlsplit(issuer)
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+            errors.append(
+                Error(
+                    f"OIDC_ISSUER must be the identity provider's issuer, an http(s) URL with no query or "
+                    f"fragment, got {issuer!r}.",
+                    hint="Its discovery document is read from <OIDC_ISSUER>/.well-known/openid-configuration.",
+                    id="kourier.E041",
+                )
+            )
+        if "openid" not in settings.OIDC_SCOPES:
+            errors.append(
+                Error(
+                    f"OIDC_SCOPES must include openid, got {','.join(settings.OIDC_SCOPES)!r}.",
+                    hint="The default is openid,email,profile; add the scope your provider puts the groups under.",
+                    id="kourier.E042",
+                )
+            )
+        for name in ("OIDC_USERNAME_CLAIM", "OIDC_GROUPS_CLAIM"):
+            if not getattr(settings, name):
+                errors.append(
+                    Error(
+                        f"{name} is empty.",
+                        hint="Unset it to use the default (see .env.example).",
+                        id="kourier.E042",
+                    )
+                )
+        if settings.OIDC_SESSION_SECONDS < 60:
+            errors.append(
+                Error(
+                    f"OIDC_SESSION_SECONDS must be at least 60, got {settings.OIDC_SESSION_SECONDS}.",
+                    hint="Unset it to use the default, 8 hours.",
+                    id="kourier.E042",
+                )
+            )
+    else:
+        mapped = [
+            name
+            for name in ("OIDC_STAFF_GROUPS", "OIDC_SUPERUSER_GROUPS", "OIDC_DECIDE_GROUPS")
+            if getattr(settings, name)
+        ]
+        if mapped:
+            errors.append(
+                Error(
+                    f"{', '.join(mapped)} {'is' if len(mapped) == 1 else 'are'} set, but single sign-on is off "
+                    "(OIDC_ISSUER is not set): no group is mapped to anything.",
+                    hint=f"Set OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET ({SSO_DOC}), or unset them.",
+                    id="kourier.E043",
+                )
+            )
+        if not settings.ADMIN_PASSWORD_LOGIN:
+            errors.append(
+                Error(
+                    "ADMIN_PASSWORD_LOGIN is off, but single sign-on is off too (OIDC_ISSUER is not set): "
+                    "nobody could sign in to the admin.",
+                    hint=f"Configure single sign-on ({SSO_DOC}), or unset ADMIN_PASSWORD_LOGIN.",
+                    id="kourier.E043",
+                )
+            )
+    return errors
+
+
+@register(Tags.security, deploy=True)
+def check_single_sign_on_over_tls(app_configs, **kwargs):
+    # Deploy only: a developer's provider may run on localhost over plain HTTP, a production one may not
+    # (its discovery document and keys would be anyone's on the way to change).
+    if settings.OIDC_ISSUER.startswith("http://"):
+        return [
+            Error(
+                f"OIDC_ISSUER {settings.OIDC_ISSUER!r} is plain HTTP: the provider's endpoints and signing keys "
+                "would be read unprotected.",
+                hint="Use the provider's https issuer.",
+                id="kourier.E044",
+            )
+        ]
+    return []

@@ -37,6 +37,18 @@ env = environ.Env(
     SECURE_HSTS_INCLUDE_SUBDOMAINS=(bool, False),
     SECURE_HSTS_PRELOAD=(bool, False),
     SECURE_PROXY_SSL_HEADER=(str, ""),
+    OIDC_ISSUER=(str, ""),
+    OIDC_CLIENT_ID=(str, ""),
+    OIDC_CLIENT_SECRET=(str, ""),
+    OIDC_PROVIDER_NAME=(str, ""),
+    OIDC_SCOPES=(list, ["openid", "email", "profile"]),
+    OIDC_USERNAME_CLAIM=(str, "email"),
+    OIDC_GROUPS_CLAIM=(str, "groups"),
+    OIDC_STAFF_GROUPS=(list, []),
+    OIDC_SUPERUSER_GROUPS=(list, []),
+    OIDC_DECIDE_GROUPS=(list, []),
+    OIDC_SESSION_SECONDS=(int, 8 * 3600),
+    ADMIN_PASSWORD_LOGIN=(bool, True),
 )
 if (BASE_DIR / ".env").exists():
     environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
@@ -146,6 +158,30 @@ BINDINGS_CACHE_SECONDS = env("BINDINGS_CACHE_SECONDS")
 # A worker reads each agent's card once in this many seconds, not once a turn (kourier/a2a/factory.py):
 # a card the agent changed is seen within it, or at once after a request that failed.
 AGENT_CARD_SECONDS = env("AGENT_CARD_SECONDS")
+
+# Single sign-on for the admin with OpenID Connect (kourier/sso/; docs/operations.md, "Single sign-on"),
+# off while OIDC_ISSUER is empty. The provider's endpoints come from its discovery document. Users are
+# made at their first sign-in, named by OIDC_USERNAME_CLAIM; their roles follow the groups named in
+# OIDC_GROUPS_CLAIM at every sign-in, and a signed-in session lasts OIDC_SESSION_SECONDS at most.
+OIDC_ISSUER = env("OIDC_ISSUER").strip()
+OIDC_CLIENT_ID = env("OIDC_CLIENT_ID").strip()
+OIDC_CLIENT_SECRET = env("OIDC_CLIENT_SECRET")
+# Shown on the login page: "Sign in with <OIDC_PROVIDER_NAME>" (default: the issuer's host).
+OIDC_PROVIDER_NAME = env("OIDC_PROVIDER_NAME").strip()
+OIDC_SCOPES = env("OIDC_SCOPES")
+OIDC_USERNAME_CLAIM = env("OIDC_USERNAME_CLAIM").strip()
+OIDC_GROUPS_CLAIM = env("OIDC_GROUPS_CLAIM").strip()
+OIDC_STAFF_GROUPS = env("OIDC_STAFF_GROUPS")
+OIDC_SUPERUSER_GROUPS = env("OIDC_SUPERUSER_GROUPS")
+OIDC_DECIDE_GROUPS = env("OIDC_DECIDE_GROUPS")
+OIDC_SESSION_SECONDS = env("OIDC_SESSION_SECONDS")
+# Off: the admin's password form is gone and no password signs anyone in (the users and their
+# passwords stay, for when it is turned on again). Only with single sign-on: a check refuses it without.
+ADMIN_PASSWORD_LOGIN = env("ADMIN_PASSWORD_LOGIN")
+AUTHENTICATION_BACKENDS = [
+    *(["django.contrib.auth.backends.ModelBackend"] if ADMIN_PASSWORD_LOGIN or not OIDC_ISSUER else []),
+    *(["kourier.sso.backend.OIDCBackend"] if OIDC_ISSUER else []),
+]
 
 INSTALLED_APPS = [
     "daphne",

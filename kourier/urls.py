@@ -1,5 +1,5 @@
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 
 from kourier import health, metrics_view, simulator_page
 
@@ -8,6 +8,8 @@ urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     path("metrics", metrics_view.scrape, name="metrics"),
+    # Single sign-on for the admin (kourier/sso/): before the admin's own pages, which would take its paths.
+    path("admin/sso/", include("kourier.sso.urls")),
     path("admin/", admin.site.urls),
     # The workspace simulator's page (404 unless `manage.py serve` runs it).
     path("simulator/", simulator_page.index, name="simulator"),

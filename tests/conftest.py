@@ -11,6 +11,7 @@ pytest_plugins = [
     "tests.fakes.a2a_agent.fixtures",
     "tests.fakes.kagent_controller",
     "tests.support.kagent_runtime.fixtures",
+    "tests.support.oidc_provider.fixtures",
 ]
 
 

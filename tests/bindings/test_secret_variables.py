@@ -33,6 +33,7 @@ UNFIT = [
     ("SECRET_KEY", A_SERVICE_SECRET),
     ("METRICS_TOKEN", A_SERVICE_SECRET),  # named as a secret, but Prometheus holds it
     ("AUDIT_KEY", A_SERVICE_SECRET),
+    ("OIDC_CLIENT_SECRET", A_SERVICE_SECRET),  # named as a secret, but the admin's single sign-on reads it
     ("KUBERNETES_SERVICE_HOST", NOT_NAMED_AS_A_SECRET),
     ("OPS_AGENT_TOKEN", AN_AGENT_HEADERS),  # tests/bindings/conftest.py lists it for agent headers
     ("TRIAGE_SLACK_TOKEN", AN_AGENT_HEADERS),  # and the prefix TRIAGE_*

@@ -8,10 +8,13 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import httpx
 import pytest
+from django.db import connections
 from prometheus_client.parser import text_string_to_metric_families
 
 from interactions.prompts import SUBMIT_ACTION
@@ -383,3 +386,20 @@ def skip_or_fail(reason: str) -> None:
     if os.environ.get("CI"):
         pytest.fail(f"{reason}: CI must run the browser test (.ci/run installs both)")
     pytest.skip(reason)
+
+
+@contextmanager
+def synchronous_orm_calls() -> Iterator[None]:
+    """The test's ORM calls while Playwright's sync API runs.
+
+    That API keeps its event loop marked as running in this thread, so Django would take these plain
+    synchronous calls for calls from async code: the flag that allows them is set only around them,
+    never in the processes under test. They also run in Playwright's greenlet, whose context is its
+    own and so is its database connection: it is closed here, or the test database could not be
+    dropped after the run."""
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        yield
+    finally:
+        connections.close_all()
+        del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]

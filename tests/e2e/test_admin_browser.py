@@ -17,44 +17,25 @@ from __future__ import annotations
 import csv
 import io
 import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import connections
 from django.utils import timezone
 
 from audit.services import record
 from bindings.models import Binding
 from sessions.models import Turn
-from tests.e2e.helpers import BROWSER_TIMEOUT_MS
+from tests.e2e.helpers import BROWSER_TIMEOUT_MS, synchronous_orm_calls
 from tests.factories import ConnectionFactory, InteractionFactory, SessionFactory, TurnFactory
 from tests.support.stack import Stack
 
 pytestmark = pytest.mark.slow
 
 OPERATOR, PASSWORD = "operator", "a long operator passphrase"
-
-
-@contextmanager
-def synchronous_orm_calls() -> Iterator[None]:
-    """The test's ORM calls while Playwright's sync API runs.
-
-    That API keeps its event loop marked as running in this thread, so Django would take these plain
-    synchronous calls for calls from async code: the flag that allows them is set only around them,
-    never in the processes under test. They also run in Playwright's greenlet, whose context is its
-    own and so is its database connection: it is closed here, or the test database could not be
-    dropped after the run."""
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    try:
-        yield
-    finally:
-        connections.close_all()
-        del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@
 import pytest
 from django.urls import reverse
 
+from kourier.admin_site import PASSWORD_LOGIN_OFF
 from tests.factories import StaffUserFactory, TurnFactory
 
 pytestmark = pytest.mark.django_db
@@ -79,3 +80,59 @@ def test_a_record_page_leads_back_through_its_section(admin_client):
         '<div class="breadcrumbs"> <a href="/admin/">Home</a> &rsaquo; <a href="/admin/">Activity</a> &rsaquo; '
         '<a href="/admin/threads/turn/">Turns</a>'
     )
+
+
+SSO = {
+    "OIDC_ISSUER": "https://login.example.com/realms/ops",
+    "OIDC_CLIENT_ID": "kourier",
+    "OIDC_CLIENT_SECRET": "a client secret",
+}
+
+
+def test_without_single_sign_on_the_login_page_is_djangos(client):
+    content = client.get(reverse("admin:login")).content.decode()
+
+    assert 'id="id_password"' in content
+    assert "Sign in with" not in content
+
+
+def test_with_single_sign_on_the_login_page_links_to_the_provider_beside_the_password_form(client, settings):
+    for name, value in SSO.items():
+        setattr(settings, name, value)
+
+    content = client.get(reverse("admin:login") + "?next=/admin/audit/").content.decode()
+
+    assert 'id="id_password"' in content
+    assert (
+        '<a class="button" href="/admin/sso/sign-in/?next=/admin/audit/">Sign in with login.example.com</a>'
+        in content
+    )
+
+
+def test_with_passwords_off_the_login_page_has_only_the_providers_link(client, settings):
+    for name, value in SSO.items():
+        setattr(settings, name, value)
+    settings.OIDC_PROVIDER_NAME = "Okta"
+    settings.ADMIN_PASSWORD_LOGIN = False
+
+    content = client.get(reverse("admin:login")).content.decode()
+
+    assert 'id="login-form"' not in content
+    assert 'id="id_password"' not in content
+    assert "Sign in with Okta</a>" in content
+
+
+def test_with_passwords_off_a_password_is_refused_even_a_right_one(client, settings):
+    user = StaffUserFactory(username="ops")
+    user.set_password("a local password")
+    user.save()
+    for name, value in SSO.items():
+        setattr(settings, name, value)
+    settings.OIDC_PROVIDER_NAME = "Okta"
+    settings.ADMIN_PASSWORD_LOGIN = False
+
+    response = client.post(reverse("admin:login"), {"username": "ops", "password": "a local password"})
+
+    assert response.status_code == 403
+    assert response.content.decode() == PASSWORD_LOGIN_OFF.format(provider="Okta")
+    assert "_auth_user_id" not in client.session

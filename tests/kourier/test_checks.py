@@ -114,3 +114,65 @@ def test_with_production_settings_the_audit_needs_its_key():
 def test_an_audit_key_too_short_to_be_one_is_refused(key, refused):
     with override_settings(AUDIT_KEY=key):
         assert ("kourier.E008" in error_ids()) is refused
+
+
+SINGLE_SIGN_ON = {
+    "OIDC_ISSUER": "https://login.example.com/realms/ops",
+    "OIDC_CLIENT_ID": "kourier",
+    "OIDC_CLIENT_SECRET": "a client secret",
+}
+
+
+def messages_with(check_id: str, *, deploy: bool = False) -> list[str]:
+    return [m.msg for m in run_checks(include_deployment_checks=deploy) if m.id == check_id]
+
+
+def test_single_sign_on_configured_whole_passes_and_so_does_none():
+    with override_settings(**SINGLE_SIGN_ON):
+        assert not {"kourier.E040", "kourier.E041", "kourier.E042", "kourier.E043"} & error_ids()
+    assert not {"kourier.E040", "kourier.E041", "kourier.E042", "kourier.E043"} & error_ids()
+
+
+def test_single_sign_on_half_configured_says_what_is_missing():
+    with override_settings(**{**SINGLE_SIGN_ON, "OIDC_CLIENT_SECRET": ""}):
+        assert messages_with("kourier.E040") == [
+            "Single sign-on is half configured: OIDC_CLIENT_SECRET is not set, while OIDC_ISSUER, OIDC_CLIENT_ID are."
+        ]
+    with override_settings(OIDC_CLIENT_ID="kourier"):
+        assert messages_with("kourier.E040") == [
+            "Single sign-on is half configured: OIDC_ISSUER, OIDC_CLIENT_SECRET are not set, while OIDC_CLIENT_ID is."
+        ]
+
+
+@pytest.mark.parametrize(
+    "issuer", ["login.example.com", "https://login.example.com?realm=ops", "ftp://login.example.com"]
+)
+def test_an_issuer_that_is_no_http_url_is_refused(issuer):
+    with override_settings(**{**SINGLE_SIGN_ON, "OIDC_ISSUER": issuer}):
+        [message] = messages_with("kourier.E041")
+    assert message.startswith("OIDC_ISSUER must be the identity provider's issuer")
+
+
+def test_scopes_without_openid_are_refused():
+    with override_settings(**SINGLE_SIGN_ON, OIDC_SCOPES=["email", "groups"]):
+        assert messages_with("kourier.E042") == ["OIDC_SCOPES must include openid, got 'email,groups'."]
+
+
+def test_groups_mapped_while_single_sign_on_is_off_are_refused():
+    with override_settings(OIDC_STAFF_GROUPS=["ops"], OIDC_DECIDE_GROUPS=["approvers"]):
+        assert messages_with("kourier.E043") == [
+            "OIDC_STAFF_GROUPS, OIDC_DECIDE_GROUPS are set, but single sign-on is off (OIDC_ISSUER is not set): "
+            "no group is mapped to anything."
+        ]
+
+
+def test_passwords_off_without_single_sign_on_is_refused():
+    with override_settings(ADMIN_PASSWORD_LOGIN=False):
+        [message] = messages_with("kourier.E043")
+    assert message.endswith("nobody could sign in to the admin.")
+
+
+def test_a_plain_http_issuer_fails_only_the_deployment_checks():
+    with override_settings(**{**SINGLE_SIGN_ON, "OIDC_ISSUER": "http://127.0.0.1:8080/openid"}):
+        assert messages_with("kourier.E044") == []
+        assert len(messages_with("kourier.E044", deploy=True)) == 1
