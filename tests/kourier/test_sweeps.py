@@ -68,6 +68,7 @@ def test_no_celery_task_of_the_product_is_a_sweep_without_its_registration():
 
 @pytest.mark.django_db
 def test_a_sweeps_task_runs_the_sweep_and_returns_its_counts():
+    all_sweeps()
     assert current_app.tasks["sweeps.recover-sessions"]() == {"sessions driven again": 0}
 
 
