@@ -4,25 +4,24 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('bindings', '0010_binding_separate_approver_tool_rules'),
+        ("bindings", "0010_binding_separate_approver_tool_rules"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='binding',
-            name='thread_context_enabled',
+            model_name="binding",
+            name="thread_context_enabled",
             field=models.BooleanField(default=True),
         ),
         migrations.AddField(
-            model_name='binding',
-            name='thread_context_max_characters',
+            model_name="binding",
+            name="thread_context_max_characters",
             field=models.PositiveIntegerField(default=12000),
         ),
         migrations.AddField(
-            model_name='binding',
-            name='thread_context_max_messages',
+            model_name="binding",
+            name="thread_context_max_messages",
             field=models.PositiveIntegerField(default=50),
         ),
     ]
