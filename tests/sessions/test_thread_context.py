@@ -3,9 +3,9 @@ message with its time and author, quoted as untrusted data, redacted, within the
 
 from datetime import UTC, datetime
 
+from kourier.slack.thread_history import EarlierMessage, ThreadSoFar
 from sessions.agent_text import Author, build_turn_text
 from sessions.thread_context import Bounds, thread_block, unread_line
-from kourier.slack.thread_history import EarlierMessage, ThreadSoFar
 
 MARKER = "untrusted-data-0123456789abcdef"
 NAMES = {"U0ADA": "Ada Lovelace", "U0GRACE": "Grace Hopper"}
@@ -99,7 +99,8 @@ def test_a_first_message_longer_than_the_bound_is_cut_so_that_the_latest_reply_s
     )
 
     assert len(lines) == 2
-    assert lines[0].endswith("…") and lines[1].endswith("…")
+    assert lines[0].endswith("…")
+    assert lines[1].endswith("…")
     assert sum(len(line) + 1 for line in lines) <= bounds.max_characters
 
 

@@ -166,7 +166,8 @@ def test_a_thread_under_another_apps_alert_is_read_up_to_the_mention_in_one_call
 
     thread = read(client, root, mention)
 
-    assert thread.root.app_name == "Alertmanager" and "HighLatency" in thread.root.text
+    assert thread.root.app_name == "Alertmanager"
+    assert "HighLatency" in thread.root.text
     assert [(m.user_id, m.text) for m in thread.replies] == [(defaults.GRACE, "on it")]
     assert thread.replies_not_kept == 0
     assert slack_fake.count("conversations.replies") == 1
