@@ -3,10 +3,13 @@ read of a thread with conversations.replies against the Slack fake (pages, the m
 Slack's refusals)."""
 
 import asyncio
+import uuid
 
 import pytest
+from django.test import override_settings
 from slack_sdk.web.async_client import AsyncWebClient
 
+from kourier.slack.clients import async_web_client
 from kourier.slack.thread_history import ThreadUnread, earlier_message, read_thread_so_far, seen_text
 from simulator import defaults
 
@@ -205,3 +208,19 @@ def test_a_thread_slack_does_not_give_raises_with_slacks_reason(slack_fake, clie
     with pytest.raises(ThreadUnread) as unread:
         read(client, root, mention)
     assert unread.value.reason == error
+
+
+def test_a_rate_limit_that_outlasts_the_products_clients_wait_is_not_waited_for(slack_fake):
+    root = slack_fake.user_says(defaults.ADA, defaults.CHANNEL_ID, "incident", deliver="none")
+    mention = slack_fake.user_says(
+        defaults.ADA, defaults.CHANNEL_ID, "sum up", thread_ts=root, deliver="none"
+    )
+    slack_fake.fail("conversations.replies", "ratelimited", times=None, retry_after=600)
+    # A workspace of its own: the block a 429 leaves is shared through Redis.
+    with override_settings(SLACK_API_URL=slack_fake.url):
+        client = async_web_client(slack_fake.bot_token, workspace=f"T{uuid.uuid4().hex[:10].upper()}")
+
+    with pytest.raises(ThreadUnread) as unread:
+        read(client, root, mention)
+    assert unread.value.reason == "ratelimited"
+    assert slack_fake.count("conversations.replies") == 1  # the block outlasts the wait: not sent again
