@@ -1,5 +1,5 @@
 """The thread so far: the messages before a mention in a thread, read with conversations.replies, as
-a person sees them (docs/slack-platform.md §3.7).
+a person sees them (docs/slack-platform.md §4.6).
 
 A thread's messages come oldest first, paged with Slack's cursor, the root at the top of every page;
 ``latest`` (exclusive) stops them at the mention. Only the latest ``keep`` replies are kept while the
