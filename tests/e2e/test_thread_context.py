@@ -6,6 +6,7 @@ more, a Binding that switched it off carries nothing, and a thread Slack does no
 import re
 
 import pytest
+from slack_sdk import WebClient
 
 from sessions.models import Turn
 from sessions.thread_context import time_label
@@ -100,3 +101,14 @@ def test_a_thread_slack_does_not_give_lets_the_turn_go_on_and_says_so(make_world
     assert Turn.objects.get().state == Turn.State.DONE
     [answer] = wait_for_reply_count(world, root, 1)
     assert answer.text == "Read it."
+
+
+def test_a_thread_under_kouriers_own_message_carries_nothing_more(make_world, agent):
+    world = make_world(agent_url=agent.url)
+    own = WebClient(token=defaults.BOT_TOKEN, base_url=world.slack.url)
+    root = own.chat_postMessage(channel=world.channel, text="An earlier answer of Agent Kourier")["ts"]
+    world.says("thanks", user=defaults.GRACE, thread_ts=root)
+    world.mention("and now?", thread_ts=root)
+
+    assert sent_text(world, agent, root) == "Slack: Ada Lovelace (U0ADA): and now?"
+    assert world.slack.count("conversations.replies") >= 1  # read, and found to be Kourier's own
