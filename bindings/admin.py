@@ -24,6 +24,7 @@ from django.utils.safestring import mark_safe
 from bindings import services
 from bindings.forms import BindingForm, ConnectionForm, ManifestForm
 from bindings.models import Binding, Connection
+from bindings.thread_context_form import THREAD_CONTEXT_FIELDS
 
 # What the live page shows: a Binding's threads are the apps above bindings, which bindings may not
 # import (the layers in pyproject.toml); the project hands the reader in at start-up (kourier/apps.py).
@@ -213,6 +214,7 @@ class BindingAdmin(ManifestAdmin):
                     "acknowledgment_enabled",
                     "acknowledgment_emoji",
                     "progress",
+                    *THREAD_CONTEXT_FIELDS,
                 ]
             },
         ),

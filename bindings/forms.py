@@ -16,6 +16,8 @@ from django.utils.html import escape
 from bindings import manifest, services
 from bindings.manifest import BindingSpec, ConnectionSpec, ManifestWarning, Problem
 from bindings.models import Binding, Connection
+from bindings.thread_context_form import THREAD_CONTEXT_FIELD_PATHS as THREAD_CONTEXT_PATHS
+from bindings.thread_context_form import ThreadContextFields, thread_context_section, thread_context_values
 from kourier.credentials import MASK, kept_credentials, without_credentials
 
 CONNECTION_FIELD_PATHS = {
@@ -43,6 +45,7 @@ BINDING_FIELD_PATHS = {
     "spec.chat.acknowledgment.enabled": "acknowledgment_enabled",
     "spec.chat.acknowledgment.emoji": "acknowledgment_emoji",
     "spec.chat.progress": "progress",
+    **THREAD_CONTEXT_PATHS,
     "spec.interactions.askUser": "ask_user",
     "spec.interactions.toolApprovals": "tool_approvals",
     "spec.interactions.approverGroups": "approver_groups",
@@ -269,7 +272,7 @@ CREDENTIALS_NOT_SHOWN = (
 )
 
 
-class BindingForm(ManifestForm):
+class BindingForm(ThreadContextFields, ManifestForm):
     field_paths = BINDING_FIELD_PATHS
     # Whether this form's user may change where the Binding's turns go (the admin: superusers only).
     may_change_agent = True
@@ -484,6 +487,7 @@ class BindingForm(ManifestForm):
                         "emoji": given("acknowledgment_emoji"),
                     },
                     "progress": given("progress"),
+                    "threadContext": thread_context_section(cleaned_data),
                 },
                 "interactions": {
                     "askUser": cleaned_data.get("ask_user", False),
@@ -555,6 +559,7 @@ def form_values(spec: BindingSpec, *, masked: bool = True) -> dict[str, Any]:
         "acknowledgment_enabled": spec.chat.acknowledgment.enabled,
         "acknowledgment_emoji": spec.chat.acknowledgment.emoji,
         "progress": spec.chat.progress.value,
+        **thread_context_values(spec),
         "ask_user": spec.interactions.ask_user,
         "tool_approvals": spec.interactions.tool_approvals,
         "approver_groups": ", ".join(spec.interactions.approver_groups),

@@ -154,6 +154,15 @@ class Binding(models.Model):
     progress = models.CharField(
         max_length=24, choices=_choices(ProgressMode), default=manifest.DEFAULT_PROGRESS.value
     )
+    # spec.chat.threadContext (beyond the spec, on by default): a mention that starts a session in a
+    # thread Kourier did not start carries the thread so far, within these bounds.
+    thread_context_enabled = models.BooleanField(default=manifest.DEFAULT_THREAD_CONTEXT_ENABLED)
+    thread_context_max_messages = models.PositiveIntegerField(
+        default=manifest.DEFAULT_THREAD_CONTEXT_MAX_MESSAGES
+    )
+    thread_context_max_characters = models.PositiveIntegerField(
+        default=manifest.DEFAULT_THREAD_CONTEXT_MAX_CHARACTERS
+    )
     ask_user = models.BooleanField(default=manifest.DEFAULT_ASK_USER)
     tool_approvals = models.BooleanField(default=manifest.DEFAULT_TOOL_APPROVALS)
     approver_groups = models.JSONField(default=list, blank=True)

@@ -5,6 +5,8 @@
 - "restart the api": asks approval for two tools at once; only the approved ones run.
 - a message with the word "fail": the task fails.
 - "Slack: alert: ..." (an alert thread's first turn): investigates the alert with two tools.
+- "summarise this thread": says how many earlier messages of the thread it got and who wrote them
+  (a mention under another app's message carries the thread so far: docs/prompt-format.md).
 - anything else: a streamed answer with two tool calls, which says what else can be tried.
 
 The ids of a pause are derived from the task's id, so a continuation is checked without any state
@@ -27,8 +29,14 @@ ASK_USER_CALL_ID = "call_ask_user"
 
 TRY_NEXT = (
     "Try mentioning me with *plan a release* (a question), *restart the api* (a tool approval), "
-    "*fail* (a failure), or fire the README's trigger example (an alert thread)."
+    "*fail* (a failure), *summarise this thread* in a thread (what I got of it), or fire the README's "
+    "trigger example (an alert thread)."
 )
+# The thread so far a turn carries (sessions/thread_context.py): its intro, and each quoted line's author.
+THREAD_INTRO = re.compile(
+    r"^The thread so far(?: \((\d+) earlier repl(?:y|ies) left out\))?, quoted", re.MULTILINE
+)
+QUOTED_AUTHOR = re.compile(r"^\[[^\]]*\] Slack: (app )?(.*?)(?: \(([UWB][A-Z0-9]+)\))?: ", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -128,17 +136,46 @@ def first_turn(text: str, task_id: str) -> list[Step]:
             Say("I will restart the api's deployment and flush its cache. "),
             AskApproval(restart_tools(task_id)),
         ]
+    if re.search(r"\bsummari[sz]e (?:this|the) thread\b", said):
+        return summarise_thread(text)
     if re.search(r"\bfail\b", said):
         return [Say("Trying, as you asked… "), Fail("The demo agent failed on purpose.")]
     return answer(said)
 
 
 def person_text(text: str) -> str:
-    """What the person wrote, without the ``Slack: Name (ID): `` prefix (docs/prompt-format.md)."""
+    """What the person wrote, without the ``Slack: Name (ID): `` prefix (docs/prompt-format.md) and
+    without the blocks after it (the thread so far, earlier replies), which others wrote."""
     match = re.match(r"Slack: [^\n]*?\((?:U|W)[A-Z0-9]+\): ", text) or re.match(
         r"Slack: [UW][A-Z0-9]+: ", text
     )
-    return text[match.end() :] if match else text
+    own = text[match.end() :] if match else text
+    return re.split(r"\n\n(?=The thread so far|Earlier replies in this thread|The earlier messages of)", own)[
+        0
+    ]
+
+
+def summarise_thread(text: str) -> list[Step]:
+    """What the turn carried of the thread so far: how many messages, and who wrote them."""
+    intro = THREAD_INTRO.search(text)
+    if intro is None:
+        return [
+            Say(
+                "I got no earlier messages of this thread: mention me in a thread under someone else's "
+                "message (another app's alert, say) and I get the thread so far."
+            )
+        ]
+    authors = [
+        f"{name or ident} (app)" if app else (name or ident)
+        for app, name, ident in QUOTED_AUTHOR.findall(text[intro.end() :])
+    ]
+    left_out = f", and {intro.group(1)} older ones were left out" if intro.group(1) else ""
+    writers = ", ".join(dict.fromkeys(authors))
+    return [
+        Say(
+            f"I got {len(authors)} earlier messages of this thread{left_out}. They were written by {writers}."
+        )
+    ]
 
 
 def answer(said: str) -> list[Step]:

@@ -64,7 +64,7 @@ def strip_bot_mention(text: str, bot_user_id: str) -> str:
     return re.sub(r"[ \t]{2,}", " ", without).strip()
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
     # Each line of the block names its author, so a note's own line breaks are folded.
     return " / ".join(line.strip() for line in text.strip().splitlines() if line.strip())
 
@@ -97,13 +97,17 @@ def build_turn_text(
     notes: list[Note] | tuple[Note, ...] = (),
     *,
     marker: str | None = None,
+    thread_so_far: str = "",
 ) -> str:
     """The turn's text; ``author`` None for a trigger's turn (an alert), which no person wrote.
 
     ``marker``: the untrusted block's tag (tests fix it; otherwise a new one per message).
+    ``thread_so_far``: what a mention called into a thread carries of it (sessions/thread_context.py).
     """
     parts = [f"{_label(author)} {text}".rstrip()]
+    if thread_so_far:
+        parts.append(thread_so_far)
     if notes:
-        lines = [f"{_label(note.author)} {_one_line(note.text)}".rstrip() for note in notes]
+        lines = [f"{_label(note.author)} {one_line(note.text)}".rstrip() for note in notes]
         parts.append(quote_untrusted(UNTRUSTED_BLOCK_INTRO, lines, marker=marker))
     return "\n\n".join(parts)

@@ -2,6 +2,7 @@
 the events it follows to the task's end (``kourier.a2a.follow``), the task it records, and how the turn
 ends (``TurnEnd``): completed, failed with the notice the thread is told, or paused for people."""
 
+import asyncio
 import logging
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -19,8 +20,9 @@ from kourier.a2a.wire import Message, Role, TaskState, TextPart
 from kourier.db import in_database_thread
 from kourier.progress import Ending
 from kourier.slack.people import person_email, person_name
+from kourier.slack.thread_history import ThreadSoFar, ThreadUnread, read_thread_so_far
 
-from . import notices, pauses, turns
+from . import notices, pauses, thread_context, turns
 from .agent_text import Author, Note, build_turn_text, strip_bot_mention
 from .display import TurnDisplay
 from .identity import identity_headers, is_person
@@ -52,15 +54,62 @@ class TurnEnd:
 async def _turn_text(work: turns.TurnWork, slack) -> str:
     # What the system identity wrote (an alert thread's first turn and its trigger's notes) names no
     # person and is never looked up in Slack: it goes as "Slack: alert: ...".
+    thread = await _thread_so_far(work, slack)
     people = {work.user_id, *(user for user, _ in work.notes)}
-    names = {
-        user_id: await person_name(slack, work.team_id, user_id) for user_id in people if is_person(user_id)
-    }
+    if isinstance(thread, ThreadSoFar):
+        people.update(thread_context.people(thread))
+    # At once: a thread so far may name many people, and each lookup is bounded on its own.
+    asked = [user_id for user_id in people if is_person(user_id)]
+    found = await asyncio.gather(*(person_name(slack, work.team_id, user_id) for user_id in asked))
+    names = dict(zip(asked, found, strict=True))
+    block = ""
+    if isinstance(thread, ThreadSoFar) and work.thread_context is not None:
+        # Redacting up to 50 messages costs tens of milliseconds of CPU (docs/performance.md): off the
+        # turn loop, so the other turns it runs go on meanwhile.
+        block = await asyncio.to_thread(thread_context.thread_block, thread, names, work.thread_context)
+    elif isinstance(thread, ThreadUnread):
+        block = thread_context.unread_line(thread.reason)
     return build_turn_text(
         Author(work.user_id, names[work.user_id]) if is_person(work.user_id) else None,
         strip_bot_mention(work.text, work.bot_user_id),
         [Note(Author(user, names[user]) if is_person(user) else None, text) for user, text in work.notes],
+        thread_so_far=block,
     )
+
+
+async def _thread_so_far(work: turns.TurnWork, slack) -> ThreadSoFar | ThreadUnread | None:
+    """The thread before the mention that started the session in it (``work.thread_context``), read
+    from Slack; None when the turn carries none, or the thread's root is Kourier's own; what stopped
+    the read when Slack did not give it: the turn goes on without it (docs/prompt-format.md)."""
+    bounds = work.thread_context
+    if bounds is None:
+        return None
+    try:
+        thread = await read_thread_so_far(
+            slack,
+            work.channel_id,
+            work.thread_ts,
+            before_ts=work.message_ts,
+            keep=bounds.max_messages,
+            bot_user_id=work.bot_user_id,
+        )
+    except ThreadUnread as unread:
+        logger.warning(
+            "turn.thread_unread",
+            extra={"turn_id": work.turn_id, "binding": work.binding_name, "error": unread.reason},
+        )
+        return unread
+    if thread.root is not None and thread.root.own:
+        return None  # Kourier's own thread: what it said there is its agent's, not context to quote
+    logger.info(
+        "turn.thread_read",
+        extra={
+            "turn_id": work.turn_id,
+            "messages": len(thread.replies) + (thread.root is not None),
+            "not_kept": thread.replies_not_kept,
+        },
+    )
+    return thread
 
 
 class Conversation:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Case, Q, QuerySet, Sum, When
+from django.db.models import Case, Exists, OuterRef, Q, QuerySet, Sum, When
 from django.utils import timezone
 
 from bindings.manifest import Mentions, Output, ThreadReplies, UserIdentity
@@ -20,6 +20,7 @@ from kourier.progress import ProgressMode, ThreadKind
 
 from . import pauses
 from .models import OPEN_TURN_STATES, Session, ThreadNote, Turn
+from .thread_context import Bounds
 
 # uuid5 namespace for A2A message ids: the id of a turn is a pure function of its Slack message.
 _MESSAGE_ID_NAMESPACE = uuid.UUID("6f1d8f2c-3b57-4b8e-9a55-1d3f0c6a7e10")
@@ -172,6 +173,9 @@ class TurnWork:
     started_at: datetime  # when a runner first started it
     feedback: bool = False  # spec.feedback: an answer's final reply carries thumbs up and down
     budget_spent: BudgetSpent | None = None  # the channel's daily token budget is used (``budget_spent``)
+    # A mention that started its session in a thread Kourier did not start carries the thread so far
+    # within these bounds (spec.chat.threadContext; sessions/thread_context.py); None: it carries nothing.
+    thread_context: Bounds | None = None
 
 
 def start_turn(turn_id: int, *, now: datetime | None = None) -> TurnWork | None:
@@ -181,6 +185,7 @@ def start_turn(turn_id: int, *, now: datetime | None = None) -> TurnWork | None:
         turn = (
             Turn.objects.select_for_update(of=("self",))
             .select_related("session__binding", "session__connection")
+            .annotate(follows_a_turn=_FOLLOWS_A_TURN)
             .filter(pk=turn_id, state__in=OPEN_TURN_STATES)
             .first()
         )
@@ -251,7 +256,33 @@ def start_turn(turn_id: int, *, now: datetime | None = None) -> TurnWork | None:
             feedback=binding.feedback,
             # Read here, not in a hand-over of its own: one fewer per turn (docs/performance.md).
             budget_spent=_budget_spent(turn, binding, now),
+            thread_context=_thread_context(turn, session, binding),
         )
+
+
+# In the turn's own statement, not a query of its own: whether an earlier turn of its session exists.
+_FOLLOWS_A_TURN = Exists(
+    Turn.objects.filter(session_id=OuterRef("session_id"), message_ts__lt=OuterRef("message_ts"))
+)
+
+
+def _thread_context(turn: Turn, session: Session, binding) -> Bounds | None:
+    """The bounds of the thread so far the turn carries: only the message that started its session
+    inside a thread (not at its root), in a chat thread, before it reached the agent, and only when
+    the Binding has it on. Whether Kourier posted the thread's root is read with the thread."""
+    starts_in_a_thread = turn.message_ts != session.thread_ts and not turn.follows_a_turn  # type: ignore[attr-defined]
+    if (
+        not binding.thread_context_enabled
+        or not starts_in_a_thread
+        or turn.kind != Turn.Kind.MESSAGE
+        or session.kind != ThreadKind.CHAT
+        or turn.task_id
+    ):
+        return None
+    return Bounds(
+        max_messages=binding.thread_context_max_messages,
+        max_characters=binding.thread_context_max_characters,
+    )
 
 
 def record_task(

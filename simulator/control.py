@@ -52,6 +52,7 @@ class Directory:
     channels: Mapping[str, str]  # id → name
     bot_user_id: str
     bot_name: str
+    alerts_app: tuple[str, str] | None = None  # another app's bot (user id, name) that posts alerts
 
     @classmethod
     def of_demo(cls) -> Directory:
@@ -61,6 +62,7 @@ class Directory:
             channels={demo.CHANNEL_ID: demo.CHANNEL_NAME},
             bot_user_id=demo.BOT_USER_ID,
             bot_name=demo.BOT_NAME,
+            alerts_app=(demo.ALERTS_APP_USER_ID, demo.ALERTS_APP_NAME),
         )
 
     def person(self, user_id: object) -> demo.Person:
@@ -77,6 +79,8 @@ class Directory:
     def name_of(self, user_id: str | None) -> str:
         if user_id == self.bot_user_id:
             return self.bot_name
+        if self.alerts_app is not None and user_id == self.alerts_app[0]:
+            return self.alerts_app[1]
         for person in self.people:
             if person.id == user_id:
                 return person.real_name
@@ -105,6 +109,7 @@ class SimulatorApi:
             ("GET", "world"): self.world,
             ("GET", "channel"): self.channel,
             ("POST", "messages"): self.post_message,
+            ("POST", "alerts"): self.post_alert,
             ("POST", "reactions"): self.add_reaction,
             ("POST", "actions"): self.use_control,
         }
@@ -147,6 +152,7 @@ class SimulatorApi:
                 for p in d.people
             ],
             "groups": [{"id": gid, "handle": h, "members": list(m)} for h, (gid, m) in d.groups.items()],
+            "alerts_app": {"id": d.alerts_app[0], "name": d.alerts_app[1]} if d.alerts_app else None,
         }
 
     def channel(self, request: HttpRequest) -> dict[str, Any]:
@@ -209,6 +215,17 @@ class SimulatorApi:
         said = typed_mentions_to_ids(text, self.directory.mentionable(), groups)
         ts = self._as_person(lambda: self.fake.user_says(person.id, channel, said, thread_ts))
         return {"ts": ts, "text": said}
+
+    def post_alert(self, request: HttpRequest) -> dict[str, Any]:
+        """The workspace's alerting app posts the demo alert, as its own Slack receiver would: a thread
+        under another app's message, to mention the agent in."""
+        body = _json_body(request)
+        channel = self.directory.channel(body.get("channel"))
+        if self.directory.alerts_app is None:
+            raise Refusal("app_not_found", "This workspace has no alerting app.")
+        app_user_id, _ = self.directory.alerts_app
+        ts = self.fake.bot_says(app_user_id, channel, "", attachments=[demo.DEMO_ALERT])
+        return {"ts": ts}
 
     def add_reaction(self, request: HttpRequest) -> dict[str, Any]:
         body = _json_body(request)
@@ -299,6 +316,7 @@ class SimulatorApi:
             },
             "text": view.text,
             "blocks": view.blocks,
+            "attachments": [_attachment(attachment) for attachment in view.attachments],
             "cards": [_card(card) for card in view.cards],
             "plan_title": view.plan_title,
             "streaming": view.streaming,
@@ -334,6 +352,17 @@ def mount_on(fake: SlackFake, directory: Directory | None = None, *, token: str 
     api = SimulatorApi(fake, directory or Directory.of_demo(), token=token)
     fake.mount(PREFIX, api.handle)
     return api
+
+
+def _attachment(attachment: Mapping[str, Any]) -> dict[str, Any]:
+    """What the page draws of a legacy attachment: its colour bar, title, text and fields."""
+    fields = [f for f in attachment.get("fields") or [] if isinstance(f, Mapping)]
+    return {
+        "color": str(attachment.get("color") or ""),
+        "title": str(attachment.get("title") or ""),
+        "text": str(attachment.get("text") or attachment.get("fallback") or ""),
+        "fields": [{"title": str(f.get("title") or ""), "value": str(f.get("value") or "")} for f in fields],
+    }
 
 
 def _card(card: CardView) -> dict[str, Any]:

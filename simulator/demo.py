@@ -2,7 +2,8 @@
 manifest that binds its #demo channel to the demo agent.
 
 One workspace with the app's bot (*Agent Kourier*), three people to act as, the approver group
-*oncall* (Linus alone, so that approving a tool is a choice of who you are) and the channel #demo.
+*oncall* (Linus alone, so that approving a tool is a choice of who you are), another app
+(*Alertmanager*, whose alert the page posts) and the channel #demo.
 Its tokens and signing secret are made per run (``DemoSecrets``): nothing outside the machine knows
 them, and the product reads them from the environment like any Connection's.
 """
@@ -24,6 +25,20 @@ CHANNEL_ID = "C0DEMO"
 CHANNEL_NAME = "demo"
 ONCALL_ID = "S0ONCALL"
 ONCALL_HANDLE = "oncall"
+# Another app in #demo: an alerting integration whose alert a person can post from the page, to call
+# the agent into its thread (a mention there carries the thread so far: docs/prompt-format.md).
+ALERTS_APP_USER_ID = "U0ALERTMGR"
+ALERTS_APP_BOT_ID = "B0ALERTMGR"
+ALERTS_APP_NAME = "Alertmanager"
+# What Alertmanager's own Slack receiver posts with its default templates: an attachment, no text.
+DEMO_ALERT = {
+    "color": "danger",
+    "title": "[FIRING:1] HighLatency (api production critical)",
+    "title_link": "http://alertmanager.example/#/alerts?receiver=slack",
+    "text": "p99 latency of the api above 2s for 10 minutes",
+    "fallback": "[FIRING:1] HighLatency (api production critical)",
+    "fields": [{"title": "severity", "value": "critical", "short": True}],
+}
 
 # The Connection and Binding the demo applies, and the variables their secrets are read from. The
 # Binding's name is the demo's own: `make serve` never writes over a Binding it did not create.
@@ -77,7 +92,10 @@ def build(secrets_: DemoSecrets, *, port: int = 0) -> SlackFake:
     for person in PEOPLE:
         fake.add_user(person.id, person.real_name, display_name=person.display_name)
     fake.add_usergroup(ONCALL_ID, ONCALL_HANDLE, list(ONCALL_MEMBERS))
-    fake.add_channel(CHANNEL_ID, CHANNEL_NAME, members=[person.id for person in PEOPLE])
+    fake.add_bot(ALERTS_APP_USER_ID, ALERTS_APP_NAME, bot_id=ALERTS_APP_BOT_ID)
+    fake.add_channel(
+        CHANNEL_ID, CHANNEL_NAME, members=[*(person.id for person in PEOPLE), ALERTS_APP_USER_ID]
+    )
     return fake
 
 

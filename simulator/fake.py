@@ -642,8 +642,18 @@ class SlackFake:
         self._send(outgoing, concurrent)
         return message.ts
 
-    def bot_says(self, bot_user: str, channel: str, text: str, thread_ts: str | None = None) -> str:
-        """Another app's bot posts a message (with its bot_id); returns its ts."""
+    def bot_says(
+        self,
+        bot_user: str,
+        channel: str,
+        text: str,
+        thread_ts: str | None = None,
+        *,
+        attachments: list[dict[str, Any]] | None = None,
+        blocks: list[dict[str, Any]] | None = None,
+    ) -> str:
+        """Another app's bot posts a message (with its bot_id); returns its ts. ``attachments`` and
+        ``blocks`` as the app sends them to chat.postMessage (an alert's often has no ``text`` of its own)."""
         with self._state.lock:
             bot = self._member(bot_user, channel)
             if not bot.is_bot:
@@ -654,6 +664,8 @@ class SlackFake:
                     ts=self._state.next_ts(),
                     team_id=bot.team_id,
                     text=text,
+                    blocks=list(blocks or []),
+                    attachments=[dict(attachment) for attachment in attachments or []],
                     user=bot.id,
                     bot_id=bot.bot_id,
                     app_id=bot.app_id,

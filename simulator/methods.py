@@ -63,7 +63,7 @@ def read_content(
             content.text = content.text[:truncate_text_at]
             content.warnings.append("message_truncated")
     if content.empty and args.given("attachments"):
-        content.text = ""  # attachments are accepted as content but not modelled
+        content.text = ""  # attachments alone are content: chat.postMessage keeps them
     return content
 
 
@@ -86,6 +86,16 @@ def read_blocks(call: Call, name: str, *, too_many_error: str | None = None) -> 
             response_metadata={"messages": [f"[ERROR] {p}" for p in problems]},
         )
     return blocks
+
+
+def read_attachments(call: Call) -> list[dict[str, Any]]:
+    """chat.postMessage's legacy ``attachments``: a JSON array of objects, else invalid_attachments."""
+    if not call.args.given("attachments"):
+        return []
+    attachments = call.args.raw("attachments")
+    if not isinstance(attachments, list) or not all(isinstance(a, dict) for a in attachments):
+        raise SlackError("invalid_attachments")
+    return [dict(attachment) for attachment in attachments]
 
 
 def read_metadata(call: Call) -> dict[str, Any] | None:
@@ -161,6 +171,7 @@ def chat_post_message(call: Call) -> dict[str, Any]:
     message = new_bot_message(call, channel, read_thread_ts(call, channel))
     message.text = content.markdown_text if content.markdown_text is not None else content.text or ""
     message.blocks = content.blocks or []
+    message.attachments = read_attachments(call)
     message.metadata = metadata
     call.state.add_message(message)
     publish_bot_message(call, message, channel)

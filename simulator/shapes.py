@@ -55,6 +55,8 @@ def message_json(state: SlackState, message: Message, *, include_metadata: bool 
     blocks = visible_blocks(message)
     if blocks:
         body["blocks"] = blocks
+    if message.attachments:
+        body["attachments"] = [dict(attachment, id=n) for n, attachment in enumerate(message.attachments, 1)]
     if message.thread_ts:
         body["thread_ts"] = message.thread_ts
     if message.is_reply:

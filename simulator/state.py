@@ -154,6 +154,8 @@ class Message:
     team_id: str
     text: str = ""
     blocks: list[dict[str, Any]] = field(default_factory=list)
+    # Legacy secondary attachments (what Alertmanager's Slack receiver and paging tools post).
+    attachments: list[dict[str, Any]] = field(default_factory=list)
     user: str | None = None
     bot_id: str | None = None
     app_id: str | None = None

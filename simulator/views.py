@@ -43,6 +43,7 @@ class MessageView:
     edited: bool
     reply_count: int
     subtype: str | None = None
+    attachments: list[dict[str, Any]] = field(default_factory=list)  # another app's legacy attachments
 
     @property
     def is_bot(self) -> bool:
@@ -94,6 +95,7 @@ def message_view(state: SlackState, message: Message) -> MessageView:
         edited=message.edited is not None,
         reply_count=len(state.replies(message)),
         subtype=message.subtype,
+        attachments=[dict(attachment) for attachment in message.attachments],
     )
 
 

@@ -17,6 +17,9 @@ MAX_TRIGGERS = 20
 MAX_THREADS_PER_HOUR_LIMIT = 10000
 MAX_DURATION = timedelta(days=3650)
 MAX_MAX_MESSAGES = 100
+MAX_THREAD_CONTEXT_MESSAGES = 1000  # conversations.replies pages: 5 calls of 200 at most
+MIN_THREAD_CONTEXT_CHARACTERS = 200
+MAX_THREAD_CONTEXT_CHARACTERS = 100_000
 
 NAME_RE = re.compile(r"[-a-zA-Z0-9_]+")  # Django's slug, so the model's SlugField agrees
 ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -94,6 +94,11 @@ DEFAULT_MAX_THREADS_PER_HOUR = 20
 # Beyond the spec (docs/security.md): a reply's limits, opt-in per Binding.
 DEFAULT_ALLOW_MENTIONS = Mentions.NONE
 DEFAULT_MAX_MESSAGES = 10  # no normal answer reaches it: 10 messages of 12,000 characters
+# Beyond the spec (issue 30): a mention in a thread Kourier did not start carries the thread so far.
+# On by default: it changes no fixed wording or default of the spec, and is what people expect.
+DEFAULT_THREAD_CONTEXT_ENABLED = True
+DEFAULT_THREAD_CONTEXT_MAX_MESSAGES = 50
+DEFAULT_THREAD_CONTEXT_MAX_CHARACTERS = 12_000
 
 
 @dataclass(frozen=True)
@@ -139,10 +144,21 @@ class AcknowledgmentSpec:
 
 
 @dataclass(frozen=True)
+class ThreadContextSpec:
+    """``spec.chat.threadContext``: what a mention that starts a session in a thread Kourier did not
+    start carries of the thread so far (sessions/thread_context.py)."""
+
+    enabled: bool = DEFAULT_THREAD_CONTEXT_ENABLED
+    max_messages: int = DEFAULT_THREAD_CONTEXT_MAX_MESSAGES
+    max_characters: int = DEFAULT_THREAD_CONTEXT_MAX_CHARACTERS
+
+
+@dataclass(frozen=True)
 class ChatSpec:
     thread_replies: ThreadReplies = DEFAULT_THREAD_REPLIES
     acknowledgment: AcknowledgmentSpec = field(default_factory=AcknowledgmentSpec)
     progress: ProgressMode = DEFAULT_PROGRESS
+    thread_context: ThreadContextSpec = field(default_factory=ThreadContextSpec)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from .specs import (
     DirectMessagesSpec,
     Kind,
     Spec,
+    ThreadContextSpec,
     ToolRule,
     TriggerKind,
     TriggerSpec,
@@ -80,6 +81,7 @@ def binding_manifest(spec: BindingSpec) -> dict[str, Any]:
                 "threadReplies": spec.chat.thread_replies.value,
                 "acknowledgment": _Flow(enabled=ack.enabled, emoji=ack.emoji),
                 "progress": spec.chat.progress.value,
+                **_thread_context_manifest(spec.chat.thread_context),
             },
             "interactions": {
                 "askUser": interactions.ask_user,
@@ -112,6 +114,19 @@ def binding_manifest(spec: BindingSpec) -> dict[str, Any]:
             ),
             **({"feedback": True} if spec.feedback else {}),
         },
+    }
+
+
+def _thread_context_manifest(thread_context: ThreadContextSpec) -> dict[str, Any]:
+    """Beyond the spec: written only when it differs from the default, so an export stays as it was."""
+    if thread_context == ThreadContextSpec():
+        return {}
+    return {
+        "threadContext": _Flow(
+            enabled=thread_context.enabled,
+            maxMessages=thread_context.max_messages,
+            maxCharacters=thread_context.max_characters,
+        )
     }
 
 

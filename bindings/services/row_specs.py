@@ -38,6 +38,11 @@ def binding_spec(binding: Binding) -> BindingSpec:
                 enabled=binding.acknowledgment_enabled, emoji=binding.acknowledgment_emoji
             ),
             progress=manifest.ProgressMode(binding.progress),
+            thread_context=manifest.ThreadContextSpec(
+                enabled=binding.thread_context_enabled,
+                max_messages=binding.thread_context_max_messages,
+                max_characters=binding.thread_context_max_characters,
+            ),
         ),
         interactions=manifest.InteractionsSpec(
             ask_user=binding.ask_user,

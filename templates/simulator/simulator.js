@@ -299,6 +299,18 @@
     }
   }
 
+  // A legacy attachment (another app's alert) as Slack draws it: a coloured bar, title, text, fields.
+  function renderAttachment(attachment) {
+    const colors = {danger: "#e01e5a", warning: "#ecb22e", good: "#2eb67d"};
+    const node = el("div", {class: "attachment", style: `border-left: 4px solid ${colors[attachment.color] || "#ddd"}; padding-left: 8px; margin: 4px 0`});
+    if (attachment.title) node.appendChild(el("div", {class: "attachment-title"}, `<b>${escapeHtml(attachment.title)}</b>`));
+    if (attachment.text) node.appendChild(el("div", {class: "text"}, mrkdwn(attachment.text)));
+    for (const field of attachment.fields) {
+      node.appendChild(el("div", {class: "attachment-field"}, `<b>${escapeHtml(field.title)}</b> ${escapeHtml(field.value)}`));
+    }
+    return node;
+  }
+
   function renderMessage(message, inThread) {
     const node = el("div", {
       class: `message${message.only_visible_to_you ? " ephemeral" : ""}${message.author.is_bot ? " bot" : ""}`,
@@ -313,6 +325,7 @@
     if (message.plan_title) node.appendChild(el("div", {class: "plan-title"}, escapeHtml(message.plan_title)));
     if (message.cards.length) node.appendChild(renderCards(message));
     if (message.text) node.appendChild(el("div", {class: "text"}, mrkdwn(message.text) + (message.edited ? ' <span class="time">(edited)</span>' : "")));
+    for (const attachment of message.attachments || []) node.appendChild(renderAttachment(attachment));
     if (hasShownBlocks(message)) {
       const blocks = el("div", {class: "blocks"});
       for (const block of message.blocks) {
@@ -488,6 +501,20 @@
     submitOnEnter($("message"), $("composer"));
     submitOnEnter($("reply"), $("reply-composer"));
     $("close-thread").addEventListener("click", () => { state.thread = null; render(); });
+    if (state.world.alerts_app) {
+      const postAlert = $("post-alert");
+      postAlert.textContent = `Post an alert as ${state.world.alerts_app.name}`;
+      postAlert.hidden = false;
+      postAlert.addEventListener("click", async () => {
+        try {
+          const answer = await call("alerts", {channel: state.channel});
+          state.thread = answer.ts;  // its thread opens: reply there, then mention the agent
+          await poll();
+        } catch (error) {
+          showActionError(error.message);
+        }
+      });
+    }
     // The admin links a turn or an alert to its thread here (#thread=TS): open it.
     const linked = new URLSearchParams(location.hash.slice(1)).get("thread");
     if (linked) state.thread = linked;

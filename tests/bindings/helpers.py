@@ -18,6 +18,7 @@ def binding_form(**fields: Any) -> dict[str, Any]:
         "acknowledgment_enabled": "on",
         "acknowledgment_emoji": "hourglass_flowing_sand",
         "progress": "steps-and-activity",
+        "thread_context_enabled": "on",  # checked, as the add form shows it
         "approver_groups": "",
         "interaction_timeout": "30m",
         "thread_ttl": "90d",

@@ -137,6 +137,7 @@ def every_field(
                 "threadReplies": "mention",
                 "acknowledgment": {"enabled": False, "emoji": "eyes"},
                 "progress": "activity",
+                "threadContext": {"enabled": False, "maxMessages": 20, "maxCharacters": 4000},
             },
             "interactions": {
                 "askUser": True,

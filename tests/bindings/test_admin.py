@@ -195,6 +195,46 @@ def test_a_triggers_thread_options_are_saved_by_the_admin_and_shown_again(admin_
     assert line in page.content.decode()
 
 
+def test_the_thread_so_far_is_on_by_default_and_its_switch_and_bounds_are_saved_by_the_admin(
+    admin_client, acme
+):
+    from bindings.models import Binding
+
+    admin_client.post(reverse("admin:bindings_binding_add"), binding_form())
+    default = Binding.objects.get(name="ops")
+    assert (default.thread_context_enabled, default.thread_context_max_messages) == (True, 50)
+
+    admin_client.post(
+        reverse("admin:bindings_binding_add"),
+        binding_form(
+            name="quiet",
+            channels="C0123456788",
+            thread_context_enabled=None,
+            thread_context_max_messages="5",
+            thread_context_max_characters="900",
+        ),
+    )
+    saved = Binding.objects.get(name="quiet")
+    page = admin_client.get(reverse("admin:bindings_binding_change", args=[saved.pk])).content.decode()
+
+    assert (saved.thread_context_enabled, saved.thread_context_max_messages) == (False, 5)
+    assert saved.thread_context_max_characters == 900
+    assert 'name="thread_context_max_characters" value="900"' in page
+
+
+def test_a_thread_so_far_bound_past_its_limit_is_refused_on_its_field(admin_client, acme):
+    from bindings.models import Binding
+
+    response = admin_client.post(
+        reverse("admin:bindings_binding_add"), binding_form(thread_context_max_messages="0")
+    )
+
+    assert response.context["adminform"].form.errors["thread_context_max_messages"] == [
+        'Binding "ops": spec.chat.threadContext.maxMessages: must be a whole number from 1 to 1000 (got 0)'
+    ]
+    assert not Binding.objects.exists()
+
+
 def test_approval_rules_are_saved_by_the_admin_and_shown_again(admin_client, acme):
     lines = "db_* approverGroups=S0DBA separateApprover=true\ncheck_status unattended=deny"
     admin_client.post(

@@ -870,6 +870,55 @@ def test_replies_past_their_choices_or_limits_are_refused(replies, error):
 
 
 @pytest.mark.parametrize(
+    ("thread_context", "read"),
+    [
+        ({}, manifest.ThreadContextSpec(enabled=True, max_messages=50, max_characters=12_000)),
+        ({"enabled": False}, manifest.ThreadContextSpec(enabled=False)),
+        (
+            {"maxMessages": 5, "maxCharacters": 900},
+            manifest.ThreadContextSpec(max_messages=5, max_characters=900),
+        ),
+    ],
+)
+def test_a_thread_so_far_is_carried_by_default_and_may_be_switched_off_or_bounded(thread_context, read):
+    document = binding(chat={"threadContext": thread_context})
+    [spec] = manifest.validate(documents(document), connections=["acme"]).bindings
+    assert spec.chat.thread_context == read
+
+
+def test_a_binding_that_leaves_the_thread_so_far_as_it_is_exports_no_thread_context():
+    [spec] = manifest.validate(documents(binding()), connections=["acme"]).bindings
+    assert "threadContext" not in manifest.binding_manifest(spec)["spec"]["chat"]
+
+
+@pytest.mark.parametrize(
+    ("thread_context", "error"),
+    [
+        ({"enabled": "yes"}, "spec.chat.threadContext.enabled: must be true or false"),
+        (
+            {"maxMessages": 0},
+            "spec.chat.threadContext.maxMessages: must be a whole number from 1 to 1000 (got 0)",
+        ),
+        ({"maxMessages": 1001}, "spec.chat.threadContext.maxMessages: must be a whole number from 1 to 1000"),
+        ({"maxMessages": True}, "spec.chat.threadContext.maxMessages: must be a whole number from 1 to 1000"),
+        (
+            {"maxCharacters": 199},
+            "spec.chat.threadContext.maxCharacters: must be a whole number from 200 to 100000",
+        ),
+        ({"maxCharacters": "12k"}, "spec.chat.threadContext.maxCharacters: must be a whole number from 200"),
+        ({"messages": 5}, "spec.chat.threadContext.messages"),
+        ("on", "spec.chat.threadContext: must be a mapping"),
+    ],
+)
+def test_a_thread_context_past_its_limits_is_refused(thread_context, error):
+    validation = manifest.validate(
+        documents(binding(chat={"threadContext": thread_context})), connections=["acme"]
+    )
+    [problem] = validation.errors
+    assert error in str(problem)
+
+
+@pytest.mark.parametrize(
     "document",
     [
         MINIMAL_BINDING,

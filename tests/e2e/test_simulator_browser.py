@@ -5,7 +5,8 @@ the admin's test) uses #demo at /simulator/ on the web port.
 They mention the bot and watch its answer stream in with its task cards, answer the release plan's
 questions, try to approve the restart's tools as Ada and are told privately that only the approver
 group decides, approve one and deny the other as Linus of @oncall, react to the answer, and fire the
-README's trigger example to see the alert thread. Everything between the page and the agent is real:
+README's trigger example to see the alert thread, then post an alert as another app (Alertmanager),
+reply under it and ask the agent to summarise that thread. Everything between the page and the agent is real:
 the product's processes as `serve` starts them, the fake's signed events and block_actions at its
 /slack/events door, the demo agent over A2A.
 
@@ -98,6 +99,7 @@ def test_a_visitor_tries_every_feature_in_demo(served: str, chromium: str) -> No
             answer_the_release_plans_questions(page)
             approve_one_tool_and_deny_the_other_as_the_approver_group(page)
             fire_the_readme_trigger_and_see_the_alert_thread(page, served)
+            call_the_agent_into_the_thread_of_another_apps_alert(page)
         finally:
             browser.close()
 
@@ -203,3 +205,23 @@ def fire_the_readme_trigger_and_see_the_alert_thread(page: Any, served: str) -> 
     expect(thread.locator("b", has_text="Backup failed").first).to_be_visible()
     expect(thread).to_contain_text("Likely cause: the last deployment.")
     assert httpx.get(f"{served}/simulator/api/world").json()["ok"] is True
+
+
+def call_the_agent_into_the_thread_of_another_apps_alert(page: Any) -> None:
+    from playwright.sync_api import expect
+
+    page.get_by_role("button", name="Post an alert as Alertmanager").click()
+    alert = page.locator("#messages .message.bot", has_text="[FIRING:1] HighLatency")
+    expect(alert.locator(".author")).to_have_text("Alertmanager")
+    thread = page.locator("#thread-messages")
+    expect(thread.locator(".attachment")).to_contain_text("p99 latency of the api above 2s")
+    act_as(page, "Grace Hopper")
+    page.get_by_label("Reply", exact=True).fill("looking at it")
+    page.get_by_label("Reply", exact=True).press("Enter")
+    expect(thread).to_contain_text("looking at it")
+    act_as(page, "Ada Lovelace")
+    page.get_by_label("Reply", exact=True).fill("@Agent Kourier summarise this thread")
+    page.get_by_label("Reply", exact=True).press("Enter")
+    expect(thread).to_contain_text(
+        "I got 2 earlier messages of this thread. They were written by Alertmanager (app), Grace Hopper."
+    )

@@ -6,9 +6,12 @@ import pytest
 from django import db
 from django.utils import timezone
 
+from bindings import directory
 from interactions.models import Interaction
+from kourier.slack.incoming import ChatMessage
 from sessions import services, turns
 from sessions.models import Session, ThreadNote, Turn
+from sessions.thread_context import Bounds
 from tests.factories import BindingFactory, InteractionFactory, TurnFactory
 from tests.sessions.messages import CHANNEL, said
 from tests.support.orm import count_compilations
@@ -248,3 +251,53 @@ def test_the_runners_look_for_its_next_turn_is_built_once(binding, monkeypatch):
     compiled = count_compilations(monkeypatch)
     assert turns.next_queued_turn(session.id) == first
     assert compiled == []
+
+
+class TestThreadSoFar:
+    """Which turn carries the thread so far (spec.chat.threadContext): the one that starts its session
+    inside a thread, and no other (sessions/thread_context.py renders it)."""
+
+    ROOT = "1700000001.000100"
+
+    @pytest.fixture(autouse=True)
+    def bot_token(self, monkeypatch):
+        monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test")
+
+    def started(self, binding, message) -> turns.TurnWork:
+        directory.forget()
+        result = services.route_message(binding.connection, message)
+        work = turns.start_turn(result.turn_id)
+        assert work is not None
+        return work
+
+    def test_a_mention_that_starts_a_session_inside_a_thread_carries_it_within_the_bindings_bounds(self):
+        binding = BindingFactory(
+            channels=[CHANNEL], thread_context_max_messages=7, thread_context_max_characters=900
+        )
+        work = self.started(binding, said(ts="1700000002.000100", thread_ts=self.ROOT))
+        assert work.thread_context == Bounds(max_messages=7, max_characters=900)
+
+    def test_a_mention_at_the_top_level_carries_nothing(self, binding):
+        assert self.started(binding, said(ts=self.ROOT)).thread_context is None
+
+    def test_the_sessions_later_turns_carry_nothing(self, binding):
+        first = self.started(binding, said(ts="1700000002.000100", thread_ts=self.ROOT))
+        Turn.objects.filter(pk=first.turn_id).update(state=Turn.State.DONE)
+        later = self.started(binding, said("more", ts="1700000003.000100", thread_ts=self.ROOT))
+        assert later.thread_context is None
+
+    def test_a_binding_that_switched_it_off_carries_nothing(self):
+        binding = BindingFactory(channels=[CHANNEL], thread_context_enabled=False)
+        assert self.started(binding, said(ts="1700000002.000100", thread_ts=self.ROOT)).thread_context is None
+
+    def test_a_turn_that_reached_the_agent_before_a_restart_reads_nothing_again(self, binding):
+        first = self.started(binding, said(ts="1700000002.000100", thread_ts=self.ROOT))
+        Turn.objects.filter(pk=first.turn_id).update(task_id="task-1")
+        assert turns.start_turn(first.turn_id).thread_context is None
+
+    def test_a_direct_message_that_starts_a_session_in_a_thread_carries_it_the_same_way(self):
+        binding = BindingFactory(channels=[], direct_messages={})
+        reply = ChatMessage(
+            "T1", "D0000000001", "1700000002.000100", self.ROOT, "U0ADA", "and?", False, direct=True
+        )
+        assert self.started(binding, reply).thread_context == Bounds(max_messages=50, max_characters=12_000)

@@ -266,3 +266,36 @@ def test_a_runs_api_answers_only_the_page_that_carries_its_token(
     assert len(guarded_fake.messages(CHANNEL)) == (status == 200)
     if status == 403:
         assert said.json()["error"] == "not_authed"
+
+
+def test_another_app_posts_an_alert_the_page_draws_and_the_app_reads_as_slack_shows_it(
+    api: httpx.Client, bot: WebClient, receiver: Receiver
+) -> None:
+    posted = api.post("alerts", json={"channel": CHANNEL})
+
+    assert posted.status_code == 200
+    ts = posted.json()["ts"]
+    [shown] = api.get("channel", params={"as": ADA, "channel": CHANNEL}).json()["messages"]
+    assert shown["author"] == {"id": demo.ALERTS_APP_USER_ID, "name": "Alertmanager", "is_bot": True}
+    assert shown["attachments"] == [
+        {
+            "color": "danger",
+            "title": demo.DEMO_ALERT["title"],
+            "text": demo.DEMO_ALERT["text"],
+            "fields": [{"title": "severity", "value": "critical"}],
+        }
+    ]
+    [root] = bot.conversations_replies(channel=CHANNEL, ts=ts)["messages"]
+    assert (root["bot_id"], root["text"], root["attachments"][0]["title"]) == (
+        demo.ALERTS_APP_BOT_ID,
+        "",
+        demo.DEMO_ALERT["title"],
+    )
+    assert root["bot_profile"]["name"] == "Alertmanager"
+
+
+def test_an_alert_in_a_channel_the_workspace_does_not_have_is_refused_and_nothing_posted(
+    api: httpx.Client, demo_fake: SlackFake
+) -> None:
+    assert refusal(api.post("alerts", json={"channel": "C0NOPE"})) == (400, "channel_not_found")
+    assert demo_fake.messages(CHANNEL) == []

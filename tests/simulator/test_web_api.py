@@ -344,3 +344,32 @@ def test_a_bug_in_the_fake_is_not_mistaken_for_slack(monkeypatch: pytest.MonkeyP
             WebClient(token=fake.bot_token, base_url=fake.url).auth_test()
         assert failure.value.response.status_code == 500
         assert "ZeroDivisionError" in fake.internal_errors[0]
+
+
+@missing_text_is_deliberate
+def test_a_posts_attachments_are_kept_and_shown_by_conversations_replies(
+    slack_client: WebClient, slack_fake: SlackFake
+) -> None:
+    alert = {"color": "danger", "title": "[FIRING:1] HighLatency", "fallback": "HighLatency"}
+    ts = slack_client.chat_postMessage(channel=CHANNEL_ID, attachments=[alert])["ts"]
+    [root] = slack_client.conversations_replies(channel=CHANNEL_ID, ts=ts)["messages"]
+    assert root["attachments"] == [{**alert, "id": 1}]
+    assert slack_error(slack_client.chat_postMessage, channel=CHANNEL_ID, attachments=["not an object"]) == (
+        "invalid_attachments"
+    )
+
+
+def test_conversations_replies_stops_before_latest_and_repeats_the_root_on_every_page(
+    slack_client: WebClient, slack_fake: SlackFake
+) -> None:
+    root = slack_fake.user_says(ADA, CHANNEL_ID, "incident", deliver="none")
+    said = [
+        slack_fake.user_says(GRACE, CHANNEL_ID, f"r{n}", thread_ts=root, deliver="none") for n in range(5)
+    ]
+    first = slack_client.conversations_replies(channel=CHANNEL_ID, ts=root, latest=said[3], limit=3)
+    second = slack_client.conversations_replies(
+        channel=CHANNEL_ID, ts=root, latest=said[3], limit=3, cursor=first["response_metadata"]["next_cursor"]
+    )
+    assert [m["text"] for m in first["messages"]] == ["incident", "r0", "r1"]
+    assert [m["text"] for m in second["messages"]] == ["incident", "r2"]
+    assert second["has_more"] is False
