@@ -768,6 +768,31 @@ class SlackFake:
             outgoing = self._requests.block_actions(person, source, actions, state_values or {})
         return self._transmit(outgoing)
 
+    # Other ways to reach the app (surfaces.py): a slash command, a message shortcut.
+
+    def user_types_command(
+        self, user: str, channel: str, text: str = "", *, command: str = "/kourier"
+    ) -> Delivery:
+        """A person types ``command text`` in the message box of a conversation they are in."""
+        if not command.startswith("/") or len(command) < 2:
+            raise FakeMisuse(f"a slash command starts with /: {command!r}")
+        with self._state.lock:
+            person = self._member(user, channel)
+            outgoing = self._requests.slash_command(person, self._channel(channel), command, text)
+        return self._transmit(outgoing)
+
+    def user_uses_shortcut(
+        self, user: str, channel: str, ts: str, *, callback_id: str = "ask_about_message"
+    ) -> Delivery:
+        """A person chooses the app's message shortcut in the menu of message ``ts``."""
+        with self._state.lock:
+            person = self._user(user)
+            source = interactivity.find_source(self._state, person, channel, ts)
+            if source.message is None:
+                raise FakeMisuse("an ephemeral message has no shortcuts menu")
+            outgoing = self._requests.message_action(person, source, callback_id)
+        return self._transmit(outgoing)
+
     # Modals (modals.py): what the app opened with views.open, and the person submitting or closing it.
 
     def modals(self, user: str, *, open_only: bool = True) -> list[ModalView]:

@@ -22,6 +22,7 @@ from bindings import directory
 from bindings.models import Connection
 from bindings.services import note_slack_identity
 from interactions import deny_reasons, feedback
+from interactions.commands import answer_command
 from interactions.presses import receive_press, typed_reply_author_may_answer
 from interactions.registry import ACTIONS as PROMPT_ACTIONS
 from kourier.db import in_database_thread
@@ -38,8 +39,11 @@ from kourier.slack.incoming import (
     read_submit,
 )
 from kourier.slack.people import forget_channel_members
+from kourier.slack.surfaces import ASK_ABOUT_MESSAGE, read_message_shortcut, read_slash_command
 from sessions.direct_messages import Access, may_act, may_press, offer_suggested_prompts, take_direct_message
+from sessions.notices import SURFACE_UNREADABLE
 from sessions.services import RouteResult, route_message
+from sessions.surfaces import ask_about_message, tell
 
 logger = logging.getLogger(__name__)
 
@@ -257,6 +261,41 @@ def _build_app(connection: Connection) -> AsyncApp:
         if allowed is Access.ALLOWED:
             await in_database_thread(feedback.add_comment, thread_sensitive=True)(comment)
 
+    # The slash command and the message shortcut (issue 33): read, then handed to their service, which
+    # answers refusals privately on the request's response_url. Slack does not send either again.
+    async def take_command(ack, body: dict, context) -> None:
+        await ack()
+        command = read_slash_command(body)
+        if isinstance(command, UnreadableEvent):
+            await _unreadable_surface(body, command.reason, connection_id)
+            return
+        await answer_command(connection_id, command, context.client, bot_user_id=context.bot_user_id or "")
+
+    async def take_shortcut(ack, body: dict, context) -> None:
+        await ack()
+        shortcut = read_message_shortcut(body)
+        if isinstance(shortcut, UnreadableEvent):
+            await _unreadable_surface(body, shortcut.reason, connection_id)
+            return
+        await ask_about_message(
+            connection_id, shortcut, context.client, bot_user_id=context.bot_user_id or ""
+        )
+
+    async def ignore_other_shortcuts(ack, body: dict) -> None:
+        await ack()
+        logger.info(
+            "slack.event_ignored",
+            extra={
+                "reason": f"shortcut not declared: {body.get('callback_id')}",
+                "connection_id": connection_id,
+            },
+        )
+
+    # Whatever the app manifest names the command (/kourier by default), it is this app's one command.
+    app.command(re.compile(r"^/"))(take_command)
+    app.shortcut(ASK_ABOUT_MESSAGE)(take_shortcut)
+    app.shortcut(re.compile(".*"))(ignore_other_shortcuts)
+
     app.view(feedback.CALLBACK_ID)(take_feedback_comment)
     app.view(deny_reasons.CALLBACK_ID)(take_deny_reason)
     app.view_closed(deny_reasons.CALLBACK_ID)(reason_modal_closed)
@@ -277,6 +316,15 @@ def _route(
         logger.info("slack.connection_gone", extra={"connection_id": connection_id})
         return None
     return route_message(connection, message, author_may_answer=author_may_answer)
+
+
+async def _unreadable_surface(body: dict, reason: str, connection_id: int) -> None:
+    """A command or shortcut Slack would not send: logged (never its text), and its person told, privately,
+    when it says where (a response_url that is Slack's: tell_privately checks)."""
+    logger.warning("slack.surface_unreadable", extra={"reason": reason, "connection_id": connection_id})
+    response_url = body.get("response_url")
+    if isinstance(response_url, str) and response_url:
+        await tell(response_url, SURFACE_UNREADABLE, channel=str(body.get("channel_id") or ""))
 
 
 def forget_apps() -> None:

@@ -79,6 +79,8 @@ def why_unreadable(payload: object) -> str | None:
     if not isinstance(payload, dict):
         return "not a JSON object"
     kind = payload.get("type")
+    if kind is None and "command" in payload:  # a slash command's form fields carry no type
+        return slash_command_problem(payload)
     if not isinstance(kind, str) or not kind:
         return "no type"
     check = _PAYLOAD_CHECKS.get(kind)
@@ -122,12 +124,29 @@ def _view_problem(payload: Mapping[str, Any]) -> str | None:
     return f"{payload.get('type')} without a view"
 
 
+def slash_command_problem(payload: Mapping[str, Any]) -> str | None:
+    """Why a slash command's fields are not ones Slack sends (Bolt reads ``command``), or None."""
+    for name in ("command", "channel_id", "user_id", "response_url"):
+        value = payload.get(name)
+        if not isinstance(value, str) or not value:
+            return f"slash command without {name}"
+    if not isinstance(payload.get("text", ""), str):
+        return "slash command text is not a string"
+    return None
+
+
+def _message_action_problem(payload: Mapping[str, Any]) -> str | None:
+    # Bolt matches a shortcut listener on callback_id.
+    return None if isinstance(payload.get("callback_id"), str) else "message_action without a callback_id"
+
+
 _PAYLOAD_CHECKS: dict[str, Callable[[Mapping[str, Any]], str | None]] = {
     "event_callback": _event_callback_problem,
     "url_verification": _url_verification_problem,
     "block_actions": _block_actions_problem,
     "view_submission": _view_problem,
     "view_closed": _view_problem,
+    "message_action": _message_action_problem,
 }
 
 
