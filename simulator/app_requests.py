@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 from urllib.parse import urlencode
 
-from . import events, interactivity, modals, surfaces
+from . import events, home, interactivity, modals, surfaces
 from .delivery import Delivery, Outgoing
 from .errors import FakeMisuse
 from .modal_state import OpenView
@@ -141,6 +141,20 @@ class AppRequests:
             trigger_id=modals.issue_trigger(self._state, workspace.team_id, person.id),
         )
         return self._interactive(workspace, "message_action", payload)
+
+    def home_block_actions(self, person: User, published: home.HomeView, action: dict[str, Any]) -> Outgoing:
+        workspace = self._state.workspace(published.team_id)
+        payload = home.home_block_actions_payload(
+            self._state,
+            workspace,
+            self.target(workspace).verification_token,
+            published,
+            person.id,
+            person.name,
+            action,
+            modals.issue_trigger(self._state, workspace.team_id, person.id),
+        )
+        return self._interactive(workspace, "block_actions", payload)
 
     def _response_url_of(self, workspace: Workspace, registered_id: str) -> str:
         return f"{self._server_root()}actions/{workspace.team_id}/{registered_id}/{secrets.token_urlsafe(12)}"

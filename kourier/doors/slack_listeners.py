@@ -23,6 +23,7 @@ from bindings.models import Connection
 from bindings.services import note_slack_identity
 from interactions import deny_reasons, feedback
 from interactions.commands import answer_command
+from interactions.home import publish_home
 from interactions.presses import receive_press, typed_reply_author_may_answer
 from interactions.registry import ACTIONS as PROMPT_ACTIONS
 from kourier.db import in_database_thread
@@ -32,6 +33,7 @@ from kourier.slack.incoming import (
     ChatMessage,
     IgnoredEvent,
     UnreadableEvent,
+    home_opened_by,
     is_redelivery,
     read_app_opened,
     read_message_event,
@@ -156,6 +158,10 @@ def _build_app(connection: Connection) -> AsyncApp:
     app.event("member_joined_channel")(forget_members)
 
     async def take_app_opened(event: dict, context) -> None:
+        home_user = home_opened_by(event)
+        if home_user is not None:
+            await publish_home(connection_id, home_user, context.client)
+            return
         opened = read_app_opened(event)
         if isinstance(opened, UnreadableEvent):
             logger.warning(
@@ -197,6 +203,8 @@ def _build_app(connection: Connection) -> AsyncApp:
                 return
             if await may_press(connection_id, client, press):
                 await take(press, connection_id=connection_id, bot_token=bot_token)
+                if press.in_view:  # decided in the Home tab: it shows what waits now
+                    await publish_home(connection_id, press.user_id, client)
 
         return take_press
 

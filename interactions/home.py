@@ -1,0 +1,51 @@
+"""Publishing a person's Home tab (issue 33, point 4): when they open it, and again after they
+decided an approval there, so that what they see is what waits for them now.
+
+views.publish is Tier 4, counted per person; a refusal (a rate limit among them) is logged and the
+tab keeps what it showed, to be published afresh the next time the person opens it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from bindings import directory
+from kourier.db import in_database_thread
+from kourier.slack.clients import SlackError, error_name
+from kourier.slack.people import channel_members
+
+from .home_view import home_view
+from .waiting import approvals_waiting_for, open_alert_threads, sessions_of
+
+logger = logging.getLogger(__name__)
+
+
+async def publish_home(connection_id: int, user_id: str, client: Any) -> None:
+    found = await directory.acurrent()
+    bound = sorted({channel for (owner, channel) in found.bindings if owner == connection_id})
+    theirs: set[str] = set()
+    for channel_id in bound:
+        try:
+            if user_id in await channel_members(client, channel_id):
+                theirs.add(channel_id)
+        except SlackError as exc:  # a channel Slack cannot list now is left out of the alerts
+            logger.warning("home.channel_unreadable", extra={"channel": channel_id, "error": error_name(exc)})
+    sessions = await in_database_thread(sessions_of)(connection_id, user_id)
+    waiting = await approvals_waiting_for(client, connection_id, user_id)
+    alerts = await in_database_thread(open_alert_threads)(connection_id, theirs)
+    view = home_view(sessions, waiting, alerts)
+    try:
+        await client.views_publish(user_id=user_id, view=view)
+    except (SlackError, TimeoutError, OSError) as exc:
+        logger.warning("home.not_published", extra={"connection_id": connection_id, "error": error_name(exc)})
+        return
+    logger.info(
+        "home.published",
+        extra={
+            "connection_id": connection_id,
+            "sessions": len(sessions),
+            "approvals": len(waiting),
+            "alerts": len(alerts),
+        },
+    )
