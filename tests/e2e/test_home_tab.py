@@ -45,7 +45,8 @@ def test_opening_the_home_tab_shows_the_persons_threads(make_world, a2a_agent):
     view = opened_home(world, defaults.ADA)
     assert view["type"] == "home"
     assert f"/thread/{world.channel}-{ts}|A thread> in <#{world.channel}>" in texts(view)
-    assert NO_APPROVALS in texts(view) and NO_ALERTS in texts(view)
+    assert NO_APPROVALS in texts(view)
+    assert NO_ALERTS in texts(view)
     assert NO_SESSIONS in texts(opened_home(world, defaults.GRACE))  # Grace wrote nothing
 
 
@@ -62,7 +63,8 @@ def test_an_approval_decided_in_the_home_tab_is_the_threads_decision(make_world,
 
     publishes = world.slack.count("views.publish")
     delivery = world.slack.press_home_button(defaults.GRACE, APPROVE_ACTION)
-    assert delivery.ok and delivery.acked_in_time
+    assert delivery.ok
+    assert delivery.acked_in_time
 
     world.slack.wait_until(
         lambda: any("Ran 1 of 1 tools." in m.text for m in bot_messages(world, ts)), timeout=WAIT
