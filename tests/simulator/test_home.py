@@ -56,8 +56,11 @@ def test_a_published_home_view_is_the_persons_alone_and_comes_with_app_home_open
     app_fake: SlackFake, client: WebClient, receiver: Receiver
 ):
     answer = client.views_publish(user_id=ADA, view=home())
-    assert answer["view"]["type"] == "home" and answer["view"]["hash"]
-    assert app_fake.home_view(ADA)["blocks"] == home()["blocks"]
+    assert answer["view"]["type"] == "home"
+    assert answer["view"]["hash"]
+    published = app_fake.home_view(ADA)
+    assert published is not None
+    assert published["blocks"] == home()["blocks"]
     assert app_fake.home_view(GRACE) is None
     app_fake.user_opens_home(ADA)
     event = json.loads(receiver.received[-1].body)["event"]
@@ -97,7 +100,9 @@ def test_a_button_pressed_in_the_home_tab_comes_from_the_view(
     payload = json.loads(parse_qs(receiver.received[-1].body.decode())["payload"][0])
     assert payload["type"] == "block_actions"
     assert payload["container"]["type"] == "view"
-    assert "channel" not in payload and "response_url" not in payload
-    assert payload["actions"][0]["block_id"] == "decide" and payload["actions"][0]["value"] == "7"
+    assert "channel" not in payload
+    assert "response_url" not in payload
+    assert payload["actions"][0]["block_id"] == "decide"
+    assert payload["actions"][0]["value"] == "7"
     with pytest.raises(FakeMisuse):
         app_fake.press_home_button(ADA, "deny")

@@ -34,7 +34,8 @@ def test_a_typed_command_is_a_signed_form_of_slacks_fields_with_its_text_escaped
     assert fields["command"] == "/kourier"
     assert fields["text"] == "why is &lt;checkout&gt; &amp; co slow?"
     assert (fields["team_id"], fields["channel_id"], fields["user_id"]) == (TEAM_ID, CHANNEL_ID, ADA)
-    assert "/actions/T0001/" in fields["response_url"] and fields["trigger_id"]
+    assert "/actions/T0001/" in fields["response_url"]
+    assert fields["trigger_id"]
 
 
 def test_a_commands_response_url_answers_the_person_privately_in_the_channel(
@@ -66,7 +67,8 @@ def test_a_shortcut_sends_message_action_with_the_message_whole(app_fake: SlackF
     payload = json.loads(parse_qs(request.body.decode())["payload"][0])
     assert payload["type"] == "message_action"
     assert payload["callback_id"] == "ask_about_message"
-    assert payload["user"]["id"] == ADA and payload["channel"]["id"] == CHANNEL_ID
+    assert payload["user"]["id"] == ADA
+    assert payload["channel"]["id"] == CHANNEL_ID
     assert payload["message_ts"] == ts
     assert (payload["message"]["ts"], payload["message"]["user"], payload["message"]["text"]) == (
         ts,
