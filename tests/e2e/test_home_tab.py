@@ -18,6 +18,7 @@ from tests.e2e.helpers import (
     has_controls,
     pause_then_finish,
     press,
+    wait_for,
     wait_for_prompt,
     wait_for_reply_count,
 )
@@ -28,6 +29,15 @@ pytestmark = [pytest.mark.slow, pytest.mark.shares_stacks]  # tests/support/stac
 
 def texts(view) -> str:
     return json.dumps(view["blocks"])
+
+
+def prompt_recorded(world, thread_ts):
+    """The thread's prompt, once posted and its message recorded on the Interaction (the tab lists it then)."""
+    prompt = wait_for_prompt(world, thread_ts)
+    wait_for(
+        lambda: Interaction.objects.filter(prompt_ts=prompt.ts).exists(), "the prompt's message recorded"
+    )
+    return prompt
 
 
 def opened_home(world, user):
@@ -55,7 +65,7 @@ def test_an_approval_decided_in_the_home_tab_is_the_threads_decision(make_world,
     agent.on_message(pause_then_finish([ADD]))
     world = approvals_world(make_world, agent)
     ts = world.mention("add")
-    prompt = wait_for_prompt(world, ts)
+    prompt = prompt_recorded(world, ts)
     view = opened_home(world, defaults.GRACE)
     assert "add_numbers" in texts(view)
     [buttons] = [b for b in view["blocks"] if b["type"] == "actions"]
@@ -89,7 +99,7 @@ def test_an_approval_decided_in_the_thread_is_gone_from_the_home_tab(make_world,
     agent.on_message(pause_then_finish([ADD]))
     world = approvals_world(make_world, agent)
     ts = world.mention("add")
-    prompt = wait_for_prompt(world, ts)
+    prompt = prompt_recorded(world, ts)
     assert "add_numbers" in texts(opened_home(world, defaults.GRACE))
     press(world, prompt.ts, APPROVE_ACTION)
     world.slack.wait_until(
@@ -106,6 +116,27 @@ def test_an_approval_someone_outside_its_approver_groups_may_not_decide_is_not_i
     world = approvals_world(make_world, agent, approver_groups=["S0ONCALL"])
     world.slack.add_usergroup("S0ONCALL", "oncall", [defaults.GRACE])
     ts = world.mention("add")
-    wait_for_prompt(world, ts)
+    prompt_recorded(world, ts)
     assert NO_APPROVALS in texts(opened_home(world, defaults.ADA))
     assert "add_numbers" in texts(opened_home(world, defaults.GRACE))
+
+
+def test_an_approval_decided_in_the_home_tab_over_the_socket_is_the_threads_decision(
+    make_socket_world, make_a2a_agent
+):
+    agent = make_a2a_agent(text_style="kagent-1.0", extensions=[HITL_EXTENSION])
+    agent.on_message(pause_then_finish([ADD]))
+    world = make_socket_world(agent_url=agent.url, dialect="kagent-v1", ask_user=True, tool_approvals=True)
+    ts = world.mention("add")
+    prompt = prompt_recorded(world, ts)
+    assert "add_numbers" in texts(opened_home(world, defaults.GRACE))
+    delivery = world.slack.press_home_button(defaults.GRACE, APPROVE_ACTION)
+    assert delivery.ok
+    world.slack.wait_until(
+        lambda: any("Ran 1 of 1 tools." in m.text for m in bot_messages(world, ts)), timeout=WAIT
+    )
+    assert not has_controls(world.slack.message(world.channel, prompt.ts).blocks)
+    [envelope] = [
+        e for e in world.slack.socket_envelopes("block_actions") if e.payload["container"]["type"] == "view"
+    ]
+    assert envelope.type == "interactive"

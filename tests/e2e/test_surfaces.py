@@ -176,3 +176,14 @@ def test_the_shortcut_over_the_socket_starts_a_thread(make_socket_world, agent):
     wait_for_turns_to_end(world, 1)
     assert "Slack: Grace Hopper (U0GRACE): the checkout is slow" in agent.received[0].text
     assert Session.objects.get().thread_ts == ts
+
+
+def test_the_shortcut_on_a_message_without_text_is_refused_privately_and_stores_nothing(make_world, agent):
+    world = make_world(agent_url=agent.url)
+    world.slack.add_bot("U0ALERTS", "Alerts", bot_id="B0ALERTS")
+    world.slack.join(world.channel, "U0ALERTS")
+    alert = world.slack.bot_says("U0ALERTS", world.channel, "")
+    world.slack.user_uses_shortcut(defaults.GRACE, world.channel, alert)
+    assert private_lines(world, defaults.GRACE) == [notices.SHORTCUT_NO_TEXT]
+    assert world.slack.thread(world.channel, alert)[1:] == []
+    assert not Session.objects.exists()
