@@ -1,6 +1,8 @@
 """Reading a slash command and a message shortcut as Slack sends them: every field the product uses,
 and a payload with one missing or of another type is unreadable, never half read."""
 
+from typing import Any
+
 import pytest
 
 from kourier.slack.incoming import UnreadableEvent, why_unreadable
@@ -23,7 +25,7 @@ COMMAND = {
     "response_url": "https://hooks.slack.com/commands/T0001/1/abc",
     "trigger_id": "1.2.3",
 }
-SHORTCUT = {
+SHORTCUT: dict[str, Any] = {
     "type": "message_action",
     "callback_id": "ask_about_message",
     "team": {"id": "T0001", "domain": "kourier"},
