@@ -11,6 +11,7 @@ import logging
 from typing import Any
 
 from bindings import directory
+from bindings.manifest import DEFAULT_SLASH_COMMAND
 from kourier.db import in_database_thread
 from kourier.slack.clients import SlackError, error_name
 from kourier.slack.people import channel_members
@@ -34,7 +35,9 @@ async def publish_home(connection_id: int, user_id: str, client: Any) -> None:
     sessions = await in_database_thread(sessions_of)(connection_id, user_id)
     waiting = await approvals_waiting_for(client, connection_id, user_id)
     alerts = await in_database_thread(open_alert_threads)(connection_id, theirs)
-    view = home_view(sessions, waiting, alerts)
+    connection = found.by_id.get(connection_id)
+    command = connection.slash_command if connection is not None else DEFAULT_SLASH_COMMAND
+    view = home_view(sessions, waiting, alerts, command=command)
     try:
         await client.views_publish(user_id=user_id, view=view)
     except (SlackError, TimeoutError, OSError) as exc:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bindings.manifest import DEFAULT_SLASH_COMMAND
 from kourier.slack.incoming import view_prompt_block_id
 from kourier.slack.mrkdwn import escape
 
@@ -19,7 +20,7 @@ from .waiting import ThreadLine, WaitingApproval
 
 CALLBACK_ID = "kourier_home"
 TITLE = "Agent Kourier"
-NO_SESSIONS = "You have not talked with me yet. Mention me in a channel, or use /kourier."
+NO_SESSIONS = "You have not talked with me yet. Mention me in a channel, or use {command}."
 NO_APPROVALS = "No approvals are waiting for your decision."
 NO_ALERTS = "No alert threads are open in your channels."
 
@@ -78,10 +79,15 @@ def _button(text: str, action: str, value: str, style: str) -> dict[str, Any]:
 
 
 def home_view(
-    sessions: list[ThreadLine], approvals: list[WaitingApproval], alerts: list[ThreadLine]
+    sessions: list[ThreadLine],
+    approvals: list[WaitingApproval],
+    alerts: list[ThreadLine],
+    *,
+    command: str = DEFAULT_SLASH_COMMAND,
 ) -> dict[str, Any]:
     blocks: list[dict[str, Any]] = [_header("Your threads")]
-    blocks += [_section(_thread(line, "A thread")) for line in sessions] or [_section(NO_SESSIONS)]
+    no_sessions = _section(NO_SESSIONS.format(command=command))
+    blocks += [_section(_thread(line, "A thread")) for line in sessions] or [no_sessions]
     blocks.append({"type": "divider"})
     blocks.append(_header("Approvals waiting for you"))
     if approvals:

@@ -96,12 +96,17 @@ DEFAULT_ALLOW_MENTIONS = Mentions.NONE
 DEFAULT_MAX_MESSAGES = 10  # no normal answer reaches it: 10 messages of 12,000 characters
 
 
+# Beyond the spec (issue 33): the Slack app's slash command, as its app manifest declares it.
+DEFAULT_SLASH_COMMAND = "/kourier"
+
+
 @dataclass(frozen=True)
 class ConnectionSpec:
     name: str
     bot_token_env: str
     signing_secret_env: str
     app_token_env: str | None = None  # Socket Mode when set
+    slash_command: str = DEFAULT_SLASH_COMMAND  # the one command the listeners answer
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,10 @@ _apps: dict[tuple[int, str], AsyncApp] = {}
 
 def bolt_app_for(connection: Connection) -> AsyncApp:
     """One Bolt app per Connection and secrets, made on first use and kept for the process."""
-    key = (connection.pk, f"{connection.bot_token()}|{connection.signing_secret()}")
+    key = (
+        connection.pk,
+        f"{connection.bot_token()}|{connection.signing_secret()}|{connection.slash_command}",
+    )
     app = _apps.get(key)
     if app is None:
         app = _build_app(connection)
@@ -289,6 +292,16 @@ def _build_app(connection: Connection) -> AsyncApp:
             connection_id, shortcut, context.client, bot_user_id=context.bot_user_id or ""
         )
 
+    async def ignore_other_commands(ack, body: dict) -> None:
+        await ack()
+        logger.info(
+            "slack.event_ignored",
+            extra={
+                "reason": f"command not the Connection's: {body.get('command')}",
+                "connection_id": connection_id,
+            },
+        )
+
     async def ignore_other_shortcuts(ack, body: dict) -> None:
         await ack()
         logger.info(
@@ -299,8 +312,9 @@ def _build_app(connection: Connection) -> AsyncApp:
             },
         )
 
-    # Whatever the app manifest names the command (/kourier by default), it is this app's one command.
-    app.command(re.compile(r"^/"))(take_command)
+    # The Connection's slashCommand: the one the Slack app's manifest declares (/kourier by default).
+    app.command(connection.slash_command)(take_command)
+    app.command(re.compile(".*"))(ignore_other_commands)
     app.shortcut(ASK_ABOUT_MESSAGE)(take_shortcut)
     app.shortcut(re.compile(".*"))(ignore_other_shortcuts)
 

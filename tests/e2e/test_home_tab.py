@@ -57,7 +57,9 @@ def test_opening_the_home_tab_shows_the_persons_threads(make_world, a2a_agent):
     assert f"/thread/{world.channel}-{ts}|A thread> in <#{world.channel}>" in texts(view)
     assert NO_APPROVALS in texts(view)
     assert NO_ALERTS in texts(view)
-    assert NO_SESSIONS in texts(opened_home(world, defaults.GRACE))  # Grace wrote nothing
+    assert NO_SESSIONS.format(command="/kourier") in texts(
+        opened_home(world, defaults.GRACE)
+    )  # Grace wrote nothing
 
 
 def test_an_approval_decided_in_the_home_tab_is_the_threads_decision(make_world, make_a2a_agent):

@@ -74,6 +74,8 @@ def test_a_slash_command_in_a_channel_no_binding_takes_is_refused_privately_and_
 
 def test_slash_command_help_says_privately_what_the_channels_binding_allows(make_world, agent):
     world = make_world(agent_url=agent.url, tool_approvals=True, approver_groups=["S0ONCALL"])
+    world.connection.slash_command = "/ask-agent"  # the Connection's slashCommand, as the Slack app names it
+    world.connection.save()
     world.slack.user_types_command(defaults.ADA, world.channel, "help", command="/ask-agent")
     [line] = private_lines(world)
     assert f"agent of *{world.binding.name}*" in line
@@ -187,3 +189,12 @@ def test_the_shortcut_on_a_message_without_text_is_refused_privately_and_stores_
     assert private_lines(world, defaults.GRACE) == [notices.SHORTCUT_NO_TEXT]
     assert world.slack.thread(world.channel, alert)[1:] == []
     assert not Session.objects.exists()
+
+
+def test_a_command_other_than_the_connections_is_acked_and_changes_nothing(make_world, agent):
+    world = make_world(agent_url=agent.url)
+    delivery = world.slack.user_types_command(defaults.ADA, world.channel, "why?", command="/other")
+    assert delivery.ok
+    assert private_lines(world) == []
+    assert world.slack.messages(world.channel) == []
+    assert not Turn.objects.exists()

@@ -18,7 +18,8 @@ def texts(view) -> list[str]:
 def test_an_empty_home_says_each_part_is_empty():
     view = home_view([], [], [])
     assert view["type"] == "home"
-    assert {NO_SESSIONS, NO_APPROVALS, NO_ALERTS} <= set(texts(view))
+    assert {NO_SESSIONS.format(command="/kourier"), NO_APPROVALS, NO_ALERTS} <= set(texts(view))
+    assert NO_SESSIONS.format(command="/ask") in texts(home_view([], [], [], command="/ask"))
     assert not any(b["type"] == "actions" for b in view["blocks"])
 
 
