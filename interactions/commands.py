@@ -1,8 +1,8 @@
 """The app's slash command (issue 33): ``/kourier <question>`` starts a thread in a bound channel as a
 mention would (``sessions.surfaces.ask_in_channel``), ``/kourier help`` tells privately what the
 channel's Binding allows, ``/kourier status`` privately the person's open sessions and the approvals
-waiting for their decision. The command's name is the one the Slack app manifest declares: the
-answers name it as Slack sent it.
+waiting for their decision. The command's name is the Connection's ``slashCommand``, the one the Slack
+app's manifest declares (the listeners answer no other); the answers name it as Slack sent it.
 """
 
 from __future__ import annotations
