@@ -242,11 +242,8 @@ class ConnectionForm(ManifestForm):
         "app-level token.",
     )
     slash_command = forms.CharField(
-        label="Slash command",
         required=False,
-        initial=manifest.DEFAULT_SLASH_COMMAND,
-        help_text="spec.slashCommand: the Slack app's slash command as its app manifest names it "
-        f"(empty: {manifest.DEFAULT_SLASH_COMMAND}).",
+        help_text=f"spec.slashCommand: the Slack app's slash command (empty: {manifest.DEFAULT_SLASH_COMMAND}).",
     )
 
     class Meta:

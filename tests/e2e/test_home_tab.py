@@ -142,3 +142,20 @@ def test_an_approval_decided_in_the_home_tab_over_the_socket_is_the_threads_deci
         e for e in world.slack.socket_envelopes("block_actions") if e.payload["container"]["type"] == "view"
     ]
     assert envelope.type == "interactive"
+
+
+def test_an_approvers_open_home_tab_lists_a_new_approval_and_drops_it_once_decided_in_the_thread(
+    make_world, make_a2a_agent
+):
+    agent = make_a2a_agent(text_style="kagent-1.0", extensions=[HITL_EXTENSION])
+    agent.on_message(pause_then_finish([ADD]))
+    world = approvals_world(make_world, agent, env={"HOME_TAB_REFRESH_SECONDS": "1"})
+    assert NO_APPROVALS in texts(opened_home(world, defaults.GRACE))
+    ts = world.mention("add")
+    prompt = prompt_recorded(world, ts)
+    world.slack.wait_until(
+        lambda: "add_numbers" in texts(world.slack.home_view(defaults.GRACE)), timeout=WAIT
+    )
+    press(world, prompt.ts, APPROVE_ACTION)
+    world.slack.wait_until(lambda: NO_APPROVALS in texts(world.slack.home_view(defaults.GRACE)), timeout=WAIT)
+    assert world.slack.home_view(defaults.ADA) is None  # Ada never opened hers: nothing is published for her
