@@ -25,7 +25,10 @@ async def answer_command(connection_id: int, command: SlashCommand, client: Any,
         return
     if command.subcommand == HELP:
         binding = (await directory.acurrent()).binding_for_channel(connection_id, command.channel_id)
-        text = help_text(binding, command.command) if binding else await not_bound_line(connection_id)
+        if binding is not None:
+            text = help_text(binding, command.command)
+        else:
+            text = await not_bound_line(connection_id, command.channel_id)
         await tell(command.response_url, text, channel=command.channel_id)
         return
     await ask_in_channel(connection_id, command, client, bot_user_id=bot_user_id)

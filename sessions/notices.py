@@ -85,6 +85,7 @@ COMMAND_ROOT = "<@{user_id}> asked: {question}"
 SHORTCUT_ASKED = "<@{user_id}> asked me about this message."
 NOT_BOUND_HERE = "I am not set up in this channel, so nothing was passed on. You can ask me in {channels}."
 NOT_BOUND_ANYWHERE = "I am not set up in any channel yet, so nothing was passed on."
+SURFACE_IN_DIRECT_MESSAGES = "Here, send me your question as a message: I answer it in its thread."
 SURFACE_NOT_POSTED = (
     "I could not post in this channel, so nothing was passed on. Invite me to the channel and try again."
 )

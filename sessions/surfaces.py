@@ -43,7 +43,8 @@ async def ask_in_channel(connection_id: int, command: SlashCommand, client: Any,
     session started on it as a mention there would start one."""
     binding = await _binding_of(connection_id, command.channel_id)
     if binding is None:
-        await tell(command.response_url, await not_bound_line(connection_id), channel=command.channel_id)
+        line = await not_bound_line(connection_id, command.channel_id)
+        await tell(command.response_url, line, channel=command.channel_id)
         return
     root = notices.COMMAND_ROOT.format(user_id=command.user_id, question=_defused(command.text))
     try:
@@ -74,7 +75,8 @@ async def ask_about_message(
     reply or already a thread), its first turn quoting the message and its author as untrusted data."""
     binding = await _binding_of(connection_id, shortcut.channel_id)
     if binding is None:
-        await tell(shortcut.response_url, await not_bound_line(connection_id), channel=shortcut.channel_id)
+        line = await not_bound_line(connection_id, shortcut.channel_id)
+        await tell(shortcut.response_url, line, channel=shortcut.channel_id)
         return
     if not shortcut.message_text.strip():
         await tell(shortcut.response_url, notices.SHORTCUT_NO_TEXT, channel=shortcut.channel_id)
@@ -136,9 +138,12 @@ async def _binding_of(connection_id: int, channel_id: str) -> Binding | None:
     return (await directory.acurrent()).binding_for_channel(connection_id, channel_id)
 
 
-async def not_bound_line(connection_id: int) -> str:
-    """The private line for a channel no Binding takes: which of the Connection's channels are bound."""
+async def not_bound_line(connection_id: int, channel_id: str = "") -> str:
+    """The private line for a channel no Binding takes: which of the Connection's channels are bound
+    (in the person's direct messages with the app, when a Binding takes those: to write there)."""
     found = await directory.acurrent()
+    if channel_id.startswith("D") and found.binding_for_direct_messages(connection_id) is not None:
+        return notices.SURFACE_IN_DIRECT_MESSAGES
     channels = sorted({channel for (owner, channel) in found.bindings if owner == connection_id})
     if not channels:
         return notices.NOT_BOUND_ANYWHERE

@@ -198,3 +198,11 @@ def test_a_command_other_than_the_connections_is_acked_and_changes_nothing(make_
     assert private_lines(world) == []
     assert world.slack.messages(world.channel) == []
     assert not Turn.objects.exists()
+
+
+def test_a_slash_command_in_direct_messages_says_to_write_there_and_stores_nothing(make_world, agent):
+    world = make_world(agent_url=agent.url, channels=[], direct_messages={})
+    im = world.slack.user_opens_app(defaults.ADA)
+    world.slack.user_types_command(defaults.ADA, im, "why is it slow?")
+    assert private_lines(world, channel=im) == [notices.SURFACE_IN_DIRECT_MESSAGES]
+    assert not Turn.objects.exists()
