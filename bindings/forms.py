@@ -25,6 +25,7 @@ CONNECTION_FIELD_PATHS = {
     "spec.botToken": "bot_token_env",
     "spec.signingSecret": "signing_secret_env",
     "spec.appToken": "app_token_env",
+    "spec.slashCommand": "slash_command",
 }
 
 BINDING_FIELD_PATHS = {
@@ -243,6 +244,10 @@ class ConnectionForm(ManifestForm):
         "spec.appToken (optional, Socket Mode): the NAME of the environment variable that holds the "
         "app-level token.",
     )
+    slash_command = forms.CharField(
+        required=False,
+        help_text=f"spec.slashCommand: the Slack app's slash command (empty: {manifest.DEFAULT_SLASH_COMMAND}).",
+    )
 
     class Meta:
         model = Connection
@@ -251,7 +256,7 @@ class ConnectionForm(ManifestForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if self.instance.pk:
-            for name in ("bot_token_env", "signing_secret_env", "app_token_env"):
+            for name in ("bot_token_env", "signing_secret_env", "app_token_env", "slash_command"):
                 self.initial.setdefault(name, getattr(self.instance, name))
 
     def check(self, cleaned_data: dict[str, Any]) -> manifest.Validation:
@@ -263,6 +268,8 @@ class ConnectionForm(ManifestForm):
         ):
             if cleaned_data.get(name):
                 spec[key] = {"fromEnv": cleaned_data[name]}
+        if cleaned_data.get("slash_command"):
+            spec["slashCommand"] = cleaned_data["slash_command"]
         return services.check_connection(_document(manifest.Kind.CONNECTION, cleaned_data.get("name"), spec))
 
 

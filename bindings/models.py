@@ -73,6 +73,11 @@ class Connection(models.Model):
         help_text="The name of the environment variable that holds the app-level token (xapp-…), "
         "for Socket Mode. Empty: events arrive over HTTP.",
     )
+    slash_command = models.CharField(
+        max_length=32,
+        default=manifest.DEFAULT_SLASH_COMMAND,
+        help_text="The Slack app's slash command, as its app manifest names it (/kourier unless renamed there).",
+    )
     team_id = models.CharField(max_length=32, blank=True)
     bot_user_id = models.CharField(max_length=32, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

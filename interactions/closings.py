@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
+from . import home_refresh
 from .models import PromptClosing
 from .retries import Retries
 from .task_names import CLOSE_PROMPT
@@ -46,3 +47,4 @@ def intend(interaction_id: int, *, now: datetime | None = None) -> None:
             closing.due_at = RETRIES.first_due(now)
             closing.save(update_fields=["attempt", "due_at"])
         RETRIES.send(interaction_id, closing.attempt)
+        home_refresh.approvals_changed(interaction_id)

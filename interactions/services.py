@@ -28,7 +28,7 @@ from sessions.models import Turn
 from sessions.task_names import DRIVE_SESSION
 from sessions.turns import message_id_for
 
-from . import closings
+from . import closings, home_refresh
 from .kinds import PauseKind, Reading, Refusal, Refused, Taken, Unfit
 from .models import Interaction, KeptPress
 
@@ -236,7 +236,8 @@ def queue_answer_turn(
 
 
 def record_prompt(interaction_id: int, prompt_ts: str) -> None:
-    Interaction.objects.filter(pk=interaction_id, prompt_ts="").update(prompt_ts=prompt_ts)
+    if Interaction.objects.filter(pk=interaction_id, prompt_ts="").update(prompt_ts=prompt_ts):
+        home_refresh.approvals_changed(interaction_id)  # the approvers' Home tabs list it
 
 
 def record_copy(interaction_id: int, channel_id: str, ts: str) -> None:

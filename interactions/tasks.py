@@ -5,8 +5,8 @@ from celery import shared_task
 
 from kourier.a2a.kagent_feedback import FeedbackNotSent
 
-from . import feedback, presses, registry
-from .task_names import CLOSE_PROMPT, RETRY_PRESS, SEND_FEEDBACK
+from . import feedback, home, presses, registry
+from .task_names import CLOSE_PROMPT, REFRESH_HOME_TABS, RETRY_PRESS, SEND_FEEDBACK
 
 
 @shared_task(name=CLOSE_PROMPT, acks_late=True)
@@ -32,3 +32,9 @@ def send_feedback(self, feedback_id: int, version: int) -> str:
         return feedback.send(feedback_id, version)
     except FeedbackNotSent as exc:
         raise self.retry(countdown=min(30 * 2**self.request.retries, 900)) from exc
+
+
+@shared_task(name=REFRESH_HOME_TABS, acks_late=True)
+def refresh_home_tabs(connection_id: int) -> int:
+    """Publishes again the Home tabs of the Connection opened lately (home.py); how many it published."""
+    return async_to_sync(home.refresh)(connection_id)

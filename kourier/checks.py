@@ -47,6 +47,14 @@ def check_worker_limits(app_configs, **kwargs):
                     id="kourier.E003",
                 )
             )
+    if settings.HOME_TAB_REFRESH_SECONDS < 1:
+        errors.append(
+            Error(
+                f"HOME_TAB_REFRESH_SECONDS must be at least 1, got {settings.HOME_TAB_REFRESH_SECONDS}.",
+                hint="Unset it to use the default (15): each refresh spends views.publish's budget.",
+                id="kourier.E003",
+            )
+        )
     if settings.WORKER_SHUTDOWN_SECONDS < 0:
         errors.append(
             Error(

@@ -23,6 +23,7 @@ env = environ.Env(
     A2A_REQUEST_TIMEOUT=(float, 3600.0),
     SESSION_LEASE_SECONDS=(int, 60),
     BINDINGS_CACHE_SECONDS=(float, 5.0),
+    HOME_TAB_REFRESH_SECONDS=(float, 15.0),
     AGENT_CARD_SECONDS=(float, 60.0),
     RECOVERY_INTERVAL_SECONDS=(float, 30.0),
     WORKER_MAX_SESSIONS=(int, 1000),
@@ -158,6 +159,10 @@ BINDINGS_CACHE_SECONDS = env("BINDINGS_CACHE_SECONDS")
 # A worker reads each agent's card once in this many seconds, not once a turn (kourier/a2a/factory.py):
 # a card the agent changed is seen within it, or at once after a request that failed.
 AGENT_CARD_SECONDS = env("AGENT_CARD_SECONDS")
+# The Home tabs of a Connection opened in the last hour are published again this long after an approval
+# was put to a thread or ended (interactions/home.py): at most 20 every so often, within views.publish's
+# Tier 4 (100 a minute per workspace).
+HOME_TAB_REFRESH_SECONDS = env("HOME_TAB_REFRESH_SECONDS")
 
 # Single sign-on for the admin with OpenID Connect (kourier/sso/; docs/operations.md, "Single sign-on"),
 # off while OIDC_ISSUER is empty. The provider's endpoints come from its discovery document. Users are

@@ -78,3 +78,16 @@ DIRECT_MESSAGE_PRESS_ACCESS_UNKNOWN = (
     "I could not check just now whether you may talk to me here, so your press was not taken. "
     "Please try again in a minute."
 )
+
+# Other ways to reach the agent (issue 33): the slash command and the message shortcut. What the app
+# posts for the person's request (everybody sees it), and the private lines of a refusal.
+COMMAND_ROOT = "<@{user_id}> asked: {question}"
+SHORTCUT_ASKED = "<@{user_id}> asked me about this message."
+NOT_BOUND_HERE = "I am not set up in this channel, so nothing was passed on. You can ask me in {channels}."
+NOT_BOUND_ANYWHERE = "I am not set up in any channel yet, so nothing was passed on."
+SURFACE_IN_DIRECT_MESSAGES = "Here, send me your question as a message: I answer it in its thread."
+SURFACE_NOT_POSTED = (
+    "I could not post in this channel, so nothing was passed on. Invite me to the channel and try again."
+)
+SHORTCUT_NO_TEXT = "That message has no text I can read, so nothing was passed on."
+SURFACE_UNREADABLE = "I could not read that request, so nothing was passed on. Please try again."

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 from urllib.parse import urlencode
 
-from . import events, interactivity, modals
+from . import events, home, interactivity, modals, surfaces
 from .delivery import Delivery, Outgoing
 from .errors import FakeMisuse
 from .modal_state import OpenView
@@ -105,6 +105,59 @@ class AppRequests:
         )
         body = urlencode({"payload": json.dumps(payload)}).encode()
         return self.signed(workspace, "block_actions", body, content_type="application/x-www-form-urlencoded")
+
+    def slash_command(self, person: User, channel: Channel, command: str, text: str) -> Outgoing:
+        """The form fields of a typed slash command, signed (not a ``payload`` field: docs/slack-platform.md §7)."""
+        workspace = self._state.workspace(channel.team_id)
+        registered = surfaces.command_response_url(self._state, workspace, channel, person)
+        fields = surfaces.slash_command_fields(
+            workspace,
+            self.target(workspace),
+            channel,
+            person,
+            command,
+            text,
+            response_url=self._response_url_of(workspace, registered.id),
+            trigger_id=modals.issue_trigger(self._state, workspace.team_id, person.id),
+        )
+        return self.signed(
+            workspace,
+            "slash_command",
+            urlencode(fields).encode(),
+            content_type="application/x-www-form-urlencoded",
+        )
+
+    def message_action(self, person: User, source: interactivity.ActionSource, callback_id: str) -> Outgoing:
+        workspace = self._state.workspace(source.channel.team_id)
+        registered = interactivity.register_response_url(self._state, workspace, source, person)
+        payload = surfaces.message_action_payload(
+            self._state,
+            workspace,
+            self.target(workspace),
+            source,
+            person,
+            callback_id,
+            response_url=self._response_url_of(workspace, registered.id),
+            trigger_id=modals.issue_trigger(self._state, workspace.team_id, person.id),
+        )
+        return self._interactive(workspace, "message_action", payload)
+
+    def home_block_actions(self, person: User, published: home.HomeView, action: dict[str, Any]) -> Outgoing:
+        workspace = self._state.workspace(published.team_id)
+        payload = home.home_block_actions_payload(
+            self._state,
+            workspace,
+            self.target(workspace).verification_token,
+            published,
+            person.id,
+            person.name,
+            action,
+            modals.issue_trigger(self._state, workspace.team_id, person.id),
+        )
+        return self._interactive(workspace, "block_actions", payload)
+
+    def _response_url_of(self, workspace: Workspace, registered_id: str) -> str:
+        return f"{self._server_root()}actions/{workspace.team_id}/{registered_id}/{secrets.token_urlsafe(12)}"
 
     def view_submission(self, person: User, opened: OpenView, values: dict[str, Any]) -> Outgoing:
         workspace = self._state.workspace(opened.team_id)

@@ -30,6 +30,7 @@ from .pipeline import HttpAnswer, HttpRequest
 from .views import CardView, EphemeralView, MessageView
 
 PREFIX = "/simulator/api/"
+HOME_WAIT_SECONDS = 5.0  # for the app to publish a Home tab the person opened
 MAX_TEXT_CHARACTERS = 40_000  # chat.postMessage's limit on text (msg_too_long past it)
 MAX_BODY_BYTES = 256 * 1024
 MAX_WAIT_SECONDS = 20.0  # a long poll's longest wait, well within the page's forwarding timeout
@@ -112,6 +113,10 @@ class SimulatorApi:
             ("POST", "alerts"): self.post_alert,
             ("POST", "reactions"): self.add_reaction,
             ("POST", "actions"): self.use_control,
+            ("POST", "commands"): self.type_command,
+            ("POST", "shortcuts"): self.use_shortcut,
+            ("POST", "home"): self.open_home,
+            ("POST", "home-actions"): self.use_home_control,
         }
 
     def handle(self, request: HttpRequest) -> HttpAnswer:
@@ -271,6 +276,57 @@ class SimulatorApi:
             )
 
         delivery = self._as_person(act)
+        return {"status": getattr(delivery, "status", None)}
+
+    def type_command(self, request: HttpRequest) -> dict[str, Any]:
+        """A slash command typed in the message box: ``text`` is the whole line ("/kourier status")."""
+        body = _json_body(request)
+        person = self.directory.person(body.get("as"))
+        channel = self.directory.channel(body.get("channel"))
+        line = body.get("text")
+        if not isinstance(line, str) or not line.startswith("/") or len(line.split(maxsplit=1)[0]) < 2:
+            raise Refusal("invalid_command", "A slash command starts with / and its name, such as /kourier.")
+        if len(line) > MAX_TEXT_CHARACTERS:
+            raise Refusal("msg_too_long", f"A message holds at most {MAX_TEXT_CHARACTERS} characters.")
+        command, _, text = line.partition(" ")
+        delivery = self._as_person(
+            lambda: self.fake.user_types_command(person.id, channel, text, command=command)
+        )
+        return {"status": getattr(delivery, "status", None)}
+
+    def use_shortcut(self, request: HttpRequest) -> dict[str, Any]:
+        """The app's message shortcut chosen in a message's menu."""
+        body = _json_body(request)
+        person = self.directory.person(body.get("as"))
+        channel = self.directory.channel(body.get("channel"))
+        ts = self._required_ts(body, "ts")
+        self._existing_message(channel, ts, "message_not_found")
+        delivery = self._as_person(lambda: self.fake.user_uses_shortcut(person.id, channel, ts))
+        return {"status": getattr(delivery, "status", None)}
+
+    def open_home(self, request: HttpRequest) -> dict[str, Any]:
+        """The person opens the app's Home tab; the answer is the view the app publishes for them
+        (waited for a few seconds), else the one it published before, else none."""
+        person = self.directory.person(_json_body(request).get("as"))
+        publishes = self.fake.count("views.publish")
+        self._as_person(lambda: self.fake.user_opens_home(person.id))
+        with contextlib.suppress(TimeoutError):
+            self.fake.wait_until(
+                lambda: self.fake.count("views.publish") > publishes, timeout=HOME_WAIT_SECONDS
+            )
+        return {"view": self.fake.home_view(person.id)}
+
+    def use_home_control(self, request: HttpRequest) -> dict[str, Any]:
+        body = _json_body(request)
+        person = self.directory.person(body.get("as"))
+        action_id, block_id = body.get("action_id"), body.get("block_id")
+        if not isinstance(action_id, str) or not action_id:
+            raise Refusal("invalid_arguments", "Say which control was used (action_id).")
+        if block_id is not None and not isinstance(block_id, str):
+            raise Refusal("invalid_arguments", "block_id is text.")
+        delivery = self._as_person(
+            lambda: self.fake.press_home_button(person.id, action_id, block_id=block_id)
+        )
         return {"status": getattr(delivery, "status", None)}
 
     # Helpers.

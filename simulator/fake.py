@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import agent_view, events, interactivity, modals, streams
+from . import agent_view, events, home, interactivity, modals, streams
 from .app_requests import AppRequests, DeliverWhich, DeliveryOrder
 from .clock import Clock, SystemClock
 from .delivery import ACK_TIMEOUT, Deliverer, Delivery, Outgoing
@@ -322,6 +322,7 @@ class SlackFake:
         assistant_status: AssistantStatusSupport | None = None,
         usergroups_available: bool | None = None,
         stream_lifetime: float | None = None,
+        home_tab_enabled: bool | None = None,
     ) -> Workspace:
         """Switch what a workspace (or the app in it) can do.
 
@@ -331,6 +332,7 @@ class SlackFake:
         ``assistant_status``: "missing_scope" or "unknown_method" for assistant.threads.setStatus.
         ``usergroups_available=False``: usergroups.users.list answers plan_upgrade_required.
         ``stream_lifetime``: seconds from a stream's start until it expires.
+        ``home_tab_enabled=False``: views.publish of a home view answers not_enabled.
         """
         with self._state.lock:
             workspace = self.workspace(team)
@@ -344,6 +346,8 @@ class SlackFake:
                 workspace.usergroups_available = usergroups_available
             if stream_lifetime is not None:
                 workspace.stream_lifetime = stream_lifetime
+            if home_tab_enabled is not None:
+                workspace.home_tab_enabled = home_tab_enabled
             return workspace
 
     def deliver_events_to(
@@ -607,6 +611,36 @@ class SlackFake:
         self._send(outgoing)
         return channel.id
 
+    def user_opens_home(self, user: str, *, team: str | None = None) -> list[Delivery]:
+        """A person opens the app's Home tab: Slack sends ``app_home_opened`` with ``tab: "home"`` (and the
+        view published for them, if any)."""
+        with self._state.lock:
+            person = self._user(user)
+            workspace = self.workspace(team or person.team_id)
+            channel = agent_view.opened_im(self._state, workspace, user)
+            event = home.app_home_opened_event(self._state, workspace, user, channel.id)
+            outgoing = self._requests.for_channel_event(channel, event)
+        return self._send(outgoing)
+
+    def home_view(self, user: str, *, team: str | None = None) -> dict[str, Any] | None:
+        """The Home tab the app last published for ``user`` (as views.publish answered it), or None."""
+        with self._state.lock:
+            workspace = self.workspace(team or self._user(user).team_id)
+            published = self._state.home_views.get(home.home_key(workspace.team_id, user))
+            return home.home_view_json(workspace, published) if published is not None else None
+
+    def press_home_button(self, user: str, action_id: str, *, block_id: str | None = None) -> Delivery:
+        """A person clicks a button in the Home tab the app published for them."""
+        with self._state.lock:
+            person = self._user(user)
+            published = self._state.home_views.get(home.home_key(person.team_id, user))
+            if published is None:
+                raise FakeMisuse(f"the app published no Home tab for {user}")
+            found_block, element = home.find_button(published, action_id, block_id)
+            action = interactivity.element_action(found_block, element, None, self._state.next_ts())
+            outgoing = self._requests.home_block_actions(person, published, action)
+        return self._transmit(outgoing)
+
     def user_says(
         self,
         user: str,
@@ -778,6 +812,31 @@ class SlackFake:
             person = self._user(user)
             source = interactivity.find_source(self._state, person, channel, ts)
             outgoing = self._requests.block_actions(person, source, actions, state_values or {})
+        return self._transmit(outgoing)
+
+    # Other ways to reach the app (surfaces.py): a slash command, a message shortcut.
+
+    def user_types_command(
+        self, user: str, channel: str, text: str = "", *, command: str = "/kourier"
+    ) -> Delivery:
+        """A person types ``command text`` in the message box of a conversation they are in."""
+        if not command.startswith("/") or len(command) < 2:
+            raise FakeMisuse(f"a slash command starts with /: {command!r}")
+        with self._state.lock:
+            person = self._member(user, channel)
+            outgoing = self._requests.slash_command(person, self._channel(channel), command, text)
+        return self._transmit(outgoing)
+
+    def user_uses_shortcut(
+        self, user: str, channel: str, ts: str, *, callback_id: str = "ask_about_message"
+    ) -> Delivery:
+        """A person chooses the app's message shortcut in the menu of message ``ts``."""
+        with self._state.lock:
+            person = self._user(user)
+            source = interactivity.find_source(self._state, person, channel, ts)
+            if source.message is None:
+                raise FakeMisuse("an ephemeral message has no shortcuts menu")
+            outgoing = self._requests.message_action(person, source, callback_id)
         return self._transmit(outgoing)
 
     # Modals (modals.py): what the app opened with views.open, and the person submitting or closing it.

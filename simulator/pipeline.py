@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import parse_qsl
 
-from . import agent_view, interactivity, methods, modals, streams
+from . import agent_view, home, interactivity, methods, modals, streams
 from .errors import SlackError
 from .faults import TRANSPORT_FAULTS, Fault, FaultPlan
 from .rate_limits import RateLimiter
@@ -25,7 +25,7 @@ from .web_api import METHODS, Args, Call, normalize_json_arguments
 Transport = Literal["respond", "hold", "disconnect"]
 EventSink = Callable[[Workspace, list[dict[str, Any]]], None]
 # Importing the method modules registers them; name them so the registry's contents are explicit.
-REGISTERING_MODULES = (methods, modals, streams, agent_view)
+REGISTERING_MODULES = (methods, modals, streams, agent_view, home)
 
 
 @dataclass(frozen=True)
@@ -130,7 +130,9 @@ class WebApi:
         workspace = workspace_or_refusal
 
         # Slack counts every call against the budget, including one that then fails.
-        retry_after = self.limiter.admit(workspace.team_id, method, _text_or_none(args.get("channel")))
+        # A budget kept per channel is kept per person for a method that names a person (views.publish).
+        place = _text_or_none(args.get("channel")) or _text_or_none(args.get("user_id"))
+        retry_after = self.limiter.admit(workspace.team_id, method, place)
         if retry_after is not None:
             return self._rate_limited(method, args, workspace, now, retry_after, fault=None)
 

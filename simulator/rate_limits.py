@@ -43,6 +43,7 @@ DEFAULT_BUDGETS: dict[str, Budget] = {
     "conversations.members": Budget(TIER_4),
     "users.info": Budget(TIER_4),
     "views.open": Budget(TIER_4),
+    "views.publish": Budget(TIER_4, per_channel=True),  # per person: the user_id it publishes for
     "chat.postMessage": POST_MESSAGE_BUDGET,
 }
 

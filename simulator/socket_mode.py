@@ -3,7 +3,7 @@ describe it.
 
 - ``apps.connections.open`` (app-level token in the Authorization header) hands out a one-time
   ``ws://`` URL with a ticket; connecting with it gets ``{"type": "hello", ...}``.
-- Envelopes: ``{"envelope_id", "type": "events_api" | "interactive", "payload", "accepts_response_payload",
+- Envelopes: ``{"envelope_id", "type": "events_api" | "interactive" | "slash_commands", "payload", "accepts_response_payload",
   "retry_attempt", "retry_reason"}``; the payload is what the HTTP request's body would be.
 - The app acks by sending ``{"envelope_id": ...}`` back (with a ``payload`` when the envelope accepts
   one) within three seconds. An Events API envelope not acked in time is sent again in a new envelope
@@ -301,8 +301,15 @@ class SocketModeServer:
         self._on_changed()
 
     def _envelope_for(self, outgoing: Outgoing, app_id: str) -> SocketEnvelope:
-        if outgoing.headers.get("Content-Type", "").startswith("application/x-www-form-urlencoded"):
-            payload = json.loads(parse_qs(outgoing.body.decode())["payload"][0])
+        form = (
+            parse_qs(outgoing.body.decode(), keep_blank_values=True)
+            if outgoing.headers.get("Content-Type", "").startswith("application/x-www-form-urlencoded")
+            else None
+        )
+        if form is not None and "payload" not in form:  # a slash command: its fields are the payload
+            payload, kind, accepts = {key: values[0] for key, values in form.items()}, "slash_commands", True
+        elif form is not None:
+            payload = json.loads(form["payload"][0])
             kind, accepts = "interactive", payload.get("type") in ("view_submission", "block_suggestion")
         else:
             payload, kind, accepts = json.loads(outgoing.body), "events_api", False

@@ -58,6 +58,7 @@ class Workspace:
     task_cards_enabled: bool = True
     assistant_status_support: AssistantStatusSupport = "ok"
     usergroups_available: bool = True  # User Groups need a paid plan
+    home_tab_enabled: bool = True  # features.app_home.home_tab_enabled (views.publish: not_enabled)
     stream_lifetime: float = DEFAULT_STREAM_LIFETIME
     custom_emoji: set[str] = field(default_factory=set)
     events: EventTarget | None = None
@@ -246,6 +247,7 @@ class SlackState:
         self.thread_titles: dict[tuple[str, str], str] = {}
         self.response_urls: dict[str, ResponseUrl] = {}
         self.modals = Modals()  # modal_state.py: trigger_ids handed out, views open
+        self.home_views: dict[tuple[str, str], Any] = {}  # home.py: (team, user) → the published HomeView
         self._ts = TsFactory(clock)
         self._serial = itertools.count(1)
 

@@ -4,6 +4,7 @@ existing state the caller passes in as plain data. The large sections have reade
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,7 @@ from .specs import (
     DEFAULT_ALLOW_MENTIONS,
     DEFAULT_OUTPUT,
     DEFAULT_PROGRESS,
+    DEFAULT_SLASH_COMMAND,
     DEFAULT_THREAD_REPLIES,
     DEFAULT_THREAD_TTL,
     AcknowledgmentSpec,
@@ -49,7 +51,7 @@ from .specs import (
     ThreadReplies,
 )
 
-CONNECTION_FIELDS = ("botToken", "signingSecret", "appToken")
+CONNECTION_FIELDS = ("botToken", "signingSecret", "appToken", "slashCommand")
 BINDING_FIELDS = (
     "connection",
     "channels",
@@ -161,9 +163,29 @@ def _read_connection(check: Checker, name: str | None, value: Any) -> Connection
         else None
     )
     app_token_env = None if app_token is MISSING else check.env_reference(app_token, "spec.appToken")
-    if name is None or bot_token_env is None or signing_secret_env is None:
+    slash_command = _slash_command(check, value_at(spec, "slashCommand"))
+    if name is None or bot_token_env is None or signing_secret_env is None or slash_command is None:
         return None
-    return ConnectionSpec(name, bot_token_env, signing_secret_env, app_token_env)
+    return ConnectionSpec(name, bot_token_env, signing_secret_env, app_token_env, slash_command)
+
+
+# Slack's own rule for a command's name: a slash, then lowercase letters, digits, - and _, 32 at most.
+_SLASH_COMMAND = re.compile(r"^/[a-z0-9_-]{1,31}$")
+
+
+def _slash_command(check: Checker, value: Any) -> str | None:
+    if value is MISSING:
+        return DEFAULT_SLASH_COMMAND
+    command = check.string(value, "spec.slashCommand")
+    if command is None:
+        return None
+    if not _SLASH_COMMAND.match(command):
+        check.error(
+            "spec.slashCommand",
+            f"must be a slash and up to 31 lowercase letters, digits, - or _, as Slack names commands (got {show(command)})",
+        )
+        return None
+    return command
 
 
 def _read_binding(check: Checker, name: str | None, value: Any, read: _Read) -> BindingSpec | None:
@@ -427,7 +449,7 @@ _FIELD_ORDER = [
     "spec.agent.protocolVersion", "spec.agent.headers", "spec.agent.userIdentity", "spec.output", "spec.chat", "spec.interactions.askUser",
     "spec.interactions.toolApprovals", "spec.interactions.approverGroups", "spec.interactions.timeout",
     "spec.interactions.separateApprover", "spec.interactions.tools", "spec.interactions.denyReasons", "spec.interactions.remindBefore",
-    "spec.session", "spec.triggers", "spec.replies", "spec.budget", "spec.feedback", "spec.directMessages", "spec.botToken", "spec.signingSecret", "spec.appToken", "spec",
+    "spec.session", "spec.triggers", "spec.replies", "spec.budget", "spec.feedback", "spec.directMessages", "spec.botToken", "spec.signingSecret", "spec.appToken", "spec.slashCommand", "spec",
 ]  # fmt: skip
 
 

@@ -101,12 +101,17 @@ DEFAULT_THREAD_CONTEXT_MAX_MESSAGES = 50
 DEFAULT_THREAD_CONTEXT_MAX_CHARACTERS = 12_000
 
 
+# Beyond the spec (issue 33): the Slack app's slash command, as its app manifest declares it.
+DEFAULT_SLASH_COMMAND = "/kourier"
+
+
 @dataclass(frozen=True)
 class ConnectionSpec:
     name: str
     bot_token_env: str
     signing_secret_env: str
     app_token_env: str | None = None  # Socket Mode when set
+    slash_command: str = DEFAULT_SLASH_COMMAND  # the one command the listeners answer
 
 
 @dataclass(frozen=True)

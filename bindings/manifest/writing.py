@@ -12,6 +12,7 @@ from .durations import format_duration
 from .specs import (
     API_VERSION,
     DEFAULT_MAX_THREADS_PER_HOUR,
+    DEFAULT_SLASH_COMMAND,
     DEFAULT_THREAD_PER,
     DEFAULT_UNATTENDED,
     BindingSpec,
@@ -34,6 +35,8 @@ def connection_manifest(spec: ConnectionSpec) -> dict[str, Any]:
     }
     if spec.app_token_env:
         body["appToken"] = _Flow(fromEnv=spec.app_token_env)
+    if spec.slash_command != DEFAULT_SLASH_COMMAND:  # beyond the spec: written only when set
+        body["slashCommand"] = spec.slash_command
     return {
         "apiVersion": API_VERSION,
         "kind": Kind.CONNECTION.value,

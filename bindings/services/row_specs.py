@@ -14,6 +14,7 @@ def connection_spec(connection: Connection) -> ConnectionSpec:
         bot_token_env=connection.bot_token_env,
         signing_secret_env=connection.signing_secret_env,
         app_token_env=connection.app_token_env or None,
+        slash_command=connection.slash_command,
     )
 
 

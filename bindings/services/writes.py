@@ -15,7 +15,7 @@ from bindings.models import Binding, BindingChannel, Connection, direct_messages
 from bindings.services.actors import actor_kind
 from bindings.services.row_specs import binding_spec
 
-_CONNECTION_FIELDS = ["name", "bot_token_env", "signing_secret_env", "app_token_env"]
+_CONNECTION_FIELDS = ["name", "bot_token_env", "signing_secret_env", "app_token_env", "slash_command"]
 
 
 def connection_fields(spec: ConnectionSpec) -> dict[str, Any]:
@@ -24,6 +24,7 @@ def connection_fields(spec: ConnectionSpec) -> dict[str, Any]:
         "bot_token_env": spec.bot_token_env,
         "signing_secret_env": spec.signing_secret_env,
         "app_token_env": spec.app_token_env or "",
+        "slash_command": spec.slash_command,
     }
 
 

@@ -22,6 +22,8 @@ from bindings import directory
 from bindings.models import Connection
 from bindings.services import note_slack_identity
 from interactions import deny_reasons, feedback
+from interactions.commands import answer_command
+from interactions.home import publish_home
 from interactions.presses import receive_press, typed_reply_author_may_answer
 from interactions.registry import ACTIONS as PROMPT_ACTIONS
 from kourier.db import in_database_thread
@@ -31,6 +33,7 @@ from kourier.slack.incoming import (
     ChatMessage,
     IgnoredEvent,
     UnreadableEvent,
+    home_opened_by,
     is_redelivery,
     read_app_opened,
     read_message_event,
@@ -38,8 +41,11 @@ from kourier.slack.incoming import (
     read_submit,
 )
 from kourier.slack.people import forget_channel_members
+from kourier.slack.surfaces import ASK_ABOUT_MESSAGE, read_message_shortcut, read_slash_command
 from sessions.direct_messages import Access, may_act, may_press, offer_suggested_prompts, take_direct_message
+from sessions.notices import SURFACE_UNREADABLE
 from sessions.services import RouteResult, route_message
+from sessions.surfaces import ask_about_message, tell
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +54,10 @@ _apps: dict[tuple[int, str], AsyncApp] = {}
 
 def bolt_app_for(connection: Connection) -> AsyncApp:
     """One Bolt app per Connection and secrets, made on first use and kept for the process."""
-    key = (connection.pk, f"{connection.bot_token()}|{connection.signing_secret()}")
+    key = (
+        connection.pk,
+        f"{connection.bot_token()}|{connection.signing_secret()}|{connection.slash_command}",
+    )
     app = _apps.get(key)
     if app is None:
         app = _build_app(connection)
@@ -152,6 +161,10 @@ def _build_app(connection: Connection) -> AsyncApp:
     app.event("member_joined_channel")(forget_members)
 
     async def take_app_opened(event: dict, context) -> None:
+        home_user = home_opened_by(event)
+        if home_user is not None:
+            await publish_home(connection_id, home_user, context.client)
+            return
         opened = read_app_opened(event)
         if isinstance(opened, UnreadableEvent):
             logger.warning(
@@ -193,6 +206,8 @@ def _build_app(connection: Connection) -> AsyncApp:
                 return
             if await may_press(connection_id, client, press):
                 await take(press, connection_id=connection_id, bot_token=bot_token)
+                if press.in_view:  # decided in the Home tab: it shows what waits now
+                    await publish_home(connection_id, press.user_id, client)
 
         return take_press
 
@@ -257,6 +272,52 @@ def _build_app(connection: Connection) -> AsyncApp:
         if allowed is Access.ALLOWED:
             await in_database_thread(feedback.add_comment, thread_sensitive=True)(comment)
 
+    # The slash command and the message shortcut (issue 33): read, then handed to their service, which
+    # answers refusals privately on the request's response_url. Slack does not send either again.
+    async def take_command(ack, body: dict, context) -> None:
+        await ack()
+        command = read_slash_command(body)
+        if isinstance(command, UnreadableEvent):
+            await _unreadable_surface(body, command.reason, connection_id)
+            return
+        await answer_command(connection_id, command, context.client, bot_user_id=context.bot_user_id or "")
+
+    async def take_shortcut(ack, body: dict, context) -> None:
+        await ack()
+        shortcut = read_message_shortcut(body)
+        if isinstance(shortcut, UnreadableEvent):
+            await _unreadable_surface(body, shortcut.reason, connection_id)
+            return
+        await ask_about_message(
+            connection_id, shortcut, context.client, bot_user_id=context.bot_user_id or ""
+        )
+
+    async def ignore_other_commands(ack, body: dict) -> None:
+        await ack()
+        logger.info(
+            "slack.event_ignored",
+            extra={
+                "reason": f"command not the Connection's: {body.get('command')}",
+                "connection_id": connection_id,
+            },
+        )
+
+    async def ignore_other_shortcuts(ack, body: dict) -> None:
+        await ack()
+        logger.info(
+            "slack.event_ignored",
+            extra={
+                "reason": f"shortcut not declared: {body.get('callback_id')}",
+                "connection_id": connection_id,
+            },
+        )
+
+    # The Connection's slashCommand: the one the Slack app's manifest declares (/kourier by default).
+    app.command(connection.slash_command)(take_command)
+    app.command(re.compile(".*"))(ignore_other_commands)
+    app.shortcut(ASK_ABOUT_MESSAGE)(take_shortcut)
+    app.shortcut(re.compile(".*"))(ignore_other_shortcuts)
+
     app.view(feedback.CALLBACK_ID)(take_feedback_comment)
     app.view(deny_reasons.CALLBACK_ID)(take_deny_reason)
     app.view_closed(deny_reasons.CALLBACK_ID)(reason_modal_closed)
@@ -277,6 +338,15 @@ def _route(
         logger.info("slack.connection_gone", extra={"connection_id": connection_id})
         return None
     return route_message(connection, message, author_may_answer=author_may_answer)
+
+
+async def _unreadable_surface(body: dict, reason: str, connection_id: int) -> None:
+    """A command or shortcut Slack would not send: logged (never its text), and its person told, privately,
+    when it says where (a response_url that is Slack's: tell_privately checks)."""
+    logger.warning("slack.surface_unreadable", extra={"reason": reason, "connection_id": connection_id})
+    response_url = body.get("response_url")
+    if isinstance(response_url, str) and response_url:
+        await tell(response_url, SURFACE_UNREADABLE, channel=str(body.get("channel_id") or ""))
 
 
 def forget_apps() -> None:

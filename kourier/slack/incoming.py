@@ -79,6 +79,8 @@ def why_unreadable(payload: object) -> str | None:
     if not isinstance(payload, dict):
         return "not a JSON object"
     kind = payload.get("type")
+    if kind is None and "command" in payload:  # a slash command's form fields carry no type
+        return slash_command_problem(payload)
     if not isinstance(kind, str) or not kind:
         return "no type"
     check = _PAYLOAD_CHECKS.get(kind)
@@ -122,12 +124,29 @@ def _view_problem(payload: Mapping[str, Any]) -> str | None:
     return f"{payload.get('type')} without a view"
 
 
+def slash_command_problem(payload: Mapping[str, Any]) -> str | None:
+    """Why a slash command's fields are not ones Slack sends (Bolt reads ``command``), or None."""
+    for name in ("command", "channel_id", "user_id", "response_url"):
+        value = payload.get(name)
+        if not isinstance(value, str) or not value:
+            return f"slash command without {name}"
+    if not isinstance(payload.get("text", ""), str):
+        return "slash command text is not a string"
+    return None
+
+
+def _message_action_problem(payload: Mapping[str, Any]) -> str | None:
+    # Bolt matches a shortcut listener on callback_id.
+    return None if isinstance(payload.get("callback_id"), str) else "message_action without a callback_id"
+
+
 _PAYLOAD_CHECKS: dict[str, Callable[[Mapping[str, Any]], str | None]] = {
     "event_callback": _event_callback_problem,
     "url_verification": _url_verification_problem,
     "block_actions": _block_actions_problem,
     "view_submission": _view_problem,
     "view_closed": _view_problem,
+    "message_action": _message_action_problem,
 }
 
 
@@ -206,6 +225,14 @@ class AppOpened:
     thread_ts: str | None  # the assistant view's thread; None in the agent view (prompts go on the tab)
 
 
+def home_opened_by(event: Mapping[str, Any]) -> str | None:
+    """The person who opened the app's Home tab (app_home_opened, tab "home"), else None."""
+    if event.get("type") != "app_home_opened" or event.get("tab") != "home":
+        return None
+    user = event.get("user")
+    return user if isinstance(user, str) and user else None
+
+
 def read_app_opened(event: Mapping[str, Any]) -> AppOpened | IgnoredEvent | UnreadableEvent:
     """Reads app_home_opened or assistant_thread_started (docs/slack-direct-messages.md)."""
     if event.get("type") == "assistant_thread_started":
@@ -239,13 +266,34 @@ class SubmitPress:
     action_id: str = ""  # which button: an approval prompt has several
     trigger_id: str = ""  # lets the app open a modal for the person, for three seconds
     reason: str | None = None  # a denial's reason, from its modal (None: not asked for yet)
+    in_view: bool = False  # pressed in a view (the Home tab), not in the prompt's message
+
+
+# A prompt's buttons shown outside its message (the Home tab) name the prompt in their block's id, since
+# a press in a view carries no channel, message or response_url of its own.
+_VIEW_PROMPT_BLOCK = "prompt"
+
+
+def view_prompt_block_id(channel_id: str, prompt_ts: str, thread_ts: str) -> str:
+    """The block_id of a prompt's buttons in a view: the prompt's channel, message and thread."""
+    return "|".join((_VIEW_PROMPT_BLOCK, channel_id, prompt_ts, thread_ts))
+
+
+def _view_prompt(block_id: object) -> tuple[str, str, str] | None:
+    parts = block_id.split("|") if isinstance(block_id, str) else []
+    if len(parts) != 4 or parts[0] != _VIEW_PROMPT_BLOCK or not all(parts[1:]):
+        return None
+    return parts[1], parts[2], parts[3]
 
 
 def read_submit(payload: Mapping[str, Any], action: Mapping[str, Any]) -> SubmitPress | UnreadableEvent:
-    """Reads a block_actions payload for one of its actions (a button), or says why it cannot."""
+    """Reads a block_actions payload for one of its actions (a button), or says why it cannot: a press
+    in a message, or of a prompt's buttons in a view (the Home tab)."""
+    container = payload.get("container")
+    if isinstance(container, Mapping) and container.get("type") == "view":
+        return _read_view_press(payload, action)
     user = payload.get("user")
     channel = payload.get("channel")
-    container = payload.get("container")
     state = payload.get("state") or {}
     if not isinstance(user, Mapping) or not isinstance(user.get("id"), str):
         return UnreadableEvent("block_actions without a user")
@@ -274,6 +322,33 @@ def read_submit(payload: Mapping[str, Any], action: Mapping[str, Any]) -> Submit
         response_url=response_url,
         action_id=str(action.get("action_id", "")),
         trigger_id=str(payload.get("trigger_id") or ""),
+    )
+
+
+def _read_view_press(payload: Mapping[str, Any], action: Mapping[str, Any]) -> SubmitPress | UnreadableEvent:
+    user = payload.get("user")
+    if not isinstance(user, Mapping) or not isinstance(user.get("id"), str):
+        return UnreadableEvent("block_actions without a user")
+    prompt = _view_prompt(action.get("block_id"))
+    if prompt is None:
+        return UnreadableEvent("a press in a view outside a prompt's buttons")
+    value = action.get("value")
+    if not isinstance(value, str):
+        return UnreadableEvent("button without a value")
+    team = payload.get("team")
+    channel_id, prompt_ts, thread_ts = prompt
+    return SubmitPress(
+        value=value,
+        team_id=str(team.get("id", "")) if isinstance(team, Mapping) else "",
+        channel_id=channel_id,
+        message_ts=prompt_ts,
+        thread_ts=thread_ts,
+        user_id=user["id"],
+        values={},  # the view's buttons decide every tool at once (Approve all, Deny all)
+        response_url="",  # a view has none: the person sees the outcome in the thread and the view
+        action_id=str(action.get("action_id", "")),
+        trigger_id=str(payload.get("trigger_id") or ""),
+        in_view=True,
     )
 
 

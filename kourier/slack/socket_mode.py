@@ -51,7 +51,7 @@ ACK_DEADLINE_SECONDS = 3.0  # Slack's: an envelope not acked by then is sent aga
 HELLO_TIMEOUT_SECONDS = 10.0
 HEARTBEAT_SECONDS = 10.0  # a websocket that stops answering pings this long is taken for dropped
 HELD_SECONDS = 30.0  # a websocket that lasted this long resets the backoff
-ENVELOPE_TYPES = ("events_api", "interactive")
+ENVELOPE_TYPES = ("events_api", "interactive", "slash_commands")
 # apps.connections.open errors that another try will not mend: the token or the app is wrong.
 REFUSALS = frozenset(
     {

@@ -349,6 +349,10 @@
         button.addEventListener("click", () => react(message, name));
         bar.appendChild(button);
       }
+      // The message's menu: the app's shortcut (Slack lists it under "More actions").
+      const ask = el("button", {type: "button", "aria-label": "Ask Agent Kourier about this message", title: "Ask Agent Kourier about this message"}, "⚡");
+      ask.addEventListener("click", () => useShortcut(message));
+      bar.appendChild(ask);
       if (!inThread) {
         const reply = el("button", {type: "button", "aria-label": "Reply in thread"}, "💬");
         reply.addEventListener("click", () => openThread(message.ts));
@@ -439,9 +443,73 @@
     }
   }
 
+  async function useShortcut(message) {
+    try {
+      await call("shortcuts", {as: state.person, channel: state.channel, ts: message.ts});
+      await poll();
+    } catch (error) {
+      showActionError(error.message);
+    }
+  }
+
+  // The Home tab: the view the app published for the person, its buttons pressed as in Slack.
+  function renderHome(view) {
+    const pane = $("home-view");
+    pane.innerHTML = "";
+    if (!view) {
+      pane.appendChild(el("p", {class: "home-empty"}, "The app published no Home tab for you."));
+      return;
+    }
+    for (const block of view.blocks) {
+      if (block.type === "header") pane.appendChild(el("h3", {}, escapeHtml(textObject(block.text))));
+      else if (block.type === "divider") pane.appendChild(el("hr", {}));
+      else if (block.type === "section") pane.appendChild(el("div", {class: "text"}, mrkdwn(block.text.text)));
+      else if (block.type === "actions") {
+        const row = el("div", {class: "home-actions"});
+        for (const element of block.elements) {
+          if (element.type !== "button") continue;
+          const button = el("button", {type: "button", class: element.style || ""}, escapeHtml(textObject(element.text)));
+          button.addEventListener("click", () => pressHome(block, element));
+          row.appendChild(button);
+        }
+        pane.appendChild(row);
+      }
+    }
+  }
+
+  async function openHome() {
+    $("home").hidden = false;
+    try {
+      const answer = await call("home", {as: state.person});
+      renderHome(answer.view);
+    } catch (error) {
+      showActionError(error.message);
+    }
+  }
+
+  async function pressHome(block, element) {
+    try {
+      await call("home-actions", {as: state.person, action_id: element.action_id, block_id: block.block_id});
+      await openHome();
+      await poll();
+    } catch (error) {
+      showActionError(error.message);
+    }
+  }
+
   async function send(textarea, errorBox, threadTs) {
     const text = textarea.value;
     errorBox.textContent = "";
+    if (!threadTs && text.startsWith("/")) {  // a slash command, typed in the message box as in Slack
+      try {
+        await call("commands", {as: state.person, channel: state.channel, text: text.trim()});
+        textarea.value = "";
+        await poll();
+      } catch (error) {
+        errorBox.textContent = error.message;
+      }
+      return;
+    }
     try {
       const answer = await call("messages", {as: state.person, channel: state.channel, text, thread_ts: threadTs || null});
       textarea.value = "";
@@ -515,6 +583,8 @@
         }
       });
     }
+    $("open-home").addEventListener("click", () => openHome());
+    $("close-home").addEventListener("click", () => { $("home").hidden = true; });
     // The admin links a turn or an alert to its thread here (#thread=TS): open it.
     const linked = new URLSearchParams(location.hash.slice(1)).get("thread");
     if (linked) state.thread = linked;

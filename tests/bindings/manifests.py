@@ -113,6 +113,7 @@ def every_field(
             "botToken": {"fromEnv": "ACME_BOT_TOKEN"},
             "signingSecret": {"fromEnv": "ACME_SIGNING_SECRET"},
             "appToken": {"fromEnv": "ACME_APP_TOKEN"},
+            "slashCommand": "/ask-acme",
         },
     }
     in_channels = {

@@ -556,6 +556,19 @@ def test_every_refusal_of_a_document_is_reported_in_field_order():
             id="missing signing secret",
         ),
         pytest.param(
+            varied(CONNECTION, "spec.slashCommand", "kourier"),
+            [
+                'Connection "acme": spec.slashCommand: must be a slash and up to 31 lowercase letters, digits, '
+                '- or _, as Slack names commands (got "kourier")'
+            ],
+            id="slash command without its slash",
+        ),
+        pytest.param(
+            varied(CONNECTION, "spec.slashCommand", 7),
+            ['Connection "acme": spec.slashCommand: must be a string (got 7)'],
+            id="slash command not a string",
+        ),
+        pytest.param(
             varied(CONNECTION, "spec.appToken", {"fromEnv": "SLACK_APP_TOKEN", "fromFile": "/x"}),
             ['Connection "acme": spec.appToken.fromFile: unknown field (expected one of: fromEnv)'],
             id="unknown key in a reference",
@@ -985,6 +998,13 @@ def test_a_connection_without_an_app_token_is_written_without_one():
     [spec] = manifest.validate(documents(CONNECTION)).connections
 
     assert "appToken" not in manifest.dump_manifests([spec])
+
+
+def test_a_connection_keeps_the_default_slash_command_unwritten():
+    [spec] = manifest.validate(documents(CONNECTION)).connections
+
+    assert spec.slash_command == "/kourier"
+    assert "slashCommand" not in manifest.dump_manifests([spec])
 
 
 def test_changed_fields_are_named_by_their_manifest_paths():

@@ -100,6 +100,7 @@ def test_a_visitor_tries_every_feature_in_demo(served: str, chromium: str) -> No
             approve_one_tool_and_deny_the_other_as_the_approver_group(page)
             fire_the_readme_trigger_and_see_the_alert_thread(page, served)
             call_the_agent_into_the_thread_of_another_apps_alert(page)
+            use_the_command_the_shortcut_and_the_home_tab(page)
         finally:
             browser.close()
 
@@ -225,3 +226,21 @@ def call_the_agent_into_the_thread_of_another_apps_alert(page: Any) -> None:
     expect(thread).to_contain_text(
         "I got 2 earlier messages of this thread. They were written by Alertmanager (app), Grace Hopper."
     )
+def use_the_command_the_shortcut_and_the_home_tab(page: Any) -> None:
+    from playwright.sync_api import expect
+
+    act_as(page, "Ada Lovelace")
+    # Typed in the message box, a /command is the app's slash command; its answer only Ada sees.
+    say(page, "/kourier status")
+    private = page.locator("#messages .message.ephemeral").last
+    expect(private).to_contain_text("Only visible to you")
+    expect(private).to_contain_text("Your open conversations")
+    # The shortcut in the alert's menu starts a turn in its thread.
+    alert = page.locator("#messages .message.bot", has_text="Backup failed")
+    alert.hover()
+    alert.get_by_label("Ask Agent Kourier about this message").click()
+    expect(page.locator("#thread-messages")).to_contain_text("asked me about this message")
+    # The Home tab: Ada's threads, published for her.
+    page.locator("#open-home").click()
+    expect(page.locator("#home-view")).to_contain_text("Your threads")
+    expect(page.locator("#home-view")).to_contain_text("A thread")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import parse_qs
 
 import httpx
 import pytest
@@ -299,3 +300,74 @@ def test_an_alert_in_a_channel_the_workspace_does_not_have_is_refused_and_nothin
 ) -> None:
     assert refusal(api.post("alerts", json={"channel": "C0NOPE"})) == (400, "channel_not_found")
     assert demo_fake.messages(CHANNEL) == []
+def test_a_typed_slash_command_reaches_the_app_as_its_signed_form(
+    api: httpx.Client, demo_fake: SlackFake, receiver: Receiver
+) -> None:
+    answer = api.post("commands", json={"as": ADA, "channel": CHANNEL, "text": "/kourier why is it slow?"})
+    assert answer.status_code == 200
+    [request] = receiver.received
+    fields = {key: values[0] for key, values in parse_qs(request.body.decode()).items()}
+    assert (fields["command"], fields["text"], fields["user_id"]) == ("/kourier", "why is it slow?", ADA)
+    assert api.get("channel", params={"as": ADA, "channel": CHANNEL}).json()["messages"] == []
+
+
+@pytest.mark.parametrize("text", ["kourier help", "/", 42])
+def test_a_command_that_is_not_one_is_refused_and_not_sent(
+    api: httpx.Client, receiver: Receiver, text: object
+) -> None:
+    answer = api.post("commands", json={"as": ADA, "channel": CHANNEL, "text": text})
+    assert refusal(answer) == (400, "invalid_command")
+    assert receiver.received == []
+
+
+def test_the_shortcut_in_a_messages_menu_reaches_the_app(
+    api: httpx.Client, demo_fake: SlackFake, receiver: Receiver
+) -> None:
+    ts = say(api, text="the build is red").json()["ts"]
+    receiver.received.clear()
+    assert api.post("shortcuts", json={"as": GRACE, "channel": CHANNEL, "ts": ts}).status_code == 200
+    [request] = receiver.received
+    payload = request.json()
+    assert (payload["type"], payload["message_ts"], payload["user"]["id"]) == ("message_action", ts, GRACE)
+    missing = api.post("shortcuts", json={"as": GRACE, "channel": CHANNEL, "ts": "1700000000.000100"})
+    assert refusal(missing) == (400, "message_not_found")
+
+
+def test_opening_the_home_tab_shows_what_the_app_published_and_its_buttons_work(
+    api: httpx.Client,
+    demo_fake: SlackFake,
+    bot: WebClient,
+    receiver: Receiver,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(control, "HOME_WAIT_SECONDS", 0.2)  # this receiver publishes nothing new
+    bot.views_publish(
+        user_id=ADA,
+        view={
+            "type": "home",
+            "blocks": [
+                {
+                    "type": "actions",
+                    "block_id": "decide",
+                    "elements": [
+                        {
+                            "type": "button",
+                            "action_id": "approve",
+                            "text": {"type": "plain_text", "text": "Approve"},
+                            "value": "7",
+                        }
+                    ],
+                }
+            ],
+        },
+    )
+    opened = api.post("home", json={"as": ADA})
+    assert opened.json()["view"]["blocks"][0]["block_id"] == "decide"
+    assert any(e["type"] == "app_home_opened" and e["tab"] == "home" for e in receiver.events())
+    pressed = api.post("home-actions", json={"as": ADA, "action_id": "approve", "block_id": "decide"})
+    assert pressed.status_code == 200
+    assert receiver.received[-1].json()["container"]["type"] == "view"
+    assert refusal(api.post("home-actions", json={"as": GRACE, "action_id": "approve"})) == (
+        400,
+        "cannot_do_that",
+    )

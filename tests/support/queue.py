@@ -12,9 +12,14 @@ def enqueued_with_countdowns(callbacks) -> list[tuple[str, tuple, float | None]]
     """As ``enqueued``, with each task's countdown in seconds (None: sent at once)."""
     found = []
     for callback in callbacks:
-        if callback.func is queue.publish:  # publish(task_name, *args)
+        func = getattr(callback, "func", None)
+        if func is queue.publish:  # publish(task_name, *args)
             name, args, countdown = callback.args[0], callback.args[1:], None
-        else:  # _publish_later(seconds, task_name, args): enqueue_after_commit_in
+        elif (
+            func is queue._publish_later
+        ):  # _publish_later(seconds, task_name, args): enqueue_after_commit_in
             countdown, name, args = callback.args
+        else:  # work of its own after commit (a Home tab refresh queued once: interactions/home_refresh.py)
+            continue
         found.append((name.rsplit(".", 1)[-1], tuple(args), countdown))
     return found

@@ -62,8 +62,8 @@ def test_hello_and_disconnect_are_control_frames_with_the_reason():
             Skipped(None, "events_api", "no envelope_id", "unreadable"),
         ),
         (
-            envelope_frame(type="slash_commands"),
-            Skipped("e1", "slash_commands", "envelope type not used: slash_commands", "ignored"),
+            envelope_frame(type="workflow_step"),
+            Skipped("e1", "workflow_step", "envelope type not used: workflow_step", "ignored"),
         ),
         (envelope_frame(payload="text"), Skipped("e1", "events_api", "not a JSON object", "unreadable")),
         (
@@ -166,3 +166,18 @@ def test_an_envelope_is_acked_once_its_listener_returned_and_a_retry_says_so(mak
     [envelope] = fake.socket_envelopes()
     assert envelope.acked_in_time
     assert headers == [None]
+
+
+def test_a_slash_commands_envelope_is_read_with_the_commands_fields_as_its_payload():
+    fields = {
+        "command": "/kourier",
+        "text": "hi",
+        "channel_id": "C1",
+        "user_id": "U1",
+        "response_url": "https://x",
+    }
+    read = read_frame(envelope_frame(type="slash_commands", payload=fields, accepts_response_payload=True))
+    assert isinstance(read, Envelope)
+    assert (read.type, read.payload, read.accepts_response_payload) == ("slash_commands", fields, True)
+    half = read_frame(envelope_frame(type="slash_commands", payload={**fields, "user_id": None}))
+    assert half == Skipped("e1", "slash_commands", "slash command without user_id", "unreadable")
