@@ -226,6 +226,8 @@ def call_the_agent_into_the_thread_of_another_apps_alert(page: Any) -> None:
     expect(thread).to_contain_text(
         "I got 2 earlier messages of this thread. They were written by Alertmanager (app), Grace Hopper."
     )
+
+
 def use_the_command_the_shortcut_and_the_home_tab(page: Any) -> None:
     from playwright.sync_api import expect
 

@@ -300,6 +300,8 @@ def test_an_alert_in_a_channel_the_workspace_does_not_have_is_refused_and_nothin
 ) -> None:
     assert refusal(api.post("alerts", json={"channel": "C0NOPE"})) == (400, "channel_not_found")
     assert demo_fake.messages(CHANNEL) == []
+
+
 def test_a_typed_slash_command_reaches_the_app_as_its_signed_form(
     api: httpx.Client, demo_fake: SlackFake, receiver: Receiver
 ) -> None:
