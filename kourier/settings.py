@@ -20,7 +20,7 @@ env = environ.Env(
     SLACK_CALL_LIMITS=(str, ""),
     SLACK_STREAM_WAIT_SECONDS=(float, 5.0),
     SLACK_UPDATE_WAIT_SECONDS=(float, 10.0),
-    SLACK_REACTION_REMOVAL_WAIT_SECONDS=(float, 10.0),
+    SLACK_REACTION_WAIT_SECONDS=(float, 10.0),
     SIMULATOR=(str, "auto"),
     SIMULATOR_PORT=(int, 0),
     A2A_CONNECT_TIMEOUT=(float, 5.0),
@@ -108,11 +108,13 @@ SLACK_CALL_BUDGETS = env("SLACK_CALL_BUDGETS")
 SLACK_CALL_LIMITS = env("SLACK_CALL_LIMITS")
 # A chat reply streams when a stream start is free within SLACK_STREAM_WAIT_SECONDS; else it is posted
 # and updated when an update is free within SLACK_UPDATE_WAIT_SECONDS; else posted once, final
-# (docs/manifests.md, "How a reply is shown"). The eyes reaction is removed when a removal is free
-# within SLACK_REACTION_REMOVAL_WAIT_SECONDS, else left (the answer shows the turn ended).
+# (docs/manifests.md, "How a reply is shown under Slack's budgets"). The acknowledgment's reaction
+# is added when reactions.add is free within SLACK_REACTION_WAIT_SECONDS, else skipped (the turn is
+# not held up for it); it is removed when reactions.remove is free within as long, else the sweep
+# removes it later.
 SLACK_STREAM_WAIT_SECONDS = env("SLACK_STREAM_WAIT_SECONDS")
 SLACK_UPDATE_WAIT_SECONDS = env("SLACK_UPDATE_WAIT_SECONDS")
-SLACK_REACTION_REMOVAL_WAIT_SECONDS = env("SLACK_REACTION_REMOVAL_WAIT_SECONDS")
+SLACK_REACTION_WAIT_SECONDS = env("SLACK_REACTION_WAIT_SECONDS")
 # The workspace simulator (simulator): a local Slack with #demo bound to the demo agent, which
 # `manage.py serve` runs beside the service. auto: when no Slack app is configured (no SLACK_BOT_TOKEN,
 # and no Connection whose bot token variable is set); on: always; off: never. Never in production:

@@ -22,6 +22,7 @@ def _forget_per_process_caches():
     from kourier.a2a.factory import AGENT_CARDS
     from kourier.doors.slack_listeners import forget_apps
     from kourier.slack.budgets import forget_local_budgets
+    from kourier.slack.clients import forget_identities
     from tests.support.budgets import forget_shared_budgets
 
     directory.forget()
@@ -29,4 +30,5 @@ def _forget_per_process_caches():
     forget_apps()
     AGENT_CARDS.clear()
     forget_local_budgets()
+    forget_identities()
     forget_shared_budgets()

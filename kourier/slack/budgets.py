@@ -118,7 +118,7 @@ def check_slack_call_limits(app_configs, **kwargs):
     for name in (
         "SLACK_STREAM_WAIT_SECONDS",
         "SLACK_UPDATE_WAIT_SECONDS",
-        "SLACK_REACTION_REMOVAL_WAIT_SECONDS",
+        "SLACK_REACTION_WAIT_SECONDS",
     ):
         if getattr(settings, name) < 0:
             errors.append(

@@ -81,6 +81,7 @@ from .faults import (
 )
 
 # The faults' names the apps catch and ask about, where they make their clients.
+from .faults import SlackBudgetDeferred as SlackBudgetDeferred
 from .faults import SlackError as SlackError
 from .faults import SlackOutcomeUnknown as SlackOutcomeUnknown
 from .faults import SlackRateLimited as SlackRateLimited
@@ -184,12 +185,13 @@ class _Attempts:
                 )
             return wait
         seconds = max(1, math.ceil(reservation.at - now - 0.001))  # Redis rounds the slot to microseconds
+        deferred = _patience.get() is not None  # the caller asked to hear of it, not to wait
         logger.info(
-            "slack.budget_wait_exceeded",
+            "slack.budget_deferred" if deferred else "slack.budget_wait_exceeded",
             extra={"workspace": self.workspace, "method": self.method, "seconds": seconds},
         )
         raise slack_error(
-            SlackRateLimited,
+            SlackBudgetDeferred if deferred else SlackRateLimited,
             self.api_url,
             "ratelimited",
             status=429,
@@ -239,6 +241,18 @@ class _Attempts:
         return error
 
 
+# auth.test's answers, per token (its digest), for the process; one lock per loop and token.
+_identities: dict[str, AsyncSlackResponse] = {}
+_identity_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Lock]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def forget_identities() -> None:
+    """Forgets the tokens' auth.test answers (tests; a rotated token is a new key anyway)."""
+    _identities.clear()
+
+
 class KourierAsyncWebClient(AsyncWebClient):
     """An AsyncWebClient with the product's budgets, retries and checks (see the module docstring)."""
 
@@ -265,7 +279,7 @@ class KourierAsyncWebClient(AsyncWebClient):
         except Exception as exc:
             outcome, error = call_outcome(exc), fault_name(exc)
             metrics.slack_call(api_method, outcome)
-            if failures.worth_showing(outcome, error):
+            if failures.worth_showing(outcome, error):  # a call deferred by its caller is not a failure
                 at = self._clock()
                 await shared_cache.arun(lambda: failures.remember(self.workspace, api_method, error, at))
             raise
@@ -361,8 +375,24 @@ class KourierAsyncWebClient(AsyncWebClient):
 
     async def _own_user_id(self) -> str:
         if self._bot_user_id is None:
-            self._bot_user_id = str((await self.auth_test())["user_id"])
+            self._bot_user_id = str((await self.identity())["user_id"])
         return self._bot_user_id
+
+    async def identity(self) -> AsyncSlackResponse:
+        """``auth.test``'s answer for this client's token, asked once per process (``forget_identities``):
+        who a token is does not change, and a burst of events or turns asked it again and again."""
+        if self.token is None:
+            return await self.auth_test()
+        key = workspace_key(self.token, None)
+        known = _identities.get(key)
+        if known is not None:
+            return known
+        locks = _identity_locks.setdefault(asyncio.get_running_loop(), {})
+        async with locks.setdefault(key, asyncio.Lock()):
+            known = _identities.get(key)
+            if known is None:
+                known = _identities[key] = await self.auth_test()
+        return known
 
     def _found_response(
         self, api_method: str, kwargs: Mapping[str, Any], message: dict[str, Any]

@@ -401,6 +401,21 @@ def test_a_call_made_with_little_patience_is_refused_without_reserving_or_callin
         assert steps.waits == []
 
 
+def test_auth_test_is_asked_once_per_token_and_process_whichever_client_asks(slack_fake, client_for):
+    """Bolt's apps (one per Connection, made again when its secrets change), the outbox's checks and the
+    alert posts' links all need who the token is: a burst of turns asked it about 0.6 times per turn."""
+    clients = [client_for("async", workspace=f"T0001-{uuid.uuid4().hex}") for _ in range(3)]
+
+    async def everyone_asks():
+        return await asyncio.gather(*(client.identity() for client in clients for _ in range(4)))
+
+    answers = asyncio.run(everyone_asks())
+    assert {answer["user_id"] for answer in answers} == {slack_fake.workspace().app.bot_user_id}
+    assert slack_fake.count("auth.test") == 1
+    asyncio.run(clients[0].auth_test())  # asked plainly (the operator's "Test token"): Slack is asked
+    assert slack_fake.count("auth.test") == 2
+
+
 # -- every call is counted ----------------------------------------------------------------------------
 
 
