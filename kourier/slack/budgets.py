@@ -95,10 +95,19 @@ def parse_limits(text: str) -> dict[str, Limit]:
     return limits
 
 
+# Not a Slack method: the replies a workspace posts and then updates (reply_plans.py), a third of
+# chat.update's budget, since such a reply makes about three updates (its cards, its text, its end).
+UPDATED_REPLIES = "kourier.updatedReplies"
+UPDATES_PER_REPLY = 3
+
+
 def configured_limits() -> Mapping[str, Limit]:
-    """Slack's tiers with the settings' changes (checked at start-up: kourier/checks.py)."""
+    """Slack's tiers with the settings' changes (checked at start-up), and the updated replies' budget."""
     text = getattr(settings, "SLACK_CALL_LIMITS", "")
-    return {**DEFAULT_LIMITS, **parse_limits(text)} if text else DEFAULT_LIMITS
+    limits = {**DEFAULT_LIMITS, **parse_limits(text)} if text else dict(DEFAULT_LIMITS)
+    update = limits["chat.update"]
+    limits.setdefault(UPDATED_REPLIES, Limit(max(1, update.calls // UPDATES_PER_REPLY), update.window))
+    return limits
 
 
 @register()

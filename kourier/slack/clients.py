@@ -125,8 +125,9 @@ _patience: contextvars.ContextVar[float | None] = contextvars.ContextVar("slack_
 
 @contextlib.contextmanager
 def patience(seconds: float) -> Iterator[None]:
-    """The calls made inside wait at most ``seconds`` for their slot, else fail with
-    ``SlackRateLimited`` at once, reserving nothing (its Retry-After: when a slot could be had)."""
+    """The calls made inside wait at most ``seconds`` for their slot (in place of ``max_wait``: more,
+    for a final answer that must wait its turn; less, for a write a later one can replace), else fail
+    with ``SlackBudgetDeferred`` at once, reserving nothing (its Retry-After: when a slot could be had)."""
     token = _patience.set(seconds)
     try:
         yield
@@ -169,10 +170,9 @@ class _Attempts:
         self.failures = 0
 
     def max_wait(self, now: float) -> float:
-        """How long this call may still wait for a slot: to its deadline, or its patience."""
+        """How long this call may wait for a slot: its patience, else to its deadline."""
         patient = _patience.get()
-        left = max(0.0, self.deadline - now)
-        return left if patient is None else min(left, patient)
+        return max(0.0, self.deadline - now) if patient is None else patient
 
     def wait_for_slot(self, reservation: Reservation, now: float) -> float:
         """Seconds to wait for the slot reserved (0: go), or SlackRateLimited when none was."""
@@ -339,6 +339,13 @@ class KourierAsyncWebClient(AsyncWebClient):
             if delay is None:
                 raise attempts.final_error(fault) from fault
             await self._sleep(delay)
+
+    async def admit(self, api_method: str, *, within: float, channel: str | None = None) -> bool:
+        """Reserves a slot of ``api_method``'s budget (one not called: ``budgets.UPDATED_REPLIES``)
+        when one is free within ``within`` seconds; whether it did."""
+        now = self._clock()
+        reservation = await self._budget.areserve(api_method, now, channel=channel, max_wait=within)
+        return reservation.reserved
 
     async def next_free(self, api_method: str, *, channel: str | None = None) -> float:
         """Seconds until a call of ``api_method`` could go (0: now), reserving nothing."""
