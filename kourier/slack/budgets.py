@@ -70,8 +70,9 @@ DEFAULT_LIMITS: Mapping[str, Limit] = {
     "conversations.members": Limit(TIER_4),
     "users.info": Limit(TIER_4),
     "views.open": Limit(TIER_4),
-    # "one message per second per channel; short bursts >1 allowed, with no guarantee": 1/s, bursts of 3.
-    "chat.postMessage": Limit(3, 3.0, per_channel=True),
+    # "one message per second per channel; short bursts >1 allowed, with no guarantee": one a second,
+    # no burst (a sliding window with bursts puts two bursts back to back at its edge).
+    "chat.postMessage": Limit(1, 1.0, per_channel=True),
 }
 
 

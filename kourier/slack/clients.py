@@ -69,7 +69,7 @@ from slack_sdk.web.slack_response import SlackResponse
 from kourier import metrics, shared_cache
 
 from . import failures
-from .budgets import Budget, Reservation
+from .budgets import Budget, Reservation, budgets_enabled
 from .faults import (
     CALL_OK,
     TRANSPORT_ERRORS,
@@ -170,9 +170,12 @@ class _Attempts:
         self.failures = 0
 
     def max_wait(self, now: float) -> float:
-        """How long this call may wait for a slot: its patience, else to its deadline."""
+        """How long this call may wait for a slot: its patience, else (and without budgets, the naive
+        bridge) to its deadline."""
         patient = _patience.get()
-        return max(0.0, self.deadline - now) if patient is None else patient
+        if patient is None or not budgets_enabled():
+            return max(0.0, self.deadline - now)
+        return patient
 
     def wait_for_slot(self, reservation: Reservation, now: float) -> float:
         """Seconds to wait for the slot reserved (0: go), or SlackRateLimited when none was."""

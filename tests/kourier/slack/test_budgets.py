@@ -162,3 +162,54 @@ def test_a_budget_setting_that_is_not_understood_fails_the_start_up_check(text):
         pytest.raises(SystemCheckError, match="SLACK_CALL_LIMITS"),
     ):
         call_command("check")
+
+
+SHARED_BUDGET_CALLER = """
+import asyncio, os, django
+django.setup()
+from kourier.slack.clients import async_web_client
+
+async def main():
+    client = async_web_client(os.environ["CALLER_TOKEN"], workspace=os.environ["CALLER_WORKSPACE"])
+    for _ in range(2):
+        await client.users_info(user=os.environ["CALLER_USER"])
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.slow
+def test_two_processes_take_their_turns_in_one_budget_and_slack_refuses_none(make_slack_fake, settings):
+    """Each process alone is within the budget; together they are not: only a budget they share keeps
+    Slack from refusing the second pair."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from simulator import defaults
+
+    slack = make_slack_fake(rate_limits=True)
+    slack.rate_limits.set_budget("users.info", 2, window=5.0)
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "kourier.settings",
+        "REDIS_URL": settings.REDIS_URL,
+        "CACHE_KEY_PREFIX": settings.CACHES["default"]["KEY_PREFIX"],
+        "SLACK_API_URL": slack.url,
+        "SLACK_CALL_LIMITS": "users.info=2/5",
+        "CALLER_TOKEN": slack.bot_token,
+        "CALLER_WORKSPACE": f"T-{uuid.uuid4().hex}",
+        "CALLER_USER": defaults.ADA,
+    }
+    root = Path(__file__).resolve().parents[3]
+    callers = [
+        subprocess.Popen(
+            [sys.executable, "-c", SHARED_BUDGET_CALLER], env=env, cwd=root, stderr=subprocess.PIPE
+        )
+        for _ in range(2)
+    ]
+    for caller in callers:
+        _, errors = caller.communicate(timeout=60)
+        assert caller.returncode == 0, errors.decode()[-2000:]
+    assert [call.status for call in slack.calls("users.info")] == [200] * 4
