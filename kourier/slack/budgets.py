@@ -13,11 +13,13 @@ The arithmetic is pure (``next_slot``) and the same in the one Redis step each c
 (``RESERVE_SCRIPT``, one round trip). A caller that cannot wait long (a reply choosing its mode)
 asks with a short ``max_wait``: a slot later than that is not reserved, and the caller hears when the
 budget could serve it. Without Redis a process keeps its own ledger (``LocalLedger``) with the same
-arithmetic, so it still paces its own calls (logged; Slack's 429s hold the rest).
+arithmetic, so it still paces its own calls (logged; Slack's 429s hold the rest). Slots are times of
+the callers' clocks (epoch seconds): the hosts of one deployment keep theirs in step (NTP).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import threading
@@ -104,7 +106,11 @@ UPDATES_PER_REPLY = 3
 
 def configured_limits() -> Mapping[str, Limit]:
     """Slack's tiers with the settings' changes (checked at start-up), and the updated replies' budget."""
-    text = getattr(settings, "SLACK_CALL_LIMITS", "")
+    return _limits_of(getattr(settings, "SLACK_CALL_LIMITS", ""))
+
+
+@functools.lru_cache(maxsize=8)
+def _limits_of(text: str) -> Mapping[str, Limit]:
     limits = {**DEFAULT_LIMITS, **parse_limits(text)} if text else dict(DEFAULT_LIMITS)
     update = limits["chat.update"]
     limits.setdefault(UPDATED_REPLIES, Limit(max(1, update.calls // UPDATES_PER_REPLY), update.window))
