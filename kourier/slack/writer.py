@@ -434,11 +434,14 @@ class SlackReply:
     async def _choose_plan(self, final: bool) -> None:
         """Chooses how the reply is shown, the first time it would show something (reply_plans.py):
         a plan recorded by an earlier runner is kept; a stream is tried when its start is made."""
+        if final:  # its first write to show is its last: posted whole, nothing to keep for a restart
+            self._plan = ReplyPlan.FINAL
+            if self._mode is ReplyMode.NOT_STARTED:
+                self._move_to(ReplyMode.MESSAGE)
+            return
         recorded = await recorded_plan(self._target.reply_key) if self._plans else None
         if recorded in (ReplyPlan.UPDATES, ReplyPlan.FINAL):
             plan = recorded
-        elif final:
-            plan = ReplyPlan.FINAL
         elif self._mode is ReplyMode.NOT_STARTED:
             self._plan = ReplyPlan.STREAM  # the stream start decides (_render_stream)
             return
