@@ -43,6 +43,12 @@ Fallbacks, decided per reply and remembered:
 - a stream that is over (``STREAM_ENDED_ERRORS``: expired, stopped): the reply goes on in the same
   message with ``chat.update`` of the whole view, cards as ``task_card`` blocks where allowed.
 
+Under Slack's budgets a reply has a plan, chosen when it first shows something and kept
+(reply_plans.py): a stream while the workspace's stream starts are free, else a post then updates,
+else one post when final (its earlier writes dropped). Writes before the last wait at most a moment
+for their budget's slot and are otherwise kept and merged into the next (``SlackBudgetDeferred``);
+the last write, a stream's stop and the search for an earlier attempt's post wait their turn.
+
 Slack's assistant status (``AssistantStatus``) is set by the reply when it begins and after each
 write but the last, and cleared when it ends.
 
