@@ -114,6 +114,7 @@ def test_a_reservation_is_one_round_trip_to_redis(monkeypatch):
 
     sent: list[int] = []
     send = AbstractConnection.send_packed_command
+
     def counted(self, command, check_health=True):
         sent.append(1)
         return send(self, command, check_health)
