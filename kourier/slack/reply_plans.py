@@ -17,7 +17,9 @@ What a reply shows follows its plan: a stream shows cards as task chunks and its
 a posted and updated reply shows its line and cards as blocks and its text, rewritten whole; a final
 post shows only the last view (its cards ended, its text). Writes before the last (appends, updates,
 the first post) wait at most a moment for their slot: without one they are kept and merged into the
-next (writer.py), so the more replies share a budget, the longer each coalesces. The last write waits
+next (writer.py), so the more replies share a budget, the longer each coalesces. An updated reply
+makes at most two updates before its last in any minute (``updates_before_the_last``): its admission
+counted three, so its last update finds a slot at once. The last write waits
 its turn for as long as ``FINAL_WRITE_WAIT_SECONDS``. A reply never changes plan once it has shown
 something, so nothing it showed is shown twice.
 
@@ -36,7 +38,7 @@ from django.conf import settings
 
 from kourier import shared_cache
 
-from .budgets import UPDATED_REPLIES, budgets_enabled
+from .budgets import UPDATED_REPLIES, UPDATES_PER_REPLY, budgets_enabled, configured_limits
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +75,14 @@ async def message_plan(client: object) -> ReplyPlan:
     if await admit(UPDATED_REPLIES, within=float(settings.SLACK_UPDATE_WAIT_SECONDS)):
         return ReplyPlan.UPDATES
     return ReplyPlan.FINAL
+
+
+def updates_before_the_last() -> tuple[int, float]:
+    """An updated reply makes at most this many updates before its last in any such span (seconds):
+    its admission counted ``UPDATES_PER_REPLY`` of the workspace's chat.update budget, and its last
+    update must find its slot as soon as the answer is whole."""
+    update = configured_limits()["chat.update"]
+    return UPDATES_PER_REPLY - 1, update.window + update.margin
 
 
 def _key(reply_key: str) -> str:

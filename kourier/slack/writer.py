@@ -108,6 +108,7 @@ from .reply_plans import (
     record_plan,
     recorded_plan,
     stream_wait,
+    updates_before_the_last,
 )
 from .status import AssistantStatus
 
@@ -222,6 +223,7 @@ class SlackReply:
         self._plan: ReplyPlan | None = None  # how it is shown under Slack's budgets (reply_plans.py)
         self._plans = plans_enabled(client)
         self._not_before = float("-inf")  # a write kept for want of a slot is tried again then
+        self._updates_made: list[float] = []  # an updated reply's updates before its last (when)
         if existing_ts is not None:
             self.ts, self._mode = existing_ts, ReplyMode.TAKEN_OVER
 
@@ -351,12 +353,20 @@ class SlackReply:
             async with self._lock:
                 if self._queue_closed or not self._queue:
                     return
+                if room := self._room_for_an_update():
+                    self._not_before = self._clock() + room  # the write stays queued, merging later ones
+                    continue
                 write = self._queue.pop(0)
                 self._calling_slack = True
                 try:
-                    made = self._writes_made
+                    made, updating = (
+                        self._writes_made,
+                        self._plan is ReplyPlan.UPDATES and self.ts is not None,
+                    )
                     with self._patience(INTERMEDIATE_WRITE_WAIT_SECONDS):
                         await self._render(write, final=False)
+                    if updating and self._writes_made > made:
+                        self._updates_made.append(self._clock())
                     if self._status is not None and self._writes_made > made:
                         await self._status.working()  # after each write but the last
                 except SlackBudgetDeferred as exc:
@@ -372,6 +382,16 @@ class SlackReply:
                     )
                 finally:
                     self._calling_slack = False
+
+    def _room_for_an_update(self) -> float:
+        """Seconds until an updated reply may make another update before its last (0: now): a few
+        in any span of the update budget's window, so that its last finds a slot at once."""
+        if self._plan is not ReplyPlan.UPDATES or self.ts is None or not self._plans:
+            return 0.0
+        most, span = updates_before_the_last()
+        now = self._clock()
+        self._updates_made = [at for at in self._updates_made if at > now - span]
+        return 0.0 if len(self._updates_made) < most else self._updates_made[0] + span - now
 
     async def _stop_draining(self) -> None:
         """Drops writes that wait for the throttle; one already talking to Slack is let finish, since

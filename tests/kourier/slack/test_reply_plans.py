@@ -196,3 +196,24 @@ def test_without_budgets_every_chat_reply_streams_the_naive_bridge(slack, thread
     with override_settings(SLACK_CALL_BUDGETS=False):
         assert asyncio.run(scenario()) is ReplyPlan.STREAM
     assert slack.count("chat.startStream") == 1
+
+
+def test_an_updated_reply_keeps_room_for_its_last_update_in_the_budget_it_was_admitted_with(slack, thread_ts):
+    """Admitted as three of the workspace's updates: two before the last in any minute, however
+    often the turn writes, so that its last update finds a slot at once."""
+    spend(slack, "chat.startStream")
+
+    async def scenario():
+        live = reply(slack, thread_ts)
+        for text in ("A", "A b", "A b c"):  # the post, then two updates
+            await live.show(text)
+            await live.settled()
+        await live.show("A b c d")  # kept: merged into the last
+        updates_before_the_last = slack.count("chat.update")
+        await live.finish("A b c d. Done.")
+        return updates_before_the_last
+
+    assert asyncio.run(scenario()) == 2
+    [message] = replies(slack, thread_ts)
+    assert message.text == "A b c d. Done."
+    assert (slack.count("chat.postMessage"), slack.count("chat.update")) == (1, 3)
