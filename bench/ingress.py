@@ -468,7 +468,7 @@ def main() -> None:
         support.work_directory("kourier-bench-ingress-", keep=args.keep) as workdir,
         support.redis_server(workdir) as redis_url,
         support.database(workdir, args.database) as database_url,
-        SlackFake() as slack,
+        SlackFake(rate_limits=True) as slack,
     ):
         args.database_label = database_url.split(":", 1)[0]
         defaults.populate(slack)

@@ -176,7 +176,7 @@ def main() -> None:
         support.work_directory("kourier-bench-socket-", keep=args.keep) as workdir,
         support.redis_server(workdir) as redis_url,
         support.database(workdir, args.database) as database_url,
-        SlackFake(rate_limits=False) as slack,
+        SlackFake() as slack,
     ):
         args.database_label = database_url.split(":", 1)[0]
         defaults.populate(slack)

@@ -2,12 +2,17 @@
 
     .venv/bin/python bench/turns.py --sessions 10          # and 100, 1000
     .venv/bin/python bench/turns.py --sessions 1000 --pace 15 --workers 2 --timeout 900
+    .venv/bin/python bench/turns.py --sessions 100 --sessions-per-workspace 100 \
+        --channels-per-workspace 10 --control-threads 5          # one workspace's burst (issue 31)
 
 Starts on 127.0.0.1:
-- the Slack fake (simulator) in this process, with its rate limits as Slack's (scaled only
+- the Slack fake (simulator) in this process, with its rate limits on and as Slack's (scaled only
   by --rate-limit-multiplier, which the report then states), one workspace per
-  --sessions-per-workspace threads (each workspace is one Slack app installation: one Connection
-  and one Binding, applied with `manage.py apply`), plus a warm-up workspace;
+  --sessions-per-workspace threads spread over --channels-per-workspace channels (each workspace is
+  one Slack app installation: one Connection and one Binding, applied with `manage.py apply`), plus
+  a warm-up workspace, and with --control-threads K a control workspace of K threads mentioned in
+  the middle of the burst, whose latencies are reported apart (another workspace's burst should not
+  slow them);
 - the scripted A2A agent (bench/scripted_agent.py) in a process of its own: a few seconds per turn
   of text chunks, a tool call and its result, more text;
 - Redis (REDIS_URL, else a private valkey-server), a database (DATABASE_URL, else SQLite in a
@@ -24,7 +29,13 @@ turn has ended or --timeout passes (then it reports what it has).
 Two costs of the fake that Slack does not put on the host are taken away (lighten_the_slack_fake);
 the scripted agent runs in its own process so it does not share a GIL with the fake.
 
-Reported: turns completed per second, turn durations, Slack calls per turn by method (and 429s),
+--naive runs the product as a stream-only bridge without the shared call budgets
+(SLACK_CALL_BUDGETS=false: every reply streams, and a call waits only for a 429's Retry-After): the
+baseline the budgets are measured against. A product that does not know the setting ignores it.
+
+Reported: turns completed per second, turn durations, the time from each mention to its final
+answer (the last Slack write to the answer's message; p50 / p99 / max, and the warm-up turn's as the
+unloaded time), the share of Slack calls refused (429), Slack calls per turn by method (and 429s),
 each workspace's busiest minute against Slack's budget, CPU seconds and peak memory of the worker
 processes per turn, the latency from the agent emitting a text chunk to the first Slack write that
 shows it, and whether any thread lost its answer or got it twice.
@@ -86,6 +97,7 @@ class Workspace:
     """One Slack workspace with the app installed; for the product, one Connection and one Binding."""
 
     index: int
+    channels: int = 1
 
     @property
     def team_id(self) -> str:
@@ -108,6 +120,11 @@ class Workspace:
         return f"CBENCH{self.index:05d}"
 
     @property
+    def channel_ids(self) -> list[str]:
+        """The workspace's channels: the first is ``channel``, as before there were more."""
+        return [self.channel] + [f"{self.channel}X{n:02d}" for n in range(1, self.channels)]
+
+    @property
     def name(self) -> str:
         return f"ws{self.index:05d}"
 
@@ -124,20 +141,37 @@ class Workspace:
 class Thread:
     number: int
     workspace: Workspace
+    channel: str = ""  # the workspace's first channel unless set
+    control: bool = False  # a thread of the control workspace
     root_ts: str = ""
     mentioned_at: float = 0.0  # epoch seconds, when the person's message was posted
+
+    def __post_init__(self) -> None:
+        self.channel = self.channel or self.workspace.channel
 
     @property
     def person(self) -> str:
         return f"UP{self.number:06d}"
 
 
-def build_world(slack: SlackFake, sessions: int, per_workspace: int) -> tuple[list[Workspace], list[Thread]]:
-    """Workspace 0 and thread 0 are the warm-up's; threads 1..N are spread over the others."""
+def build_world(
+    slack: SlackFake, sessions: int, per_workspace: int, *, channels: int = 1, control: int = 0
+) -> tuple[list[Workspace], list[Thread]]:
+    """Workspace 0 and thread 0 are the warm-up's; threads 1..N are spread over the next workspaces,
+    each workspace's over its ``channels`` channels in turn; with ``control`` threads, one more
+    workspace (one channel) holds them, numbered N+1 on."""
     count = math.ceil(sessions / per_workspace)
-    workspaces = [Workspace(index) for index in range(count + 1)]
+    workspaces = [Workspace(0)] + [Workspace(index, channels) for index in range(1, count + 1)]
     threads = [Thread(WARM_UP_THREAD, workspaces[0])]
-    threads += [Thread(n, workspaces[1 + (n - 1) // per_workspace]) for n in range(1, sessions + 1)]
+    for n in range(1, sessions + 1):
+        workspace = workspaces[1 + (n - 1) // per_workspace]
+        place = (n - 1) % per_workspace
+        threads.append(Thread(n, workspace, workspace.channel_ids[place % channels]))
+    if control:
+        workspaces.append(Workspace(count + 1))
+        threads += [
+            Thread(n, workspaces[-1], control=True) for n in range(sessions + 1, sessions + control + 1)
+        ]
     for workspace in workspaces:
         slack.add_workspace(
             workspace.team_id,
@@ -148,10 +182,11 @@ def build_world(slack: SlackFake, sessions: int, per_workspace: int) -> tuple[li
     for thread in threads:
         slack.add_user(thread.person, f"Person {thread.number}", team=thread.workspace.team_id)
     for workspace in workspaces:
-        members = [t.person for t in threads if t.workspace == workspace]
-        slack.add_channel(
-            workspace.channel, f"agents-{workspace.index}", team=workspace.team_id, members=members
-        )
+        for number, channel in enumerate(workspace.channel_ids):
+            members = [t.person for t in threads if t.channel == channel]
+            slack.add_channel(
+                channel, f"agents-{workspace.index}-{number}", team=workspace.team_id, members=members
+            )
     return workspaces, threads
 
 
@@ -172,7 +207,7 @@ kind: Binding
 metadata: {{name: {workspace.name}}}
 spec:
   connection: {workspace.name}
-  channels: [{workspace.channel}]
+  channels: [{", ".join(workspace.channel_ids)}]
   agent: {{url: "{agent_url}/"}}
 """
         )
@@ -352,7 +387,7 @@ def lighten_the_slack_fake() -> None:
 def mention(slack: SlackFake, thread: Thread, retries: SlackRetries) -> None:
     text = f"<@{thread.workspace.bot_user_id}> bench thread {thread.number}: what broke in the last deploy?"
     thread.mentioned_at = time.time()
-    thread.root_ts = slack.user_says(thread.person, thread.workspace.channel, text)
+    thread.root_ts = slack.user_says(thread.person, thread.channel, text)
     for delivery in slack.deliveries(ts=thread.root_ts):
         retries.follow_up(delivery)
 
@@ -388,17 +423,20 @@ def written_text(call: RecordedCall) -> str:
     return "".join(parts) + str(call.args.get("markdown_text") or call.args.get("text") or "")
 
 
-def event_to_write_latencies(calls: list[RecordedCall], stamps: dict[str, float]) -> tuple[list[float], int]:
-    """Seconds from the agent emitting each marked chunk to the first Slack write showing it."""
+def event_to_write_latencies(
+    calls: list[RecordedCall], stamps: dict[str, float], threads: set[int]
+) -> tuple[list[float], int]:
+    """Seconds from the agent emitting each marked chunk of ``threads`` to the first Slack write showing it."""
     first_shown: dict[str, float] = {}
     for call in calls:
         if call.method in WRITE_METHODS and call.ok:
             for found in MARKER.finditer(written_text(call)):
                 first_shown.setdefault(found.group(0), call.at)
-    latencies = [
-        first_shown[m] - t for m, t in stamps.items() if m in first_shown and not m.startswith("[#0.")
-    ]
-    never_shown = sum(1 for m in stamps if m not in first_shown and not m.startswith("[#0."))
+    counted = {
+        m: t for m, t in stamps.items() if (marked := MARKER.match(m)) and int(marked.group(1)) in threads
+    }
+    latencies = [first_shown[m] - t for m, t in counted.items() if m in first_shown]
+    never_shown = sum(1 for m in counted if m not in first_shown)
     return latencies, never_shown
 
 
@@ -431,6 +469,50 @@ def busiest_minute(calls: list[RecordedCall], slack: SlackFake) -> list[list[obj
     return rows
 
 
+def last_writes(calls: list[RecordedCall]) -> dict[tuple[str, str], float]:
+    """When each message (channel, ts) was last written by an ok call: its post or stream start (the
+    ts in the answer), its appends, stop and updates (the ts in the arguments)."""
+    last: dict[tuple[str, str], float] = {}
+    for call in calls:
+        if call.method not in WRITE_METHODS or not call.ok:
+            continue
+        ts = (
+            (call.response or {}).get("ts")
+            if call.method in ("chat.postMessage", "chat.startStream")
+            else None
+        )
+        ts = ts or call.args.get("ts")
+        channel = (call.response or {}).get("channel") or call.args.get("channel")
+        if ts and channel:
+            key = (str(channel), str(ts))
+            last[key] = max(last.get(key, 0.0), call.at)
+    return last
+
+
+def mention_to_final_answer(
+    slack: SlackFake, threads: list[Thread], last: dict[tuple[str, str], float]
+) -> dict[int, float]:
+    """Seconds from each thread's mention to the last write of its one complete answer."""
+    seconds: dict[int, float] = {}
+    for thread in threads:
+        if not thread.root_ts:
+            continue
+        answers = [
+            m
+            for m in slack.thread(thread.channel, thread.root_ts)[1:]
+            if m.is_bot and not m.streaming and is_the_answer(m.text, thread.number)
+        ]
+        if len(answers) == 1 and (thread.channel, answers[0].ts) in last:
+            seconds[thread.number] = last[(thread.channel, answers[0].ts)] - thread.mentioned_at
+    return seconds
+
+
+def seconds_summary(values: list[float]) -> str:
+    if not values:
+        return "-"
+    return " / ".join(f"{support.percentile(values, f):.1f}" for f in (0.5, 0.99, 1.0))
+
+
 def check_threads(
     slack: SlackFake, threads: list[Thread], received: dict[str, int]
 ) -> tuple[dict[str, list[int]], list[str]]:
@@ -447,7 +529,7 @@ def check_threads(
         if not thread.root_ts:
             found["never mentioned (timeout)"].append(thread.number)
             continue
-        replies = [m for m in slack.thread(thread.workspace.channel, thread.root_ts)[1:] if m.is_bot]
+        replies = [m for m in slack.thread(thread.channel, thread.root_ts)[1:] if m.is_bot]
         answers = [m for m in replies if is_the_answer(m.text, thread.number) and not m.streaming]
         if len(answers) == 1 and len(replies) == 1 and received.get(str(thread.number), 0) == 1:
             found["one complete answer"].append(thread.number)
@@ -530,6 +612,7 @@ class Run:
     slack: SlackFake
     threads: list[Thread]
     calls: list[RecordedCall]  # the bench workspaces' Slack calls
+    all_calls: list[RecordedCall]  # every Slack call, the warm-up's and the control's too
     agent_report: dict
     before: Usage
     after: Usage
@@ -547,7 +630,8 @@ def report(args: argparse.Namespace, run: Run) -> str:
         run.before, run.after, run.sampler, run.baseline_rss_kib, run.finished
     )  # fmt: skip
 
-    bench_threads = [t for t in threads if t.number != WARM_UP_THREAD]
+    bench_threads = [t for t in threads if t.number != WARM_UP_THREAD and not t.control]
+    control_threads = [t for t in threads if t.control]
     n = len(bench_threads)
     outcome, wrong_replies = check_threads(slack, bench_threads, agent_report["received"])
     complete = len(outcome.get("one complete answer", []))
@@ -561,7 +645,13 @@ def report(args: argparse.Namespace, run: Run) -> str:
     }
     wall = (max(ended.values()) - first_mention) if ended else float("nan")
     stages = turn_stages(roots)
-    latencies, never_shown = event_to_write_latencies(calls, agent_report["stamps"])
+    latencies, never_shown = event_to_write_latencies(
+        calls, agent_report["stamps"], {t.number for t in bench_threads}
+    )
+    last = last_writes(run.all_calls)
+    to_answer = mention_to_final_answer(slack, bench_threads, last)
+    warm_up = mention_to_final_answer(slack, threads[:1], last)
+    refused = sum(1 for call in calls if call.error == "ratelimited")
 
     lines = [f"# Turns benchmark: {n} sessions ({support.host_description()})", ""]
     lines.append(f"Command: {' '.join(sys.argv)}")
@@ -571,7 +661,8 @@ def report(args: argparse.Namespace, run: Run) -> str:
         f"{args.database_label}; {len({t.workspace for t in bench_threads})} workspaces of up to "
         f"{args.sessions_per_workspace} threads; Slack rate limits x{args.rate_limit_multiplier:g}"
         + ("" if args.rate_limit_multiplier == 1 else " (RAISED above Slack's)")
-        + f"; agent pace x{args.pace:g}."
+        + f"; agent pace x{args.pace:g}; {args.channels_per_workspace} channel(s) per workspace; "
+        + ("NAIVE product (SLACK_CALL_BUDGETS=false)." if args.naive else "product as configured.")
     )
     lines.append("" if finished else f"\n**Timed out after {args.timeout:g} s: partial results.**")
     lines.append("")
@@ -586,6 +677,10 @@ def report(args: argparse.Namespace, run: Run) -> str:
         ["first mention to last turn ended (s)", f"{wall:.1f}"],
         *[[f"{stage} p50 / p99 (s)", f"{support.percentile(values, 0.5):.1f} / {support.percentile(values, 0.99):.1f}"]
           for stage, values in stages.items()],
+        ["mention to final answer p50 / p99 / max (s)", seconds_summary(list(to_answer.values()))],
+        ["unloaded: the warm-up turn's mention to final answer (s)", seconds_summary(list(warm_up.values()))],
+        ["Slack calls refused (429) of all calls", f"{refused} of {len(calls)} "
+         f"({100 * refused / max(len(calls), 1):.2f} %)"],
         ["peak turns running at once", peak_running(roots)],
         ["mention events acked p50 / p99 / max (ms)",
          f"{milliseconds(ack_latencies, 0.5)} / {milliseconds(ack_latencies, 0.99)} / {milliseconds(ack_latencies, 1.0)}"],
@@ -617,6 +712,18 @@ def report(args: argparse.Namespace, run: Run) -> str:
         ["peak database connections of the workers", sampler.peak_database_connections],
     ]
     lines.append(support.markdown_table(["measure", "value"], summary))
+    if control_threads:
+        control_outcome, _ = check_threads(slack, control_threads, agent_report["received"])
+        control_team = control_threads[0].workspace.team_id
+        control_calls = [c for c in run.all_calls if c.team_id == control_team]
+        control_refused = sum(1 for call in control_calls if call.error == "ratelimited")
+        control_times = list(mention_to_final_answer(slack, control_threads, last).values())
+        lines += ["", f"Control workspace ({len(control_threads)} threads mentioned during the burst):", ""]
+        lines.append(support.markdown_table(["measure", "value"], [
+            ["one complete answer", f"{len(control_outcome.get('one complete answer', []))} of {len(control_threads)}"],
+            ["mention to final answer p50 / p99 / max (s)", seconds_summary(control_times)],
+            ["Slack calls refused (429)", f"{control_refused} of {len(control_calls)}"],
+        ]))  # fmt: skip
 
     lines += ["", "Threads:", ""]
     lines.append(support.markdown_table(
@@ -661,6 +768,12 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1, help="worker processes")
     parser.add_argument("--sessions-per-workspace", type=int, default=10,
                         help="threads per workspace (Slack's budgets are per workspace)")  # fmt: skip
+    parser.add_argument("--channels-per-workspace", type=int, default=1,
+                        help="channels each workspace's threads are spread over, in turn")  # fmt: skip
+    parser.add_argument("--control-threads", type=int, default=0,
+                        help="threads of a control workspace, mentioned in the middle of the burst")  # fmt: skip
+    parser.add_argument("--naive", action="store_true",
+                        help="the product as a stream-only bridge without shared call budgets (the baseline)")  # fmt: skip
     parser.add_argument("--rate-limit-multiplier", type=float, default=1.0, help="scales Slack's budgets")
     parser.add_argument("--pace", type=float, default=1.0, help="scales the agent's pauses")
     parser.add_argument("--senders", type=int, default=50, help="people posting at the same moment")
@@ -681,10 +794,16 @@ def main() -> None:
         support.work_directory("kourier-bench-turns-", keep=args.keep) as workdir,
         support.redis_server(workdir) as redis_url,
         support.database(workdir, args.database, max_connections=args.pg_max_connections) as database_url,
-        SlackFake(rate_limit_multiplier=args.rate_limit_multiplier) as slack,
+        SlackFake(rate_limits=True, rate_limit_multiplier=args.rate_limit_multiplier) as slack,
     ):
         args.database_label = database_url.split(":", 1)[0]
-        workspaces, threads = build_world(slack, args.sessions, args.sessions_per_workspace)
+        workspaces, threads = build_world(
+            slack,
+            args.sessions,
+            args.sessions_per_workspace,
+            channels=args.channels_per_workspace,
+            control=args.control_threads,
+        )
         agent, agent_url, stamps = start_agent(workdir, args.pace)
         processes = support.Processes(workdir)
         env = support.product_env(
@@ -694,6 +813,7 @@ def main() -> None:
             extra={
                 **{w.token_env: w.bot_token for w in workspaces},
                 **{w.secret_env: w.signing_secret for w in workspaces},
+                **({"SLACK_CALL_BUDGETS": "false"} if args.naive else {}),
             },
         )
         try:
@@ -720,8 +840,11 @@ def main() -> None:
             before = Usage.now(processes, agent, workdir)
             print(f"{args.sessions} people mention the bot ...", file=sys.stderr)
             deadline = time.monotonic() + args.timeout
+            burst = [t for t in threads[1:] if not t.control]
+            controls = [t for t in threads if t.control]
+            in_order = burst[: len(burst) // 2] + controls + burst[len(burst) // 2 :]
             with ThreadPoolExecutor(args.senders, thread_name_prefix="person") as people:
-                posts = [people.submit(mention, slack, thread, retries) for thread in threads[1:]]
+                posts = [people.submit(mention, slack, thread, retries) for thread in in_order]
             for failed in {repr(post.exception()) for post in posts if post.exception()}:
                 print(f"a person could not post: {failed}", file=sys.stderr)
             finished = wait_for_turns(len(threads), deadline, lambda: retries.outstanding > 0)
@@ -730,12 +853,28 @@ def main() -> None:
                 time.sleep(SETTLE_SECONDS)
             after = Usage.now(processes, agent, workdir)
             sampler.stop()
-            calls = [c for c in slack.calls() if c.team_id and c.team_id != warm_up_team]
+            all_calls = slack.calls()
+            control_teams = {t.workspace.team_id for t in threads if t.control}
+            calls = [
+                c
+                for c in all_calls
+                if c.team_id and c.team_id != warm_up_team and c.team_id not in control_teams
+            ]
         finally:
             processes.stop()
             agent_report = stop_agent(agent, stamps)
         run = Run(
-            slack, threads, calls, agent_report, before, after, sampler, baseline_rss, finished, retries.sent
+            slack,
+            threads,
+            calls,
+            all_calls,
+            agent_report,
+            before,
+            after,
+            sampler,
+            baseline_rss,
+            finished,
+            retries.sent,
         )
         print(report(args, run))
         for name in processes.running:

@@ -12,5 +12,6 @@ class KourierConfig(AppConfig):
 
         from . import checks  # noqa: F401  (registers the start-up checks)
         from .live_state import binding_live_state
+        from .slack import budgets  # noqa: F401  (registers the check of Slack's call limits)
 
         hand_in_live_state(binding_live_state)

@@ -101,7 +101,7 @@ SESSIONS_RUNNING = Gauge(
 SLACK_CALLS = Counter(
     "kourier_slack_calls",
     "Slack Web API calls by method and how each ended after the client's retries: ok, refused (a "
-    "Slack error such as channel_not_found), rate_limited, server_error, unavailable (timeouts, "
+    "Slack error such as channel_not_found), rate_limited, deferred (its budget had no slot within the caller's patience: not sent), server_error, unavailable (timeouts, "
     "dropped connections), outcome_unknown (not repeated: it may have been applied), error.",
     ["method", "outcome"],
 )

@@ -16,6 +16,11 @@ env = environ.Env(
     LOG_LEVEL=(str, "INFO"),
     LOG_FORMAT=(str, ""),
     SLACK_API_URL=(str, "https://slack.com/api/"),
+    SLACK_CALL_BUDGETS=(bool, True),
+    SLACK_CALL_LIMITS=(str, ""),
+    SLACK_STREAM_WAIT_SECONDS=(float, 5.0),
+    SLACK_UPDATE_WAIT_SECONDS=(float, 10.0),
+    SLACK_REACTION_WAIT_SECONDS=(float, 2.0),
     SIMULATOR=(str, "auto"),
     SIMULATOR_PORT=(int, 0),
     A2A_CONNECT_TIMEOUT=(float, 5.0),
@@ -108,6 +113,21 @@ REDIS_URL = env("REDIS_URL", default=EMBEDDED_REDIS_URL)
 REDIS_IS_EMBEDDED = "REDIS_URL" not in env.ENVIRON
 
 SLACK_API_URL = env("SLACK_API_URL")
+# Slack's budgets, shared by every process through Redis (kourier/slack/budgets.py): a call waits
+# its turn in its (workspace, method) budget instead of drawing a 429. SLACK_CALL_LIMITS changes a
+# method's from Slack's published tier ("chat.update=40/60,chat.postMessage=1/1/channel").
+# SLACK_CALL_BUDGETS=false: only 429s are waited out and every chat reply streams (the naive bridge).
+SLACK_CALL_BUDGETS = env("SLACK_CALL_BUDGETS")
+SLACK_CALL_LIMITS = env("SLACK_CALL_LIMITS")
+# A chat reply streams when a stream start is free within SLACK_STREAM_WAIT_SECONDS; else it is posted
+# and updated when an update is free within SLACK_UPDATE_WAIT_SECONDS; else posted once, final
+# (docs/manifests.md, "How a reply is shown under Slack's budgets"). The acknowledgment's reaction
+# is added when reactions.add is free within SLACK_REACTION_WAIT_SECONDS, else skipped (the turn is
+# not held up for it); it is removed when reactions.remove is free within as long, else the sweep
+# removes it later.
+SLACK_STREAM_WAIT_SECONDS = env("SLACK_STREAM_WAIT_SECONDS")
+SLACK_UPDATE_WAIT_SECONDS = env("SLACK_UPDATE_WAIT_SECONDS")
+SLACK_REACTION_WAIT_SECONDS = env("SLACK_REACTION_WAIT_SECONDS")
 # The workspace simulator (simulator): a local Slack with #demo bound to the demo agent, which
 # `manage.py serve` runs beside the service. auto: when no Slack app is configured (no SLACK_BOT_TOKEN,
 # and no Connection whose bot token variable is set); on: always; off: never. Never in production:

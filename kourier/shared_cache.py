@@ -101,22 +101,22 @@ def count(key: str, ttl: int) -> int:
         return cache.incr(key)
 
 
-def get_and_count(get_key: str, count_key: str, ttl: int) -> tuple[Any, int]:
-    """``cache.get(get_key)`` and ``count(count_key, ttl)``, in one round trip to Redis (a pipeline:
-    the counter made with its lifetime unless it exists, then INCR) instead of three or four: a Slack
-    call of a paced method asks both every time (kourier/slack/budgets.py, docs/performance.md)."""
+_scripts: dict[tuple[int, str], Any] = {}
+
+
+def run_script(script: str, keys: list[str], args: list[Any]) -> Any:
+    """Runs a Lua script on the cache's Redis, atomically and in one round trip (EVALSHA, or EVAL
+    the first time), with ``keys`` made the cache's keys (its prefix and version). Only on Redis:
+    another backend raises NotImplementedError (callers keep a ledger of their own for that case)."""
     redis_cache = backend()
-    if not isinstance(redis_cache, RedisCache):  # another backend (none is configured): one call each
-        return redis_cache.get(get_key), count(count_key, ttl)
-    got_key = redis_cache.make_and_validate_key(get_key)
-    counter_key = redis_cache.make_and_validate_key(count_key)
-    client = redis_cache._cache  # type: ignore[attr-defined]  # RedisCacheClient: its serializer reads cache.set's
-    pipeline = client.get_client(counter_key, write=True).pipeline(transaction=False)
-    pipeline.get(got_key)
-    pipeline.set(counter_key, 0, ex=ttl, nx=True)  # an int is stored as itself, as cache.add stores it
-    pipeline.incr(counter_key)
-    raw, _, counted = pipeline.execute()
-    return (None if raw is None else client._serializer.loads(raw)), counted
+    if not isinstance(redis_cache, RedisCache):
+        raise NotImplementedError("Lua scripts need the Redis cache")
+    made = [redis_cache.make_and_validate_key(key) for key in keys]
+    client = redis_cache._cache.get_client(made[0], write=True)  # type: ignore[attr-defined]  # RedisCacheClient
+    runnable = _scripts.get((id(client), script))
+    if runnable is None:
+        runnable = _scripts.setdefault((id(client), script), client.register_script(script))
+    return runnable(keys=made, args=args)
 
 
 async def arun(fn: Callable[[], R]) -> R:

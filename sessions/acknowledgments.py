@@ -3,6 +3,13 @@
 One path puts reactions on (``acknowledge_waiting_turns``: each turn is claimed once by a conditional
 update, then reacted to) and one takes a reaction off (``take_off``: Slack, then the row). The runner
 calls them as turns arrive and end; beat's sweep calls ``take_off`` for reactions an ended turn left.
+
+Both wait at most ``SLACK_REACTION_WAIT_SECONDS`` for their slot in the workspace's budget
+(kourier/slack/budgets.py): a reaction is a courtesy, and a burst of mentions spends reactions.add
+(Tier 3) and reactions.remove (Tier 2) long before the replies' budgets. An add with no slot that
+soon is skipped (the claim let go, so a later turn of the session may add it) and the turn runs
+without it; a removal with none is left to the sweep, which tries again on its next run by the same
+rule. Neither is sent to draw a 429.
 """
 
 from __future__ import annotations
@@ -11,9 +18,18 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.conf import settings
+
 from kourier import metrics
 from kourier.db import in_database_thread
-from kourier.slack.clients import async_web_client, connection_workspace, error_name, may_pass
+from kourier.slack.clients import (
+    SlackBudgetDeferred,
+    async_web_client,
+    connection_workspace,
+    error_name,
+    may_pass,
+    patience,
+)
 from kourier.slack.reactions import add_reaction, remove_reaction
 
 from .models import OPEN_TURN_STATES, Turn
@@ -98,6 +114,12 @@ def claim(session_id: int) -> list[Acknowledgment]:
     return claimed
 
 
+def let_go(turn_id: int) -> None:
+    """The reaction a claim was for was not added (its budget had no slot soon): the turn has none to
+    remove, and a later look may add it while the turn waits or runs."""
+    Turn.objects.filter(pk=turn_id, acknowledged=True).update(acknowledged=False)
+
+
 def of_turn(turn_id: int) -> Acknowledgment | None:
     """The reaction an ended turn still has on its message, if any."""
     turn = (
@@ -145,7 +167,12 @@ async def acknowledge_waiting_turns(session_id: int) -> None:
     """Adds the reaction to every turn of the session that waits or runs without one."""
     for ack in await in_database_thread(claim)(session_id):
         try:
-            await add_reaction(_slack(ack), ack.channel_id, ack.message_ts, ack.emoji)
+            with patience(settings.SLACK_REACTION_WAIT_SECONDS):
+                await add_reaction(_slack(ack), ack.channel_id, ack.message_ts, ack.emoji)
+        except SlackBudgetDeferred:
+            logger.info("turn.acknowledgment_skipped", extra={"turn_id": ack.turn_id})
+            await in_database_thread(let_go)(ack.turn_id)
+            continue
         except Exception as exc:  # a Slack error, a timeout, a dropped connection
             # A reaction is a courtesy: the turn runs without it (one whose answer was lost may be on;
             # the turn's end removes it).
@@ -168,7 +195,11 @@ async def take_off(ack: Acknowledgment) -> bool:
     message is gone) leaves nothing to remove.
     """
     try:
-        await remove_reaction(_slack(ack), ack.channel_id, ack.message_ts, ack.emoji)
+        with patience(settings.SLACK_REACTION_WAIT_SECONDS):
+            await remove_reaction(_slack(ack), ack.channel_id, ack.message_ts, ack.emoji)
+    except SlackBudgetDeferred:
+        logger.info("turn.acknowledgment_removal_deferred", extra={"turn_id": ack.turn_id})
+        return False
     except Exception as exc:
         logger.warning(
             "turn.acknowledgment_not_removed", extra={"turn_id": ack.turn_id, "error": error_name(exc)}

@@ -78,7 +78,7 @@ class DemoSecrets:
 def build(secrets_: DemoSecrets, *, port: int = 0) -> SlackFake:
     """The demo workspace, not yet started (``port`` 0: a free one)."""
     # Rate limits stay on: the demo shows what the product does within Slack's budgets.
-    fake = SlackFake(port=port)
+    fake = SlackFake(port=port, rate_limits=True)
     fake.add_workspace(
         TEAM_ID,
         domain="kourier-demo",

@@ -49,14 +49,16 @@ class SlackFake:
         self,
         *,
         clock: Clock | None = None,
-        rate_limits: bool = True,
+        rate_limits: bool = False,
         rate_limit_multiplier: float = 1.0,
         stream_lifetime: float = DEFAULT_STREAM_LIFETIME,
         ack_timeout: float = ACK_TIMEOUT,
         socket_retry_delays: tuple[float, ...] = DEFAULT_RETRY_DELAYS,
         port: int = 0,
     ) -> None:
-        """``rate_limits=False`` admits every call; ``rate_limit_multiplier`` scales every budget.
+        """``rate_limits=True`` enforces Slack's budgets per workspace and method (rate_limits.py: the
+        load tests, the benchmarks, the demo); off, the default (the functional tests), admits every
+        call. ``rate_limit_multiplier`` scales every budget.
 
         ``stream_lifetime`` is the default for workspaces added later (Slack: about five minutes).
         ``ack_timeout`` is how long deliveries wait for the app's 2xx or its Socket Mode ack (Slack:

@@ -22,8 +22,14 @@ def _forget_per_process_caches():
     from bindings.services import forget_noted_identities
     from kourier.a2a.factory import AGENT_CARDS
     from kourier.doors.slack_listeners import forget_apps
+    from kourier.slack.budgets import forget_local_budgets
+    from kourier.slack.clients import forget_identities
+    from tests.support.budgets import forget_shared_budgets
 
     directory.forget()
     forget_noted_identities()
     forget_apps()
     AGENT_CARDS.clear()
+    forget_local_budgets()
+    forget_identities()
+    forget_shared_budgets()

@@ -29,6 +29,7 @@ from interactions.registry import ACTIONS as PROMPT_ACTIONS
 from kourier.db import in_database_thread
 from kourier.slack.blocks import FEEDBACK_ACTIONS
 from kourier.slack.clients import async_web_client, connection_workspace
+from kourier.slack.identity import identity_of
 from kourier.slack.incoming import (
     ChatMessage,
     IgnoredEvent,
@@ -66,7 +67,8 @@ def bolt_app_for(connection: Connection) -> AsyncApp:
 
 
 def authorize_once(client: AsyncWebClient) -> Callable[..., Awaitable[AuthorizeResult]]:
-    """Bolt's authorize for one bot token: its auth.test is called once per process.
+    """Bolt's authorize for one bot token: its auth.test is called once per process (the client's
+    ``identity``, shared by every app and client of the token).
 
     Bolt's own single-token authorization calls auth.test for every request that arrives before the
     first call answers: a burst of events at start-up made a burst of calls.
@@ -79,7 +81,7 @@ def authorize_once(client: AsyncWebClient) -> Callable[..., Awaitable[AuthorizeR
         if identity is None:
             async with first_call:
                 if identity is None:
-                    identity = await client.auth_test()
+                    identity = await identity_of(client)
         return AuthorizeResult(
             enterprise_id=identity.get("enterprise_id"),
             team_id=identity.get("team_id"),

@@ -13,6 +13,7 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from .identity import identity_of
 from .outbox import Outbox, PostKind, note_metadata, post_once
 
 ALERT_METADATA_EVENT = "kourier_alert"
@@ -56,7 +57,7 @@ async def post_alert_note_once(
 
 async def workspace_url(client: AsyncWebClient) -> str:
     """The workspace's address (``https://acme.slack.com/``), for links to its messages."""
-    return str((await client.auth_test()).get("url") or "")
+    return str((await identity_of(client)).get("url") or "")
 
 
 def message_link(url: str, channel_id: str, ts: str) -> str:

@@ -2,13 +2,14 @@
 and the same rules for Slack's faults.
 
 Budgets (budgets.py). A client has a ``workspace`` key: the caller's (a Connection's team or id), or
-else the bot token's digest, since one bot token is one app in one workspace. A (workspace, method)
-that Slack answered 429 for is blocked for every worker until its ``Retry-After`` is over, and the
-methods a reply calls many times are paced per workspace. A call waits at most
-``RetryPolicy.max_wait`` in all: a block that ends later fails the call at once with
-``SlackRateLimited``, a ``SlackApiError`` whose error is ``ratelimited``, without calling Slack. A
-paced call waits for the next window, and its reply coalesces meanwhile (writer.py), so many live
-replies in one workspace slow down instead of drawing 429s.
+else the bot token's digest, since one bot token is one app in one workspace. Before each call it
+reserves the next free slot of its (workspace, method) budget (per channel for posts), shared by
+every process through Redis in one round trip, and waits until then: calls wait their turn instead of
+drawing 429s. A 429 that still comes blocks the budget until its ``Retry-After`` is over. A call waits
+at most ``RetryPolicy.max_wait`` in all, and less inside ``patience(seconds)`` (a reply's writes that a
+later one can replace): a slot later than that is not reserved and the call fails at once with
+``SlackRateLimited``, a ``SlackApiError`` whose error is ``ratelimited``, without calling Slack.
+``next_free`` tells when a call could go, without reserving (a reply choosing its mode).
 
 Faults, per call (faults.py tells which is which):
 
@@ -46,13 +47,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import hashlib
 import logging
 import math
 import random
 import time
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,7 +69,7 @@ from slack_sdk.web.slack_response import SlackResponse
 from kourier import metrics, shared_cache
 
 from . import failures
-from .budgets import Budget, Pace, clearance_for
+from .budgets import Budget, Reservation, budgets_enabled
 from .faults import (
     CALL_OK,
     TRANSPORT_ERRORS,
@@ -79,6 +81,7 @@ from .faults import (
 )
 
 # The faults' names the apps catch and ask about, where they make their clients.
+from .faults import SlackBudgetDeferred as SlackBudgetDeferred
 from .faults import SlackError as SlackError
 from .faults import SlackOutcomeUnknown as SlackOutcomeUnknown
 from .faults import SlackRateLimited as SlackRateLimited
@@ -116,6 +119,28 @@ class RetryPolicy:
 
 RETRY_POLICY = RetryPolicy()
 
+# How long the calls made inside ``patience()`` may wait for their budget's slot (None: max_wait).
+_patience: contextvars.ContextVar[float | None] = contextvars.ContextVar("slack_patience", default=None)
+
+
+@contextlib.contextmanager
+def patience(seconds: float) -> Iterator[None]:
+    """The calls made inside wait at most ``seconds`` for their slot (in place of ``max_wait``: more,
+    for a final answer that must wait its turn; less, for a write a later one can replace), else fail
+    with ``SlackBudgetDeferred`` at once, reserving nothing (its Retry-After: when a slot could be had)."""
+    token = _patience.set(seconds)
+    try:
+        yield
+    finally:
+        _patience.reset(token)
+
+
+def channel_of(kwargs: Mapping[str, Any]) -> str | None:
+    """The channel a call is for (posts have a budget per channel)."""
+    arguments = kwargs.get("json") or kwargs.get("data") or kwargs.get("params") or {}
+    channel = arguments.get("channel") if isinstance(arguments, Mapping) else None
+    return channel if isinstance(channel, str) else None
+
 
 def connection_workspace(connection_id: int) -> str:
     """The budget key of a Connection: Slack's limits are per app and workspace, which a Connection
@@ -144,31 +169,37 @@ class _Attempts:
         self.rate_limited = 0
         self.failures = 0
 
-    def wait_for_block(self, until: float | None, now: float) -> float:
-        """Seconds to wait for a block to end (0: none), or SlackRateLimited when it ends too late."""
-        if until is None or until <= now:
-            return 0.0
-        if until > self.deadline:
-            logger.warning(
-                "slack.rate_limit_wait_exceeded",
-                extra={"workspace": self.workspace, "method": self.method, "seconds": round(until - now, 1)},
-            )
-            raise slack_error(
-                SlackRateLimited,
-                self.api_url,
-                "ratelimited",
-                status=429,
-                headers={"Retry-After": str(math.ceil(until - now))},
-            )
-        logger.info(
-            "slack.rate_limit_wait",
-            extra={"workspace": self.workspace, "method": self.method, "seconds": round(until - now, 1)},
-        )
-        return until - now
+    def max_wait(self, now: float) -> float:
+        """How long this call may wait for a slot: its patience, else (and without budgets, the naive
+        bridge) to its deadline."""
+        patient = _patience.get()
+        if patient is None or not budgets_enabled():
+            return max(0.0, self.deadline - now)
+        return patient
 
-    def wait_for_pace(self, seconds: float, now: float) -> float:
-        """Seconds to wait for the next pacing window (0: none), bounded like a block's."""
-        return self.wait_for_block(now + seconds, now) if seconds > 0 else 0.0
+    def wait_for_slot(self, reservation: Reservation, now: float) -> float:
+        """Seconds to wait for the slot reserved (0: go), or SlackRateLimited when none was."""
+        if reservation.reserved:
+            wait = reservation.wait(now)
+            if wait > 0:
+                logger.info(
+                    "slack.budget_wait",
+                    extra={"workspace": self.workspace, "method": self.method, "seconds": round(wait, 1)},
+                )
+            return wait
+        seconds = max(1, math.ceil(reservation.at - now - 0.001))  # Redis rounds the slot to microseconds
+        deferred = _patience.get() is not None  # the caller asked to hear of it, not to wait
+        logger.info(
+            "slack.budget_deferred" if deferred else "slack.budget_wait_exceeded",
+            extra={"workspace": self.workspace, "method": self.method, "seconds": seconds},
+        )
+        raise slack_error(
+            SlackBudgetDeferred if deferred else SlackRateLimited,
+            self.api_url,
+            "ratelimited",
+            status=429,
+            headers={"Retry-After": str(seconds)},
+        )
 
     def rate_limit_retry(self, exc: SlackApiError) -> bool:
         """Counts a 429; False when the call must give up on it."""
@@ -213,6 +244,18 @@ class _Attempts:
         return error
 
 
+# auth.test's answers, per token (its digest), for the process; one lock per loop and token.
+_identities: dict[str, AsyncSlackResponse] = {}
+_identity_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Lock]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def forget_identities() -> None:
+    """Forgets the tokens' auth.test answers (tests; a rotated token is a new key anyway)."""
+    _identities.clear()
+
+
 class KourierAsyncWebClient(AsyncWebClient):
     """An AsyncWebClient with the product's budgets, retries and checks (see the module docstring)."""
 
@@ -229,7 +272,6 @@ class KourierAsyncWebClient(AsyncWebClient):
         self.workspace = workspace
         self.policy = policy
         self._budget = Budget(workspace)
-        self._pace = Pace(workspace)
         self._clock = clock
         self._sleep = sleep
         self._bot_user_id: str | None = None
@@ -240,7 +282,7 @@ class KourierAsyncWebClient(AsyncWebClient):
         except Exception as exc:
             outcome, error = call_outcome(exc), fault_name(exc)
             metrics.slack_call(api_method, outcome)
-            if failures.worth_showing(outcome, error):
+            if failures.worth_showing(outcome, error):  # a call deferred by its caller is not a failure
                 at = self._clock()
                 await shared_cache.arun(lambda: failures.remember(self.workspace, api_method, error, at))
             raise
@@ -251,8 +293,13 @@ class KourierAsyncWebClient(AsyncWebClient):
         attempts = _Attempts(
             api_method, self.base_url + api_method, self.workspace, self.policy, self._clock()
         )
+        channel = channel_of(kwargs)
         while True:
-            while wait := await self._wait_for_clearance(api_method, attempts):
+            now = self._clock()
+            reservation = await self._budget.areserve(
+                api_method, now, channel=channel, max_wait=attempts.max_wait(now)
+            )
+            if wait := attempts.wait_for_slot(reservation, self._clock()):
                 await self._sleep(wait)
             try:
                 return await super().api_call(api_method, **kwargs)
@@ -260,7 +307,9 @@ class KourierAsyncWebClient(AsyncWebClient):
                 retry_after = retry_after_of(exc)
                 if retry_after is not None:
                     metrics.slack_rate_limited(api_method)
-                    await self._budget.ablock(api_method, self._clock() + retry_after, retry_after)
+                    await self._budget.ablock(
+                        api_method, self._clock() + retry_after, retry_after, channel=channel
+                    )
                     if attempts.rate_limit_retry(exc):
                         continue
                     raise
@@ -294,13 +343,20 @@ class KourierAsyncWebClient(AsyncWebClient):
                 raise attempts.final_error(fault) from fault
             await self._sleep(delay)
 
-    async def _wait_for_clearance(self, api_method: str, attempts: _Attempts) -> float:
-        """Seconds to wait before the call may go: a block's end or the next pacing window; 0: go."""
+    async def admit(self, api_method: str, *, within: float, channel: str | None = None) -> bool:
+        """Reserves a slot of ``api_method``'s budget (one not called: ``budgets.UPDATED_REPLIES``)
+        when one is free within ``within`` seconds; whether it did."""
         now = self._clock()
-        clearance = await shared_cache.arun(lambda: clearance_for(self._budget, self._pace, api_method, now))
-        return attempts.wait_for_block(clearance.blocked_until, self._clock()) or attempts.wait_for_pace(
-            clearance.pace_wait, self._clock()
+        reservation = await self._budget.areserve(api_method, now, channel=channel, max_wait=within)
+        return reservation.reserved
+
+    async def next_free(self, api_method: str, *, channel: str | None = None) -> float:
+        """Seconds until a call of ``api_method`` could go (0: now), reserving nothing."""
+        now = self._clock()
+        reservation = await self._budget.areserve(
+            api_method, now, channel=channel, max_wait=math.inf, take=False
         )
+        return reservation.wait(now)
 
     def _check_for(
         self, api_method: str, kwargs: Mapping[str, Any]
@@ -329,8 +385,24 @@ class KourierAsyncWebClient(AsyncWebClient):
 
     async def _own_user_id(self) -> str:
         if self._bot_user_id is None:
-            self._bot_user_id = str((await self.auth_test())["user_id"])
+            self._bot_user_id = str((await self.identity())["user_id"])
         return self._bot_user_id
+
+    async def identity(self) -> AsyncSlackResponse:
+        """``auth.test``'s answer for this client's token, asked once per process (``forget_identities``):
+        who a token is does not change, and a burst of events or turns asked it again and again."""
+        if self.token is None:
+            return await self.auth_test()
+        key = workspace_key(self.token, None)
+        known = _identities.get(key)
+        if known is not None:
+            return known
+        locks = _identity_locks.setdefault(asyncio.get_running_loop(), {})
+        async with locks.setdefault(key, asyncio.Lock()):
+            known = _identities.get(key)
+            if known is None:
+                known = _identities[key] = await self.auth_test()
+        return known
 
     def _found_response(
         self, api_method: str, kwargs: Mapping[str, Any], message: dict[str, Any]
@@ -383,8 +455,13 @@ class KourierWebClient(WebClient):
         attempts = _Attempts(
             api_method, self.base_url + api_method, self.workspace, self.policy, self._clock()
         )
+        channel = channel_of(kwargs)
         while True:
-            while wait := attempts.wait_for_block(self._budget.blocked_until(api_method), self._clock()):
+            now = self._clock()
+            reservation = self._budget.reserve(
+                api_method, now, channel=channel, max_wait=attempts.max_wait(now)
+            )
+            if wait := attempts.wait_for_slot(reservation, self._clock()):
                 self._sleep(wait)
             try:
                 return super().api_call(api_method, **kwargs)
@@ -392,7 +469,7 @@ class KourierWebClient(WebClient):
                 retry_after = retry_after_of(exc)
                 if retry_after is not None:
                     metrics.slack_rate_limited(api_method)
-                    self._budget.block(api_method, self._clock() + retry_after, retry_after)
+                    self._budget.block(api_method, self._clock() + retry_after, retry_after, channel=channel)
                     if attempts.rate_limit_retry(exc):
                         continue
                     raise

@@ -40,6 +40,11 @@ class SlackRateLimited(SlackApiError):
     """Slack holds this method for this workspace longer than the call may wait; Slack was not called."""
 
 
+class SlackBudgetDeferred(SlackRateLimited):
+    """The budget has no slot within the patience the caller gave (``clients.patience``): Slack was
+    not called, nothing was reserved, and the caller decides (a later write, the sweep, another mode)."""
+
+
 class SlackUnavailable(SlackApiError):
     """Every send of a call met a timeout or a dropped connection."""
 
@@ -135,6 +140,8 @@ def call_outcome(exc: BaseException) -> str:
         return "error"
     if isinstance(exc, SlackOutcomeUnknown):
         return "outcome_unknown"
+    if isinstance(exc, SlackBudgetDeferred):
+        return "deferred"
     if isinstance(exc, SlackUnavailable):
         return "unavailable"
     if getattr(exc.response, "status_code", None) == 429:

@@ -1,10 +1,22 @@
-"""Who a bot token is in Slack (``auth.test``): the operator's "Test token" on a Connection's page."""
+"""Who a bot token is in Slack (``auth.test``): the operator's "Test token" on a Connection's page
+(asked each time), and what the product's calls need to know of it (asked once per process)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from .clients import async_web_client
+from slack_sdk.web.async_client import AsyncWebClient
+
+from .clients import KourierAsyncWebClient, async_web_client
+
+
+async def identity_of(client: AsyncWebClient) -> Any:
+    """``auth.test``'s answer for the client's token: once per token and process for the product's
+    clients (``KourierAsyncWebClient.identity``), else asked."""
+    if isinstance(client, KourierAsyncWebClient):
+        return await client.identity()
+    return await client.auth_test()
 
 
 @dataclass(frozen=True)

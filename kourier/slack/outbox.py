@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from .identity import identity_of
 from .threads import find_channel_post, find_post, find_started_stream
 
 logger = logging.getLogger(__name__)
@@ -130,7 +131,7 @@ async def intend_reply(
         return None
     found = await find_post(client, channel_id, thread_ts, reply_metadata(reply_key))
     if found is None and streams and intent.since is not None:
-        bot_user_id = str((await client.auth_test())["user_id"])
+        bot_user_id = str((await identity_of(client))["user_id"])
         found = await find_started_stream(
             client, channel_id, thread_ts, bot_user_id=bot_user_id, since=intent.since
         )

@@ -43,6 +43,12 @@ Fallbacks, decided per reply and remembered:
 - a stream that is over (``STREAM_ENDED_ERRORS``: expired, stopped): the reply goes on in the same
   message with ``chat.update`` of the whole view, cards as ``task_card`` blocks where allowed.
 
+Under Slack's budgets a reply has a plan, chosen when it first shows something and kept
+(reply_plans.py): a stream while the workspace's stream starts are free, else a post then updates,
+else one post when final (its earlier writes dropped). Writes before the last wait at most a moment
+for their budget's slot and are otherwise kept and merged into the next (``SlackBudgetDeferred``);
+the last write, a stream's stop and the search for an earlier attempt's post wait their turn.
+
 Slack's assistant status (``AssistantStatus``) is set by the reply when it begins and after each
 write but the last, and cleared when it ends.
 
@@ -65,6 +71,7 @@ shown twice is better than none: this needs Slack to fail the call and then the 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -77,7 +84,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 from kourier.progress import Card, CardStatus, Ending, Progress, View, Write, WriteKind, ended_card
 
 from .blocks import line_block, markdown_chunk, task_update_chunk
-from .faults import SlackOutcomeUnknown, error_name
+from .clients import patience
+from .faults import SlackBudgetDeferred, SlackOutcomeUnknown, error_name, retry_after_of
 from .outbox import Outbox, PostKind, intend_reply, part_key, part_metadata, post_once, reply_metadata
 from .reply_content import (
     DEFAULT_MAX_MESSAGES,
@@ -91,6 +99,17 @@ from .reply_content import (
     without_cards,
 )
 from .reply_modes import ReplyMode, check_move
+from .reply_plans import (
+    FINAL_WRITE_WAIT_SECONDS,
+    INTERMEDIATE_WRITE_WAIT_SECONDS,
+    ReplyPlan,
+    message_plan,
+    plans_enabled,
+    record_plan,
+    recorded_plan,
+    stream_wait,
+    updates_before_the_last,
+)
 from .status import AssistantStatus
 
 logger = logging.getLogger(__name__)
@@ -201,12 +220,29 @@ class SlackReply:
         self._blocks_made = 0
         self._closing_blocks: list[dict[str, Any]] = []  # shown under the last write (feedback buttons)
         self._latest_text = ""  # the text API's latest text
+        self._plan: ReplyPlan | None = None  # how it is shown under Slack's budgets (reply_plans.py)
+        self._plans = plans_enabled(client)
+        self._not_before = float("-inf")  # a write kept for want of a slot is tried again then
+        self._updates_made: list[float] = []  # an updated reply's updates before its last (when)
         if existing_ts is not None:
             self.ts, self._mode = existing_ts, ReplyMode.TAKEN_OVER
 
     @property
     def mode(self) -> ReplyMode:
         return self._mode
+
+    @property
+    def plan(self) -> ReplyPlan | None:
+        return self._plan
+
+    def _patience(self, seconds: float) -> contextlib.AbstractContextManager[None]:
+        """How long the calls inside wait for their budget's slot: ``seconds`` when replies plan by
+        the budgets, else the client's own bound."""
+        return patience(seconds) if self._plans else contextlib.nullcontext()
+
+    def _must_go(self) -> contextlib.AbstractContextManager[None]:
+        """For a call that must not be put off (the last write, a stream's stop): it waits its turn."""
+        return self._patience(FINAL_WRITE_WAIT_SECONDS)
 
     def _move_to(self, mode: ReplyMode) -> None:
         check_move(self._mode, mode)
@@ -270,7 +306,8 @@ class SlackReply:
                 if notice_follows and not self.wrote:
                     await self._stop_adopted_stream(ending=Ending.FAILED)
                 elif writes:
-                    await self._render(writes[-1], final=True)
+                    with self._must_go():
+                        await self._render(writes[-1], final=True)
         except Exception:
             await self._stop_stream_left_open()
             raise
@@ -309,19 +346,34 @@ class SlackReply:
 
     async def _drain_queue(self) -> None:
         while self._queue and not self._queue_closed:
-            delay = max(0.0, self._last_write_at + self._min_interval - self._clock())
+            now = self._clock()
+            delay = max(0.0, self._last_write_at + self._min_interval - now, self._not_before - now)
             if delay > 0:
                 await asyncio.sleep(delay)
             async with self._lock:
                 if self._queue_closed or not self._queue:
                     return
+                if room := self._room_for_an_update():
+                    self._not_before = self._clock() + room  # the write stays queued, merging later ones
+                    continue
                 write = self._queue.pop(0)
                 self._calling_slack = True
                 try:
-                    made = self._writes_made
-                    await self._render(write, final=False)
+                    made, updating = (
+                        self._writes_made,
+                        self._plan is ReplyPlan.UPDATES and self.ts is not None,
+                    )
+                    with self._patience(INTERMEDIATE_WRITE_WAIT_SECONDS):
+                        await self._render(write, final=False)
+                    if updating and self._writes_made > made:
+                        self._updates_made.append(self._clock())
                     if self._status is not None and self._writes_made > made:
                         await self._status.working()  # after each write but the last
+                except SlackBudgetDeferred as exc:
+                    # No slot soon: the write is kept, merged with any later one, and tried again once
+                    # a slot may be free; the more replies share the budget, the longer each coalesces.
+                    self._queue[:1] = [merged(write, self._queue[0])] if self._queue else [write]
+                    self._not_before = self._clock() + (retry_after_of(exc) or self._min_interval)
                 except Exception as exc:
                     # The next write shows the latest view, this one's included; the last one raises.
                     logger.warning(
@@ -330,6 +382,16 @@ class SlackReply:
                     )
                 finally:
                     self._calling_slack = False
+
+    def _room_for_an_update(self) -> float:
+        """Seconds until an updated reply may make another update before its last (0: now): a few
+        in any span of the update budget's window, so that its last finds a slot at once."""
+        if self._plan is not ReplyPlan.UPDATES or self.ts is None or not self._plans:
+            return 0.0
+        most, span = updates_before_the_last()
+        now = self._clock()
+        self._updates_made = [at for at in self._updates_made if at > now - span]
+        return 0.0 if len(self._updates_made) < most else self._updates_made[0] + span - now
 
     async def _stop_draining(self) -> None:
         """Drops writes that wait for the throttle; one already talking to Slack is let finish, since
@@ -360,6 +422,10 @@ class SlackReply:
             # task's events so far come at once, and an activity count they change inside the throttle
             # window writes nothing of its own (progress.py), so the write asked first is behind them.
             write = replace(write, view=self._progress.view())
+        if self.ts is None and self._plan is None and self._mode is not ReplyMode.TAKEN_OVER:
+            await self._choose_plan(final)
+        if self._plan is ReplyPlan.FINAL and not final:
+            return  # posted once, when final
         if self._cards_refused and write.view.cards:
             write = self._refuse_cards(write, None)
         write = self._neutralized(write)
@@ -368,11 +434,14 @@ class SlackReply:
             head, *rest = self._parts(write.view.text)
             write = replace(write, view=replace(write.view, text=head))
         if self.ts is None:
-            await self._record_intent()
+            with self._must_go():  # a search for an earlier attempt's post is not to be put off
+                await self._record_intent()
         if final and self._mode is ReplyMode.NOT_STARTED:
             self._move_to(ReplyMode.MESSAGE)  # its first write to show is its last: posted whole
         streams = self._mode in (ReplyMode.NOT_STARTED, ReplyMode.STREAMING)
         if not streams or not await self._render_stream(write, final):
+            if self._plan is ReplyPlan.FINAL and not final:
+                return  # its stream start was not free: it is posted once, when final
             await self._render_message(write)
         for number, part in enumerate(rest, start=2):
             self._last_write_at = self._clock()
@@ -387,6 +456,32 @@ class SlackReply:
                 markdown_text=part,
             )
             self._writes_made += 1
+
+    async def _choose_plan(self, final: bool) -> None:
+        """Chooses how the reply is shown, the first time it would show something (reply_plans.py):
+        a plan recorded by an earlier runner is kept; a stream is tried when its start is made."""
+        if final:  # its first write to show is its last: posted whole, nothing to keep for a restart
+            self._plan = ReplyPlan.FINAL
+            if self._mode is ReplyMode.NOT_STARTED:
+                self._move_to(ReplyMode.MESSAGE)
+            return
+        recorded = await recorded_plan(self._target.reply_key) if self._plans else None
+        if recorded in (ReplyPlan.UPDATES, ReplyPlan.FINAL):
+            plan = recorded
+        elif self._mode is ReplyMode.NOT_STARTED:
+            self._plan = ReplyPlan.STREAM  # the stream start decides (_render_stream)
+            return
+        else:
+            plan = await message_plan(self._client) if self._plans else ReplyPlan.UPDATES
+        await self._take_plan(plan, recorded=recorded)
+
+    async def _take_plan(self, plan: ReplyPlan, *, recorded: ReplyPlan | None = None) -> None:
+        self._plan = plan
+        if self._mode is ReplyMode.NOT_STARTED:
+            self._move_to(ReplyMode.MESSAGE)
+        if self._plans and plan is not recorded:
+            await record_plan(self._target.reply_key, plan)
+        logger.info("slack.reply_plan", extra={"plan": plan.value, "channel": self._target.channel_id})
 
     async def _record_intent(self) -> None:
         """Records the reply's message as intended before its first post or stream; a message an
@@ -437,14 +532,20 @@ class SlackReply:
                 if not chunks:
                     return True  # nothing a stream can show yet (a plain-text stream shows no line)
                 await self._tell_open_cards(cards)
-                response = await self._call(
-                    "chat_startStream",
-                    channel=self._target.channel_id,
-                    thread_ts=self._target.thread_ts,
-                    recipient_user_id=self._target.recipient_user_id,
-                    recipient_team_id=self._target.recipient_team_id,
-                    chunks=chunks,
-                )
+                try:
+                    with self._patience(stream_wait()):
+                        response = await self._call(
+                            "chat_startStream",
+                            channel=self._target.channel_id,
+                            thread_ts=self._target.thread_ts,
+                            recipient_user_id=self._target.recipient_user_id,
+                            recipient_team_id=self._target.recipient_team_id,
+                            chunks=chunks,
+                        )
+                except SlackBudgetDeferred:
+                    # The workspace's stream starts are spent for now: posted and updated, or final.
+                    await self._take_plan(await message_plan(self._client))
+                    return False
                 self.ts, self._stream_text = response["ts"], text
                 self._move_to(ReplyMode.STREAMING)
                 self._remember(cards)
@@ -606,7 +707,10 @@ class SlackReply:
         if ending is not None and not self._cards_refused:
             chunks = [task_update_chunk(ended_card(card, ending)) for card in self._adopted_cards]
         try:
-            await self._call("chat_stopStream", channel=self._target.channel_id, ts=self.ts, chunks=chunks)
+            with self._must_go():
+                await self._call(
+                    "chat_stopStream", channel=self._target.channel_id, ts=self.ts, chunks=chunks
+                )
         except SlackApiError as exc:
             if exc.response.get("error") not in STREAM_ENDED_ERRORS:
                 raise
@@ -624,13 +728,14 @@ class SlackReply:
             else []
         )
         try:
-            await self._call(
-                "chat_stopStream",
-                channel=self._target.channel_id,
-                ts=self.ts,
-                chunks=chunks,
-                metadata=self.metadata,
-            )
+            with self._must_go():
+                await self._call(
+                    "chat_stopStream",
+                    channel=self._target.channel_id,
+                    ts=self.ts,
+                    chunks=chunks,
+                    metadata=self.metadata,
+                )
         except Exception as exc:
             logger.warning(
                 "slack.stream_left_open",
@@ -644,13 +749,14 @@ class SlackReply:
         be rewritten whole with ``chat.update`` (which shows the same however often it is sent)."""
         logger.info("slack.stream_given_up", extra={"channel": self._target.channel_id})
         try:
-            await self._call(
-                "chat_stopStream",
-                channel=self._target.channel_id,
-                ts=self.ts,
-                chunks=[],
-                metadata=self.metadata,
-            )
+            with self._must_go():
+                await self._call(
+                    "chat_stopStream",
+                    channel=self._target.channel_id,
+                    ts=self.ts,
+                    chunks=[],
+                    metadata=self.metadata,
+                )
         except SlackApiError as exc:
             if exc.response.get("error") not in STREAM_ENDED_ERRORS:
                 raise

@@ -217,6 +217,7 @@ def test_fifty_pods_failing_at_once(world, alertmanager, a2a_agent, threads, cap
     """Fifty pods of one deployment crash at once (one rule, one evaluation). Per group: one thread,
     one investigation. Per alert (threadPer: alert): the cap of 20 threads, the other 30 held in the
     storm thread. The figures are in the README, "Start threads from alerts"."""
+    world.slack.rate_limits.enabled = True  # a load test: Slack's budgets, as Slack enforces them
     extra = {"per": "alert"} if threads == "per-alert" else {}
     pods = [{**CRASHING, "pod": f"web-{number:02d}", **extra} for number in range(50)]
     alertmanager.fire_all(pods, starts_at=STARTED)

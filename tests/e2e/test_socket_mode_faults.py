@@ -40,7 +40,7 @@ SENT_AGAIN = (0.0, 2.0, 5.0)
 
 @pytest.fixture
 def slack_fake(make_slack_fake):
-    return make_slack_fake(socket_retry_delays=SENT_AGAIN, rate_limits=False)
+    return make_slack_fake(socket_retry_delays=SENT_AGAIN)
 
 
 @pytest.fixture

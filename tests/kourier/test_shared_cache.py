@@ -1,4 +1,4 @@
-"""The shared cache's lookups for async code: what a Slack call asks of Redis before it goes."""
+"""The shared cache's lookups for async code, and the scripts a Slack call's budget runs in one round trip."""
 
 import asyncio
 import uuid
@@ -31,23 +31,22 @@ def on_a_loop_thread(work):
         return thread.submit(work).result()
 
 
-def test_a_value_is_read_and_a_window_counted_in_one_round_trip(round_trips):
-    block, window = f"block-{uuid.uuid4()}", f"window-{uuid.uuid4()}"
+COUNTER_SCRIPT = "return redis.call('INCRBY', KEYS[1], ARGV[1])"
 
-    def lookups():
-        shared_cache.backend().set(block, 12.5, 30)
+
+def test_a_script_runs_under_the_caches_key_prefix_in_one_round_trip(round_trips):
+    key = f"counter-{uuid.uuid4()}"
+
+    def runs():
+        shared_cache.run_script(COUNTER_SCRIPT, [key], [1])  # the first run loads the script
         before = len(round_trips)
-        looked = [
-            shared_cache.get_and_count(block, window, 20),
-            shared_cache.get_and_count(f"no-{block}", window, 20),
-        ]
-        # Before: a GET, then EXISTS and INCR (and SET NX and EXISTS again for a new window).
-        return looked, len(round_trips) - before, shared_cache.count(window, 20)
+        counted = shared_cache.run_script(COUNTER_SCRIPT, [key], [2])
+        return counted, len(round_trips) - before
 
-    looked, trips, counted_after = on_a_loop_thread(lookups)
-    assert looked == [(12.5, 1), (None, 2)]
-    assert trips == 2
-    assert counted_after == 3  # the window's counter is the one ``shared_cache.count`` keeps
+    counted, trips = on_a_loop_thread(runs)
+    assert (counted, trips) == (3, 1)
+    # The key is the cache's (its prefix and version): the cache reads what the script wrote.
+    assert shared_cache.backend().get(key) == 3
 
 
 def test_lookups_from_many_turns_share_the_process_connections(monkeypatch):
@@ -68,7 +67,7 @@ def test_lookups_from_many_turns_share_the_process_connections(monkeypatch):
     async def turn() -> None:
         for _ in range(3):
             await shared_cache.aget(key)
-            await shared_cache.arun(lambda: shared_cache.get_and_count(key, f"window-{key}", 20))
+            await shared_cache.arun(lambda: shared_cache.run_script(COUNTER_SCRIPT, [f"n-{key}"], [1]))
 
     async def turns() -> None:
         # One executor thread, as the fewest the turn loop has: every lookup could use one connection.
@@ -97,5 +96,5 @@ def test_a_lookup_makes_no_redis_client_of_its_own(monkeypatch):
     monkeypatch.setattr(redis.Redis, "__init__", counted)
     shared_cache.backend().set(key, "Ada", 30)
     assert shared_cache.backend().get(key) == "Ada"
-    assert shared_cache.get_and_count(key, f"window-{key}", 20) == ("Ada", 1)
+    assert shared_cache.run_script(COUNTER_SCRIPT, [f"n-{key}"], [1]) == 1
     assert made == []

@@ -3,12 +3,13 @@ its message even when its runner could not take it off (the runner died between 
 removing it, or Slack failed the removal)."""
 
 import asyncio
+import time
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
-from kourier.slack.clients import async_web_client
+from kourier.slack.clients import async_web_client, connection_workspace
 from kourier.slack.incoming import ChatMessage
 from sessions import acknowledgments, services, sweeps, turns
 from sessions.models import Turn
@@ -112,6 +113,48 @@ def test_a_reaction_already_gone_counts_as_removed(acknowledged_turn, slack_fake
     slack_client.reactions_remove(channel=defaults.CHANNEL_ID, timestamp=turn.message_ts, name=ACK)
     assert asyncio.run(acknowledgments.take_off(ack)) is True  # Slack answers no_reaction
     assert not Turn.objects.get(pk=turn.pk).acknowledged
+
+
+def spend(settings, method: str) -> None:
+    """The workspace's budget of ``method`` is one a minute, and this test's one is spent."""
+    from kourier.slack.budgets import Budget
+
+    settings.SLACK_CALL_LIMITS = f"{method}=1/60"
+    settings.SLACK_REACTION_WAIT_SECONDS = 5
+    Budget(connection_workspace(Turn.objects.get().connection_id)).reserve(method, time.time(), max_wait=0)
+
+
+def test_a_removal_whose_budget_has_no_slot_soon_is_not_sent_and_is_left_to_the_sweep(
+    acknowledged_turn, slack_fake, settings
+):
+    turn, ack = acknowledged_turn
+    turns.finish_turn(turn.pk, outcome=Turn.Outcome.COMPLETED, failed=False)
+    spend(settings, "reactions.remove")
+    assert asyncio.run(acknowledgments.take_off(ack)) is False
+    assert slack_fake.count("reactions.remove") == 0  # not sent to draw a 429
+    assert Turn.objects.get(pk=turn.pk).acknowledged  # the sweep's, on its next run
+    assert ACK in reactions(slack_fake, turn)
+
+
+def test_an_add_whose_budget_has_no_slot_soon_is_skipped_and_the_turn_left_to_run(
+    binding, slack_fake, settings
+):
+    ts = slack_fake.user_says(
+        defaults.ADA, defaults.CHANNEL_ID, f"{slack_fake.bot_mention} hi", deliver="none"
+    )
+    services.route_message(
+        binding.connection,
+        ChatMessage(defaults.TEAM_ID, defaults.CHANNEL_ID, ts, None, defaults.ADA, "hi", True),
+    )
+    spend(settings, "reactions.add")
+    asyncio.run(acknowledgments.acknowledge_waiting_turns(Turn.objects.get().session_id))
+    assert slack_fake.count("reactions.add") == 0
+    assert slack_fake.message(defaults.CHANNEL_ID, ts).reactions == {}
+    # Nothing to remove at its end, and a later look may still add it while the turn waits.
+    assert not Turn.objects.get().acknowledged
+    settings.SLACK_CALL_LIMITS = ""
+    asyncio.run(acknowledgments.acknowledge_waiting_turns(Turn.objects.get().session_id))
+    assert ACK in slack_fake.message(defaults.CHANNEL_ID, ts).reactions
 
 
 def said(text="hello", *, ts="1700000001.000100", thread_ts=None):

@@ -34,7 +34,7 @@ def clock() -> ManualClock:
 
 @pytest.fixture
 def fake(make_slack_fake: Callable[..., SlackFake], clock: ManualClock) -> SlackFake:
-    return make_slack_fake(clock=clock)
+    return make_slack_fake(clock=clock, rate_limits=True)
 
 
 @pytest.fixture
@@ -118,13 +118,13 @@ def test_slack_sdk_retry_handler_honours_retry_after(fake: SlackFake) -> None:
     assert [c.status for c in fake.calls("chat.postMessage")] == [429, 200]
 
 
-def test_budgets_can_be_scaled_or_switched_off(make_slack_fake: Callable[..., SlackFake]) -> None:
-    relaxed = make_slack_fake(rate_limit_multiplier=2)
+def test_budgets_are_off_by_default_and_can_be_scaled(make_slack_fake: Callable[..., SlackFake]) -> None:
+    relaxed = make_slack_fake(rate_limits=True, rate_limit_multiplier=2)
     client = WebClient(token=relaxed.bot_token, base_url=relaxed.url)
     for _ in range(10):
         client.chat_postMessage(channel=CHANNEL_ID, text="x")
     assert rejection(client.chat_postMessage, channel=CHANNEL_ID, text="x").response.status_code == 429
-    unlimited = make_slack_fake(rate_limits=False)
+    unlimited = make_slack_fake()  # the functional tests' fake
     client = WebClient(token=unlimited.bot_token, base_url=unlimited.url)
     for _ in range(30):
         client.chat_postMessage(channel=CHANNEL_ID, text="x")

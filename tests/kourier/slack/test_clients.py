@@ -11,7 +11,7 @@ from slack_sdk.errors import SlackApiError
 
 from kourier import shared_cache
 from kourier.slack import failures
-from kourier.slack.budgets import PACE_WINDOW_SECONDS, forget_local_blocks, paced_calls_per_window
+from kourier.slack.budgets import forget_local_budgets
 from kourier.slack.clients import (
     SLACK_TIMEOUT_SECONDS,
     RetryPolicy,
@@ -302,7 +302,7 @@ def test_a_429_holds_that_method_back_for_that_workspace_in_every_client(slack_f
     assert steps.waits == []
 
     # This workspace's next update waits the block out instead of drawing another 429, in any process.
-    forget_local_blocks()
+    forget_local_budgets()
     call(second, "chat_update", channel=defaults.CHANNEL_ID, ts=ts, text="second")
     assert steps.waits == [pytest.approx(7.0)]
     assert [(c.team_id, c.status) for c in slack_fake.calls("chat.update")] == [
@@ -350,9 +350,8 @@ def test_without_redis_a_429_still_holds_the_method_back_in_this_process(slack_f
     def unreachable(*args, **kwargs):
         raise ConnectionError("redis is down")
 
-    # The one backend every lookup of the process goes through (kourier/shared_cache.py).
-    for operation in ("get", "set", "add", "incr"):
-        monkeypatch.setattr(shared_cache.backend(), operation, unreachable)
+    # The one step every budget takes in Redis (kourier/shared_cache.py).
+    monkeypatch.setattr(shared_cache, "run_script", unreachable)
     steps = SteppedTime()
     client = client_for("async", workspace=f"T0001-{uuid.uuid4().hex}", clock=steps.clock, sleep=steps.sleep)
     ts = call(client, "chat_postMessage", channel=defaults.CHANNEL_ID, text="draft")["ts"]
@@ -362,10 +361,10 @@ def test_without_redis_a_429_still_holds_the_method_back_in_this_process(slack_f
     assert [c.status for c in slack_fake.calls("chat.update")] == [429, 200]
 
 
-def test_a_workspaces_updates_are_paced_below_their_tier_across_clients(slack_fake, client_for):
+@override_settings(SLACK_CALL_LIMITS="chat.update=3/30")
+def test_a_workspaces_updates_wait_their_turn_in_its_budget_across_clients(slack_fake, client_for):
     workspace = f"T0001-{uuid.uuid4().hex}"
     steps = SteppedTime()
-    steps.now = (int(steps.now // PACE_WINDOW_SECONDS) + 1) * PACE_WINDOW_SECONDS  # a window's start
     one, other = (
         client_for("async", workspace=workspace, clock=steps.clock, sleep=steps.sleep) for _ in range(2)
     )
@@ -373,22 +372,48 @@ def test_a_workspaces_updates_are_paced_below_their_tier_across_clients(slack_fa
         "async", workspace=f"T0002-{uuid.uuid4().hex}", clock=steps.clock, sleep=steps.sleep
     )
     ts = call(one, "chat_postMessage", channel=defaults.CHANNEL_ID, text="draft")["ts"]
-    allowed = paced_calls_per_window("chat.update")
-    assert allowed is not None
-    assert allowed * (60 // PACE_WINDOW_SECONDS + 2) <= 50  # Tier 3 over any minute, with a window to spare
-
-    for n in range(allowed):
+    for n in range(3):
         call((one, other)[n % 2], "chat_update", channel=defaults.CHANNEL_ID, ts=ts, text=f"v{n}")
-        call(elsewhere, "chat_update", channel=defaults.CHANNEL_ID, ts=ts, text=f"w{n}")  # its own pace
+        call(elsewhere, "chat_update", channel=defaults.CHANNEL_ID, ts=ts, text=f"w{n}")  # its own budget
     assert steps.waits == []
 
-    # The window is full for this workspace, whichever client calls: the next update waits for the next.
-    call(other, "chat_update", channel=defaults.CHANNEL_ID, ts=ts, text="paced")
-    assert steps.waits == [pytest.approx(PACE_WINDOW_SECONDS)]
-    assert [c.status for c in slack_fake.calls("chat.update")] == [200] * (2 * allowed + 1)
-    # Posts are not paced: Slack limits them per channel, and a reply posts once.
-    call(one, "chat_postMessage", channel=defaults.CHANNEL_ID, text="not paced")
-    assert len(steps.waits) == 1
+    # The budget is spent for this workspace, whichever client calls: the next update waits its turn.
+    call(other, "chat_update", channel=defaults.CHANNEL_ID, ts=ts, text="waited")
+    assert steps.waits == [pytest.approx(30.5)]
+    assert [c.status for c in slack_fake.calls("chat.update")] == [200] * 7
+
+
+def test_a_call_made_with_little_patience_is_refused_without_reserving_or_calling_slack(
+    slack_fake, client_for
+):
+    from kourier.slack.clients import patience
+
+    steps = SteppedTime()
+    client = client_for("async", workspace=f"T0001-{uuid.uuid4().hex}", clock=steps.clock, sleep=steps.sleep)
+    with override_settings(SLACK_CALL_LIMITS="chat.update=1/60"):
+        ts = call(client, "chat_postMessage", channel=defaults.CHANNEL_ID, text="draft")["ts"]
+        call(client, "chat_update", channel=defaults.CHANNEL_ID, ts=ts, text="first")
+        with patience(5.0), pytest.raises(SlackRateLimited) as refused:
+            call(client, "chat_update", channel=defaults.CHANNEL_ID, ts=ts, text="hurried")
+        assert refused.value.response.headers["Retry-After"] == "61"
+        assert asyncio.run(client.next_free("chat.update")) == pytest.approx(61.0)
+        assert slack_fake.count("chat.update") == 1
+        assert steps.waits == []
+
+
+def test_auth_test_is_asked_once_per_token_and_process_whichever_client_asks(slack_fake, client_for):
+    """Bolt's apps (one per Connection, made again when its secrets change), the outbox's checks and the
+    alert posts' links all need who the token is: a burst of turns asked it about 0.6 times per turn."""
+    clients = [client_for("async", workspace=f"T0001-{uuid.uuid4().hex}") for _ in range(3)]
+
+    async def everyone_asks():
+        return await asyncio.gather(*(client.identity() for client in clients for _ in range(4)))
+
+    answers = asyncio.run(everyone_asks())
+    assert {answer["user_id"] for answer in answers} == {slack_fake.workspace().app.bot_user_id}
+    assert slack_fake.count("auth.test") == 1
+    asyncio.run(clients[0].auth_test())  # asked plainly (the operator's "Test token"): Slack is asked
+    assert slack_fake.count("auth.test") == 2
 
 
 # -- every call is counted ----------------------------------------------------------------------------
