@@ -7,11 +7,11 @@ from kourier import metrics
 from kourier.a2a.events import AgentEvent, TextDelta
 from kourier.db import in_database_thread
 from kourier.progress import Card, CardStatus, Ending, Progress, ThreadKind
-from kourier.slack.blocks import feedback_block
+from kourier.slack.blocks import feedback_block, stop_block
 from kourier.slack.status import AssistantStatus
 from kourier.slack.writer import MESSAGE_TEXT_LIMIT, ReplyTarget, SlackReply
 
-from . import turns
+from . import stops, turns
 from .outbox import TurnOutbox
 
 
@@ -135,6 +135,8 @@ def display_for(work: turns.TurnWork, slack, turn_id: int) -> TurnDisplay:
         ),
         allow_user_mentions=work.allow_user_mentions,
         max_messages=work.max_messages,
+        # A posted and updated reply carries the Stop button while the turn runs; a stream cannot.
+        working_blocks=[stop_block(turn_id, stops.STOP_ACTION)],
     )
     display = TurnDisplay(reply, progress, max_messages=work.max_messages)
     if work.feedback:

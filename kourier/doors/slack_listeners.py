@@ -22,6 +22,7 @@ from bindings import directory
 from bindings.models import Connection
 from bindings.services import note_slack_identity
 from interactions import deny_reasons, feedback
+from interactions.stops import receive_stop_press
 from interactions.presses import receive_press, typed_reply_author_may_answer
 from interactions.registry import ACTIONS as PROMPT_ACTIONS
 from kourier.db import in_database_thread
@@ -40,6 +41,7 @@ from kourier.slack.incoming import (
 from kourier.slack.people import forget_channel_members
 from sessions.direct_messages import Access, may_act, may_press, offer_suggested_prompts, take_direct_message
 from sessions.services import RouteResult, route_message
+from sessions.stops import STOP_ACTION
 
 logger = logging.getLogger(__name__)
 
@@ -202,6 +204,7 @@ def _build_app(connection: Connection) -> AsyncApp:
     take_feedback_press = press_listener(feedback.receive_thumbs_press)
     for feedback_action in FEEDBACK_ACTIONS:
         app.action(feedback_action)(take_feedback_press)
+    app.action(STOP_ACTION)(press_listener(receive_stop_press))
 
     async def ignore_other_actions(ack) -> None:
         # Choosing an option in a prompt's inputs sends nothing (they are input blocks); anything else
