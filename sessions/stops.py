@@ -24,6 +24,9 @@ logger = logging.getLogger(__name__)
 
 # The Stop button's action (kourier/slack/blocks.py renders it; the door routes it here).
 STOP_ACTION = "kourier_stop"
+# Which control stopped a turn, as audited: the Stop button, or Slack's own stop on a stream.
+STOP_BUTTON = "stop-button"
+SLACK_STREAM_STOP = "slack-stream-stop"
 
 
 class StopResult(enum.Enum):
@@ -52,7 +55,13 @@ def turn_id_of(value: str) -> int:
 
 
 def request_stop(
-    turn_id: int, *, connection_id: int, channel_id: str, user_id: str, now: datetime | None = None
+    turn_id: int,
+    *,
+    connection_id: int,
+    channel_id: str,
+    user_id: str,
+    control: str = STOP_BUTTON,
+    now: datetime | None = None,
 ) -> StopResult:
     """Marks the running turn as stopped by ``user_id`` and audits it, or says why nothing changed."""
     now = now or timezone.now()
@@ -69,7 +78,7 @@ def request_stop(
             binding_name=turn.session.binding.name if turn.session.binding else "",
             actor_id=user_id,
             subject=f"turn:{turn.pk}",
-            details={"channel": channel_id, "task_id": turn.task_id},
+            details={"channel": channel_id, "task_id": turn.task_id, "control": control},
             requester=turn.user_id,
         )
     logger.info("turn.stop_requested", extra={"turn_id": turn_id})

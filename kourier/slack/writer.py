@@ -166,11 +166,14 @@ class SlackReply:
         allow_user_mentions: bool = False,
         max_messages: int = DEFAULT_MAX_MESSAGES,
         working_blocks: Sequence[dict[str, Any]] = (),
+        on_stopped_by_user: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._client = client
         # Shown under every write but the last of a posted and updated reply (the Working… card's
         # Stop button, sessions/stops.py); a stream cannot carry blocks until it is stopped.
         self._working_blocks = list(working_blocks)
+        # Told when Slack says the person pressed the stream's own stop (``stopped_by_user``).
+        self._on_stopped_by_user = on_stopped_by_user
         self._allow_user_mentions = allow_user_mentions
         self._max_messages = max_messages
         self._not_kept = 0  # characters of the answer the runner did not keep (bounded memory)
@@ -501,6 +504,8 @@ class SlackReply:
                 logger.info("slack.stream_ended", extra={"error": error, "channel": self._target.channel_id})
                 self._move_to(ReplyMode.MESSAGE)
                 self._message_view = None  # the message shows what the stream had: rewrite it whole
+                if error == "stopped_by_user" and self._on_stopped_by_user is not None:
+                    await self._on_stopped_by_user()
                 return False
             raise
         # Stopped: the message is written with chat.update from now on.

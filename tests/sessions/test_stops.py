@@ -142,3 +142,42 @@ def _stop_values(args: dict) -> list[str] | None:
         for element in block.get("elements", [])
         if element.get("action_id") == stops.STOP_ACTION
     ]
+
+
+async def _run_and_stop_the_stream(slack, turn: Turn, first: Gate, second: Gate) -> None:
+    running = asyncio.create_task(run_turn(turn.pk))
+    with ThreadPoolExecutor(max_workers=1) as watcher:
+        await asyncio.get_running_loop().run_in_executor(watcher, first.wait_reached)
+        reply_ts = await asyncio.get_running_loop().run_in_executor(watcher, _streaming_reply, slack, turn)
+        slack.user_stops_stream(defaults.CHANNEL_ID, reply_ts)
+        first.open()  # the agent writes on: Slack answers the append that the person stopped the stream
+        await running
+
+
+def _streaming_reply(slack, turn: Turn) -> str:
+    def streaming() -> list[str]:
+        return [
+            message.ts
+            for message in slack.thread(defaults.CHANNEL_ID, turn.message_ts)
+            if message.is_bot and message.stream_phase == "streaming"
+        ]
+
+    slack.wait_until(lambda: bool(streaming()), timeout=10)
+    return streaming()[0]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_slacks_own_stop_on_a_chat_threads_stream_stops_the_turn_as_the_persons(slack, a2a_agent):
+    first, second = Gate("first"), Gate("second")
+    a2a_agent.script([text("Looking at the logs…"), wait_for(first), text(" Still looking."), wait_for(second)])
+    turn = said(slack, a2a_agent, output="live", connection__team_id=defaults.TEAM_ID)
+    try:
+        run(_run_and_stop_the_stream(slack, turn, first, second))
+    finally:
+        first.open()
+        second.open()
+    turn.refresh_from_db()
+    assert (turn.outcome, turn.stopped_by) == (Turn.Outcome.STOPPED, defaults.ADA)
+    assert len(a2a_agent.calls("CancelTask")) == 1
+    assert thread_texts(slack, turn)[-1] == f"Stopped by <@{defaults.ADA}>."
+    assert AuditEvent.objects.get(action="turn.stopped").details["control"] == stops.SLACK_STREAM_STOP
