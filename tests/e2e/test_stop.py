@@ -117,7 +117,9 @@ def test_a_stop_press_over_socket_mode_stops_the_turn_and_bad_presses_are_told_w
 
 def test_slacks_own_stop_on_a_streamed_reply_stops_the_turn_as_the_persons(make_world, a2a_agent):
     first, second = Gate("first"), Gate("second")
-    a2a_agent.script([text("Looking at the logs…"), wait_for(first), text(" Still looking."), wait_for(second)])
+    a2a_agent.script(
+        [text("Looking at the logs…"), wait_for(first), text(" Still looking."), wait_for(second)]
+    )
     world = make_world(agent_url=a2a_agent.url, output="live", connection__team_id=defaults.TEAM_ID)
     try:
         ts = world.mention("why is the disk full?")
