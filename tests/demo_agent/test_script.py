@@ -117,4 +117,5 @@ def test_the_slow_report_works_for_minutes_a_tool_call_at_a_time_before_it_says_
     assert sum(wait.seconds for wait in waits) >= 60  # long enough to press Stop while it works
     calls = [step for step in steps if isinstance(step, CallTool)]
     assert len(calls) == len(waits) == SLOW_PARTS
-    assert isinstance(steps[-1], Say) and "slow report is ready" in steps[-1].text
+    assert isinstance(steps[-1], Say)
+    assert "slow report is ready" in steps[-1].text
