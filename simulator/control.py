@@ -112,6 +112,7 @@ class SimulatorApi:
             ("POST", "alerts"): self.post_alert,
             ("POST", "reactions"): self.add_reaction,
             ("POST", "actions"): self.use_control,
+            ("POST", "stream-stops"): self.stop_stream,
         }
 
     def handle(self, request: HttpRequest) -> HttpAnswer:
@@ -272,6 +273,17 @@ class SimulatorApi:
 
         delivery = self._as_person(act)
         return {"status": getattr(delivery, "status", None)}
+
+    def stop_stream(self, request: HttpRequest) -> dict[str, Any]:
+        """Slack's own stop on a streaming reply, pressed by the person it streams to: the app's next
+        append is answered ``stopped_by_user``."""
+        body = _json_body(request)
+        person = self.directory.person(body.get("as"))
+        channel = self.directory.channel(body.get("channel"))
+        ts = self._required_ts(body, "ts")
+        self._existing_message(channel, ts, "message_not_found")
+        self._as_person(lambda: self.fake.user_stops_stream(channel, ts, user=person.id))
+        return {}
 
     # Helpers.
 

@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 import pytest
 from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
 
 from simulator import control, demo
 from simulator.fake import SlackFake
@@ -299,3 +300,33 @@ def test_an_alert_in_a_channel_the_workspace_does_not_have_is_refused_and_nothin
 ) -> None:
     assert refusal(api.post("alerts", json={"channel": "C0NOPE"})) == (400, "channel_not_found")
     assert demo_fake.messages(CHANNEL) == []
+
+
+def test_slacks_own_stop_on_a_stream_is_only_the_recipients_and_ends_the_apps_appends(
+    api: httpx.Client, bot: WebClient
+) -> None:
+    root = say(api, text="why is the disk full?").json()["ts"]
+    ts = bot.chat_startStream(
+        channel=CHANNEL,
+        thread_ts=root,
+        recipient_user_id=ADA,
+        recipient_team_id=demo.TEAM_ID,
+        markdown_text="Looking",
+    )["ts"]
+    body = {"channel": CHANNEL, "ts": ts}
+
+    assert refusal(api.post("stream-stops", json={**body, "as": GRACE})) == (400, "cannot_do_that")
+    bot.chat_appendStream(channel=CHANNEL, ts=ts, markdown_text="…")  # Grace's press stopped nothing
+    assert refusal(api.post("stream-stops", json={**body, "as": ADA, "ts": "1.000001"})) == (
+        400,
+        "message_not_found",
+    )
+    assert api.post("stream-stops", json={**body, "as": ADA}).status_code == 200
+
+    with pytest.raises(SlackApiError) as refused:
+        bot.chat_appendStream(channel=CHANNEL, ts=ts, markdown_text=" more")
+    assert refused.value.response["error"] == "stopped_by_user"
+    assert refusal(api.post("stream-stops", json={**body, "as": ADA})) == (
+        400,
+        "cannot_do_that",
+    )  # no longer streams
