@@ -39,7 +39,9 @@ class StopResult(enum.Enum):
 NOTHING_TO_STOP = "This turn has already ended, so there is nothing to stop."
 NOT_A_STOP = "This Stop button does not belong to a turn of this channel."
 ONLY_MEMBERS_STOP = "Only members of this channel can stop the agent."
-MEMBERSHIP_UNKNOWN = "Slack did not let me check who is in this channel just now. Press Stop again in a moment."
+MEMBERSHIP_UNKNOWN = (
+    "Slack did not let me check who is in this channel just now. Press Stop again in a moment."
+)
 
 REFUSALS = {StopResult.OVER: NOTHING_TO_STOP, StopResult.UNKNOWN: NOT_A_STOP}
 

@@ -22,9 +22,9 @@ from bindings import directory
 from bindings.models import Connection
 from bindings.services import note_slack_identity
 from interactions import deny_reasons, feedback
-from interactions.stops import receive_stop_press
 from interactions.presses import receive_press, typed_reply_author_may_answer
 from interactions.registry import ACTIONS as PROMPT_ACTIONS
+from interactions.stops import receive_stop_press
 from kourier.db import in_database_thread
 from kourier.slack.blocks import FEEDBACK_ACTIONS
 from kourier.slack.clients import async_web_client, connection_workspace

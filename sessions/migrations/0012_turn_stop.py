@@ -4,25 +4,45 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('threads', '0011_post_intents_outside_turns'),
+        ("threads", "0011_post_intents_outside_turns"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='turn',
-            name='stop_requested_at',
+            model_name="turn",
+            name="stop_requested_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='turn',
-            name='stopped_by',
+            model_name="turn",
+            name="stopped_by",
             field=models.CharField(blank=True, max_length=32),
         ),
         migrations.AlterField(
-            model_name='turn',
-            name='outcome',
-            field=models.CharField(blank=True, choices=[('completed', 'Completed'), ('failed', 'Failed'), ('rejected', 'Rejected'), ('canceled', 'Canceled'), ('auth-required', 'Auth Required'), ('asked', 'Asked'), ('question-canceled', 'Question Canceled'), ('question-unusable', 'Question Unusable'), ('gone', 'Gone'), ('garbled', 'Garbled'), ('unreachable', 'Unreachable'), ('lost', 'Lost'), ('crashed', 'Crashed'), ('expired', 'Expired'), ('budget-spent', 'Budget Spent'), ('stopped', 'Stopped')], max_length=32),
+            model_name="turn",
+            name="outcome",
+            field=models.CharField(
+                blank=True,
+                choices=[
+                    ("completed", "Completed"),
+                    ("failed", "Failed"),
+                    ("rejected", "Rejected"),
+                    ("canceled", "Canceled"),
+                    ("auth-required", "Auth Required"),
+                    ("asked", "Asked"),
+                    ("question-canceled", "Question Canceled"),
+                    ("question-unusable", "Question Unusable"),
+                    ("gone", "Gone"),
+                    ("garbled", "Garbled"),
+                    ("unreachable", "Unreachable"),
+                    ("lost", "Lost"),
+                    ("crashed", "Crashed"),
+                    ("expired", "Expired"),
+                    ("budget-spent", "Budget Spent"),
+                    ("stopped", "Stopped"),
+                ],
+                max_length=32,
+            ),
         ),
     ]

@@ -30,13 +30,15 @@ def _nobody_remembered():
 
 
 @pytest.fixture
-def running(slack_fake, settings, monkeypatch) -> Turn:
+def running(slack_fake, settings, monkeypatch):
     """A turn that runs in a thread of the fake's channel; the app's calls so far forgotten."""
     settings.SLACK_API_URL = slack_fake.url
     monkeypatch.setenv("SLACK_BOT_TOKEN", slack_fake.bot_token)
     slack_fake.add_user(OUTSIDER, "Eve Outsider")
     binding = BindingFactory(channels=[defaults.CHANNEL_ID])
-    root = slack_fake.user_says(defaults.ADA, defaults.CHANNEL_ID, f"{slack_fake.bot_mention} hi", deliver="none")
+    root = slack_fake.user_says(
+        defaults.ADA, defaults.CHANNEL_ID, f"{slack_fake.bot_mention} hi", deliver="none"
+    )
     turn = TurnFactory(
         session__binding=binding, session__thread_ts=root, message_ts=root, state=Turn.State.RUNNING
     )

@@ -23,7 +23,7 @@ from tests.sessions.running import alerted, said
 from tests.support.turn_loop import run, thread_texts
 
 
-def _running(**fields) -> Turn:
+def _running(**fields):
     return TurnFactory(state=Turn.State.RUNNING, **fields)
 
 
@@ -72,7 +72,7 @@ def test_a_forged_press_naming_a_turn_of_another_channel_is_unknown_and_changes_
     assert not AuditEvent.objects.filter(action="turn.stopped").exists()
 
 
-@pytest.mark.parametrize("value, turn_id", [("42", 42), ("", 0), ("4x", 0), ("٣", 0), ("9" * 30, 0)])
+@pytest.mark.parametrize(("value", "turn_id"), [("42", 42), ("", 0), ("4x", 0), ("٣", 0), ("9" * 30, 0)])
 def test_only_a_plain_number_is_a_stop_buttons_turn(value, turn_id):
     assert stops.turn_id_of(value) == turn_id
 
@@ -123,7 +123,8 @@ def test_a_live_alert_replys_working_card_carries_stop_until_the_turn_ends(slack
     writes = [call for call in slack.calls() if call.method in ("chat.postMessage", "chat.update")]
     posted, *updates, told = writes
     assert _stop_values(posted.args) == [str(turn.pk)]  # the Working… reply carried its Stop
-    assert updates and updates[-1].args["ts"] == turn.reply_ts
+    assert updates
+    assert updates[-1].args["ts"] == turn.reply_ts
     assert not _stop_values(updates[-1].args)  # the reply's last write took it away
     assert (told.args.get("text") or told.args.get("markdown_text")) == f"Stopped by <@{defaults.ADA}>."
 
@@ -169,7 +170,9 @@ def _streaming_reply(slack, turn: Turn) -> str:
 @pytest.mark.django_db(transaction=True)
 def test_slacks_own_stop_on_a_chat_threads_stream_stops_the_turn_as_the_persons(slack, a2a_agent):
     first, second = Gate("first"), Gate("second")
-    a2a_agent.script([text("Looking at the logs…"), wait_for(first), text(" Still looking."), wait_for(second)])
+    a2a_agent.script(
+        [text("Looking at the logs…"), wait_for(first), text(" Still looking."), wait_for(second)]
+    )
     turn = said(slack, a2a_agent, output="live", connection__team_id=defaults.TEAM_ID)
     try:
         run(_run_and_stop_the_stream(slack, turn, first, second))
