@@ -71,12 +71,15 @@ def feedback_block(turn_id: int) -> dict[str, Any]:
     }
 
 
+STOP_BLOCK_PREFIX = "kourier-stop-"  # a Stop button's block_id: the prefix, then the turn's id
+
+
 def stop_block(turn_id: int, action_id: str) -> dict[str, Any]:
     """The Stop button under a running turn's Working… card (sessions/stops.py): its value is the
     turn's id. Not a danger button: stopping is undone by asking again, and needs no confirmation."""
     return {
         "type": "actions",
-        "block_id": f"kourier-stop-{turn_id}",
+        "block_id": f"{STOP_BLOCK_PREFIX}{turn_id}",
         "elements": [
             {
                 "type": "button",
