@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from django import db
 
 from audit.models import AuditEvent
 from kourier.db import in_database_thread
@@ -70,6 +72,32 @@ def test_a_forged_press_naming_a_turn_of_another_channel_is_unknown_and_changes_
     assert _stop(turn, connection_id=turn.connection_id + 1000) is stops.StopResult.UNKNOWN
     assert stops.stopped_by(turn.pk) is None
     assert not AuditEvent.objects.filter(action="turn.stopped").exists()
+
+
+@pytest.mark.requires_postgres("SQLite serializes every write, so concurrent presses cannot race there")
+@pytest.mark.django_db(transaction=True)
+def test_of_ten_presses_at_once_exactly_one_stops_the_turn_and_is_audited():
+    turn = _running()
+    presses = 10
+    start = threading.Barrier(presses)
+    results: list[stops.StopResult] = []
+
+    def press(user: str) -> None:
+        try:
+            start.wait()
+            results.append(_stop(turn, user))
+        finally:
+            db.connection.close()
+
+    threads = [threading.Thread(target=press, args=(f"U{n:08d}",)) for n in range(presses)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert sorted(result.value for result in results) == ["over"] * (presses - 1) + ["stopping"]
+    [event] = AuditEvent.objects.filter(action="turn.stopped")
+    assert event.actor_id == stops.stopped_by(turn.pk)
 
 
 @pytest.mark.parametrize(("value", "turn_id"), [("42", 42), ("", 0), ("4x", 0), ("٣", 0), ("9" * 30, 0)])
