@@ -52,6 +52,7 @@ BINDING_FIELD_PATHS = {
     "spec.interactions.timeout": "interaction_timeout",
     "spec.interactions.denyReasons": "deny_reasons",
     "spec.feedback": "feedback",
+    "spec.stopBy": "stop_by",
     "spec.interactions.remindBefore": "remind_before",
     "spec.interactions.separateApprover": "separate_approver",
     "spec.interactions.tools": "tool_rules",
@@ -370,6 +371,12 @@ class BindingForm(ThreadContextFields, ManifestForm):
         required=False,
         help_text="spec.feedback: an answer's final reply carries thumbs up and down.",
     )
+    stop_by = _select(
+        "Who may stop a turn",
+        _choices(manifest.StopBy),
+        manifest.StopBy.MEMBERS,
+        "spec.stopBy: members (anyone in the channel) or requester (only the person who asked).",
+    )
     interaction_timeout = forms.CharField(
         required=False,
         initial=manifest.format_duration(manifest.DEFAULT_INTERACTION_TIMEOUT),
@@ -507,6 +514,7 @@ class BindingForm(ThreadContextFields, ManifestForm):
                 },
                 "budget": {"dailyTokensPerChannel": _whole_number(given("daily_token_budget"))},
                 "feedback": cleaned_data.get("feedback", False),
+                "stopBy": given("stop_by"),
             },
         )
         return services.check_binding(document, binding=self.instance, may_change_agent=self.may_change_agent)
@@ -566,6 +574,7 @@ def form_values(spec: BindingSpec, *, masked: bool = True) -> dict[str, Any]:
         "interaction_timeout": manifest.format_duration(spec.interactions.timeout),
         "deny_reasons": spec.interactions.deny_reasons,
         "feedback": spec.feedback,
+        "stop_by": spec.stop_by.value,
         "remind_before": ""
         if spec.interactions.remind_before is None
         else manifest.format_duration(spec.interactions.remind_before),

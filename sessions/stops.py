@@ -14,10 +14,13 @@ import logging
 from datetime import datetime
 
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from audit.services import record
+from bindings.manifest import StopBy
 
+from .identity import is_person
 from .models import Turn
 
 logger = logging.getLogger(__name__)
@@ -33,17 +36,23 @@ class StopResult(enum.Enum):
     STOPPING = "stopping"  # the mark is set: the runner cancels the task and ends the turn
     OVER = "over"  # the turn ended, or someone stopped it first: nothing changes
     UNKNOWN = "unknown"  # no running turn of this Connection and channel has that id (a forged press)
+    NOT_THE_REQUESTER = "not-the-requester"  # stopBy: requester, and someone else pressed
 
 
 # What the presser alone is told (docs/slack-platform.md, "Stop"); the thread is told ``stopped_line``.
 NOTHING_TO_STOP = "This turn has already ended, so there is nothing to stop."
 NOT_A_STOP = "This Stop button does not belong to a turn of this channel."
 ONLY_MEMBERS_STOP = "Only members of this channel can stop the agent."
+ONLY_THE_REQUESTER_STOPS = "Only the person who asked can stop this turn."
 MEMBERSHIP_UNKNOWN = (
     "Slack did not let me check who is in this channel just now. Press Stop again in a moment."
 )
 
-REFUSALS = {StopResult.OVER: NOTHING_TO_STOP, StopResult.UNKNOWN: NOT_A_STOP}
+REFUSALS = {
+    StopResult.OVER: NOTHING_TO_STOP,
+    StopResult.UNKNOWN: NOT_A_STOP,
+    StopResult.NOT_THE_REQUESTER: ONLY_THE_REQUESTER_STOPS,
+}
 
 
 def stopped_line(user_id: str) -> str:
@@ -68,6 +77,8 @@ def request_stop(
     """Marks the running turn as stopped by ``user_id`` and audits it, or says why nothing changed."""
     now = now or timezone.now()
     turns = Turn.objects.filter(pk=turn_id, connection_id=connection_id, channel_id=channel_id)
+    if _only_the_requester(turns, user_id):
+        return StopResult.NOT_THE_REQUESTER
     with transaction.atomic():
         won = turns.filter(state=Turn.State.RUNNING, stop_requested_at=None).update(
             stopped_by=user_id, stop_requested_at=now
@@ -85,6 +96,16 @@ def request_stop(
         )
     logger.info("turn.stop_requested", extra={"turn_id": turn_id})
     return StopResult.STOPPING
+
+
+def _only_the_requester(turns: QuerySet[Turn], user_id: str) -> bool:
+    """The Binding stops only on its requester's press (``stopBy: requester``) and this is someone
+    else's; a trigger's turn names nobody, so any member may stop it."""
+    found = turns.values_list("session__binding__stop_by", "user_id").first()
+    if found is None:
+        return False
+    stop_by, requester = found
+    return stop_by == StopBy.REQUESTER and is_person(requester) and requester != user_id
 
 
 def stopped_by(turn_id: int) -> str | None:

@@ -19,6 +19,7 @@ from .specs import (
     DirectMessagesSpec,
     Kind,
     Spec,
+    StopBy,
     ThreadContextSpec,
     ToolRule,
     TriggerKind,
@@ -113,6 +114,7 @@ def binding_manifest(spec: BindingSpec) -> dict[str, Any]:
                 else {}
             ),
             **({"feedback": True} if spec.feedback else {}),
+            **({"stopBy": spec.stop_by.value} if spec.stop_by is not StopBy.MEMBERS else {}),
         },
     }
 

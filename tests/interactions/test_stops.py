@@ -10,6 +10,7 @@ from django import db
 from django.core.cache import caches
 
 from audit.models import AuditEvent
+from bindings.models import Binding
 from interactions.stops import StopOutcome, receive_stop_press
 from kourier.slack.incoming import SubmitPress
 from sessions import stops
@@ -107,4 +108,12 @@ def test_a_second_press_is_told_there_is_nothing_to_stop(running, slack_fake):
 def test_a_forged_press_is_told_it_is_not_a_stop_of_this_channel(running, slack_fake, value):
     assert press_stop(slack_fake, running, defaults.ADA, value=value) is StopOutcome.REFUSED
     assert told(slack_fake, defaults.ADA) == [stops.NOT_A_STOP]
+    assert stops.stopped_by(running.pk) is None
+
+
+def test_with_stopby_requester_someone_else_is_told_only_the_asker_may_stop(running, slack_fake):
+    Binding.objects.filter(pk=running.session.binding_id).update(stop_by="requester")
+    Turn.objects.filter(pk=running.pk).update(user_id=defaults.ADA)
+    assert press_stop(slack_fake, running, defaults.GRACE) is StopOutcome.REFUSED
+    assert told(slack_fake, defaults.GRACE) == [stops.ONLY_THE_REQUESTER_STOPS]
     assert stops.stopped_by(running.pk) is None

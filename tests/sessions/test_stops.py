@@ -212,3 +212,18 @@ def test_slacks_own_stop_on_a_chat_threads_stream_stops_the_turn_as_the_persons(
     assert len(a2a_agent.calls("CancelTask")) == 1
     assert thread_texts(slack, turn)[-1] == f"Stopped by <@{defaults.ADA}>."
     assert AuditEvent.objects.get(action="turn.stopped").details["control"] == stops.SLACK_STREAM_STOP
+
+
+@pytest.mark.django_db
+def test_with_stopby_requester_only_the_person_who_asked_stops_the_turn():
+    turn = _running(session__binding__stop_by="requester", user_id=defaults.ADA)
+    assert _stop(turn, user_id=defaults.GRACE) is stops.StopResult.NOT_THE_REQUESTER
+    assert stops.stopped_by(turn.pk) is None
+    assert not AuditEvent.objects.filter(action="turn.stopped").exists()
+    assert _stop(turn, user_id=defaults.ADA) is stops.StopResult.STOPPING
+
+
+@pytest.mark.django_db
+def test_with_stopby_requester_a_triggers_turn_names_nobody_so_any_member_stops_it():
+    turn = _running(session__binding__stop_by="requester", user_id="")
+    assert _stop(turn, user_id=defaults.GRACE) is stops.StopResult.STOPPING
