@@ -36,9 +36,11 @@ TERMINAL_FAILURES = {
     "canceled": notices.TASK_CANCELED,
 }
 
-# How often a running turn looks whether someone pressed its Stop (one read of the turn's row by its
-# key): the press is answered at once, the task cancelled within this.
+# How often a running turn looks whether someone pressed its Stop (sessions/stops.py): the shared
+# cache's word at every look, the turn's row (the truth, should the cache have lost the word) at every
+# STOP_ROW_LOOKS-th; the press is answered at once, the task cancelled within a second.
 STOP_LOOK_SECONDS = 1.0
+STOP_ROW_LOOKS = 30
 
 
 class StopPressed(Exception):
@@ -188,11 +190,15 @@ class Conversation:
         raise watching.exception()  # type: ignore[misc]
 
     async def _watch_for_stop(self) -> str:
+        looks = 0
         while True:
-            user_id = await in_database_thread(stops.stopped_by)(self.work.turn_id)
+            await asyncio.sleep(STOP_LOOK_SECONDS)
+            looks += 1
+            user_id = await stops.signalled_stop(self.work.turn_id, self.work.started_at)
+            if user_id is None and looks % STOP_ROW_LOOKS == 0:
+                user_id = await in_database_thread(stops.stopped_by)(self.work.turn_id)
             if user_id is not None:
                 return user_id
-            await asyncio.sleep(STOP_LOOK_SECONDS)
 
     async def _stopped(self, user_id: str) -> TurnEnd:
         """A person stopped the turn: the agent's task is cancelled (CancelTask; an agent that

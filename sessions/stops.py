@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from audit.services import record
 from bindings.manifest import StopBy
+from kourier import shared_cache
 
 from .identity import is_person
 from .models import Turn
@@ -27,6 +28,11 @@ logger = logging.getLogger(__name__)
 
 # The Stop button's action (kourier/slack/blocks.py renders it; the door routes it here).
 STOP_ACTION = "kourier_stop"
+# The word to the runner that a turn was stopped: a key of the shared cache, set once the stop is
+# committed, so a running turn looks at Redis each second, not the database (its hand-overs to the
+# database are counted: docs/performance.md). The row stays the truth; the runner reads it too, rarely.
+STOP_SIGNAL_SECONDS = 24 * 3600
+
 # Which control stopped a turn, as audited: the Stop button, or Slack's own stop on a stream.
 STOP_BUTTON = "stop-button"
 SLACK_STREAM_STOP = "slack-stream-stop"
@@ -94,6 +100,8 @@ def request_stop(
             details={"channel": channel_id, "task_id": turn.task_id, "control": control},
             requester=turn.user_id,
         )
+        key = stop_signal_key(turn_id, turn.started_at)
+        transaction.on_commit(lambda: shared_cache.backend().set(key, user_id, STOP_SIGNAL_SECONDS))
     logger.info("turn.stop_requested", extra={"turn_id": turn_id})
     return StopResult.STOPPING
 
@@ -106,6 +114,17 @@ def _only_the_requester(turns: QuerySet[Turn], user_id: str) -> bool:
         return False
     stop_by, requester = found
     return stop_by == StopBy.REQUESTER and is_person(requester) and requester != user_id
+
+
+def stop_signal_key(turn_id: int, started_at: datetime | None) -> str:
+    # With its start: an id a database used again (a test's SQLite) never finds an old word.
+    return f"turn-stopped:{turn_id}:{started_at.timestamp() if started_at else ''}"
+
+
+async def signalled_stop(turn_id: int, started_at: datetime | None) -> str | None:
+    """Who stopped the turn, as the shared cache says (``STOP_SIGNAL_SECONDS``); None: nobody yet."""
+    user_id = await shared_cache.aget(stop_signal_key(turn_id, started_at))
+    return user_id if isinstance(user_id, str) else None
 
 
 def stopped_by(turn_id: int) -> str | None:

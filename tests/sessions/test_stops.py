@@ -11,10 +11,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from django import db
+from django.utils import timezone
 
 from audit.models import AuditEvent
 from kourier.db import in_database_thread
-from sessions import stops
+from sessions import conversation, stops
 from sessions.models import Turn
 from sessions.turn_run import run_turn
 from simulator import defaults
@@ -227,3 +228,37 @@ def test_with_stopby_requester_only_the_person_who_asked_stops_the_turn():
 def test_with_stopby_requester_a_triggers_turn_names_nobody_so_any_member_stops_it():
     turn = _running(session__binding__stop_by="requester", user_id="")
     assert _stop(turn, user_id=defaults.GRACE) is stops.StopResult.STOPPING
+
+
+async def _run_and_mark_stopped_without_word(turn: Turn, gate: Gate, user_id: str) -> None:
+    running = asyncio.create_task(run_turn(turn.pk))
+    with ThreadPoolExecutor(max_workers=1) as watcher:
+        await asyncio.get_running_loop().run_in_executor(watcher, gate.wait_reached)
+    # The row says stopped, the shared cache never heard (a Redis that lost the word).
+    await in_database_thread(
+        lambda: Turn.objects.filter(pk=turn.pk).update(stopped_by=user_id, stop_requested_at=timezone.now())
+    )()
+    await running
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_stop_the_shared_cache_lost_is_still_found_on_the_turns_row(slack, a2a_agent, monkeypatch):
+    monkeypatch.setattr(conversation, "STOP_ROW_LOOKS", 2)
+    gate = Gate("slow")
+    a2a_agent.script([text("Looking at the logs…"), wait_for(gate)])
+    turn = said(slack, a2a_agent)
+    try:
+        run(_run_and_mark_stopped_without_word(turn, gate, defaults.GRACE))
+    finally:
+        gate.open()
+    turn.refresh_from_db()
+    assert turn.outcome == Turn.Outcome.STOPPED
+    assert thread_texts(slack, turn)[-1] == f"Stopped by <@{defaults.GRACE}>."
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_committed_stop_leaves_its_word_for_the_runner_in_the_shared_cache():
+    turn = _running(started_at=timezone.now())
+    _stop(turn, defaults.GRACE)
+    assert asyncio.run(stops.signalled_stop(turn.pk, turn.started_at)) == defaults.GRACE
+    assert asyncio.run(stops.signalled_stop(turn.pk, None)) is None  # another run of that id hears nothing
