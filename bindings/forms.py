@@ -16,6 +16,7 @@ from django.utils.html import escape
 from bindings import manifest, services
 from bindings.manifest import BindingSpec, ConnectionSpec, ManifestWarning, Problem
 from bindings.models import Binding, Connection
+from bindings.reply_extras_form import ReplyExtrasFields
 from bindings.thread_context_form import THREAD_CONTEXT_FIELD_PATHS as THREAD_CONTEXT_PATHS
 from bindings.thread_context_form import ThreadContextFields, thread_context_section, thread_context_values
 from kourier.credentials import MASK, kept_credentials, without_credentials
@@ -273,7 +274,7 @@ CREDENTIALS_NOT_SHOWN = (
 )
 
 
-class BindingForm(ThreadContextFields, ManifestForm):
+class BindingForm(ThreadContextFields, ReplyExtrasFields, ManifestForm):
     field_paths = BINDING_FIELD_PATHS
     # Whether this form's user may change where the Binding's turns go (the admin: superusers only).
     may_change_agent = True
@@ -365,17 +366,6 @@ class BindingForm(ThreadContextFields, ManifestForm):
         label="Ask a reason with a denial",
         required=False,
         help_text="spec.interactions.denyReasons: Deny opens a modal for the reason the model reads.",
-    )
-    feedback = forms.BooleanField(
-        label="Feedback on answers",
-        required=False,
-        help_text="spec.feedback: an answer's final reply carries thumbs up and down.",
-    )
-    stop_by = _select(
-        "Who may stop a turn",
-        _choices(manifest.StopBy),
-        manifest.StopBy.MEMBERS,
-        "spec.stopBy: members (anyone in the channel) or requester (only the person who asked).",
     )
     interaction_timeout = forms.CharField(
         required=False,
