@@ -235,6 +235,7 @@ class BindingAdmin(ManifestAdmin):
             },
         ),
         ("Feedback", {"fields": ["feedback"]}),
+        ("Stop", {"fields": ["stop_by"]}),
         ("Session", {"fields": ["thread_ttl"]}),
         ("Replies", {"fields": ["allow_mentions", "max_messages"]}),
         ("Triggers", {"fields": ["triggers"]}),

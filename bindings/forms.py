@@ -16,6 +16,7 @@ from bindings import manifest, services
 from bindings.form_fields import HeadersField, ToolRulesField, TriggersField, split_list, tool_rules_text
 from bindings.manifest import BindingSpec, ConnectionSpec, ManifestWarning, Problem
 from bindings.models import Binding, Connection
+from bindings.reply_extras_form import ReplyExtrasFields
 from bindings.thread_context_form import THREAD_CONTEXT_FIELD_PATHS as THREAD_CONTEXT_PATHS
 from bindings.thread_context_form import ThreadContextFields, thread_context_section, thread_context_values
 from kourier.credentials import MASK, kept_credentials, without_credentials
@@ -53,6 +54,7 @@ BINDING_FIELD_PATHS = {
     "spec.interactions.timeout": "interaction_timeout",
     "spec.interactions.denyReasons": "deny_reasons",
     "spec.feedback": "feedback",
+    "spec.stopBy": "stop_by",
     "spec.interactions.remindBefore": "remind_before",
     "spec.interactions.separateApprover": "separate_approver",
     "spec.interactions.tools": "tool_rules",
@@ -173,7 +175,7 @@ CREDENTIALS_NOT_SHOWN = (
 )
 
 
-class BindingForm(ThreadContextFields, ManifestForm):
+class BindingForm(ThreadContextFields, ReplyExtrasFields, ManifestForm):
     field_paths = BINDING_FIELD_PATHS
     # Whether this form's user may change where the Binding's turns go (the admin: superusers only).
     may_change_agent = True
@@ -265,11 +267,6 @@ class BindingForm(ThreadContextFields, ManifestForm):
         label="Ask a reason with a denial",
         required=False,
         help_text="spec.interactions.denyReasons: Deny opens a modal for the reason the model reads.",
-    )
-    feedback = forms.BooleanField(
-        label="Feedback on answers",
-        required=False,
-        help_text="spec.feedback: an answer's final reply carries thumbs up and down.",
     )
     interaction_timeout = forms.CharField(
         required=False,
@@ -408,6 +405,7 @@ class BindingForm(ThreadContextFields, ManifestForm):
                 },
                 "budget": {"dailyTokensPerChannel": _whole_number(given("daily_token_budget"))},
                 "feedback": cleaned_data.get("feedback", False),
+                "stopBy": given("stop_by"),
             },
         )
         return services.check_binding(document, binding=self.instance, may_change_agent=self.may_change_agent)
@@ -467,6 +465,7 @@ def form_values(spec: BindingSpec, *, masked: bool = True) -> dict[str, Any]:
         "interaction_timeout": manifest.format_duration(spec.interactions.timeout),
         "deny_reasons": spec.interactions.deny_reasons,
         "feedback": spec.feedback,
+        "stop_by": spec.stop_by.value,
         "remind_before": ""
         if spec.interactions.remind_before is None
         else manifest.format_duration(spec.interactions.remind_before),

@@ -174,6 +174,9 @@ class Binding(models.Model):
     interaction_timeout = models.DurationField(default=manifest.DEFAULT_INTERACTION_TIMEOUT)
     deny_reasons = models.BooleanField(default=False)  # spec.interactions.denyReasons
     feedback = models.BooleanField(default=False)  # spec.feedback
+    stop_by = models.CharField(  # spec.stopBy: who may stop a running turn (sessions/stops.py)
+        max_length=16, choices=[(value, value) for value in manifest.StopBy], default=manifest.StopBy.MEMBERS
+    )
     remind_before = models.DurationField(
         null=True,
         blank=True,

@@ -4,6 +4,8 @@
   the answers come back on the same task and the plan is written from them.
 - "restart the api": asks approval for two tools at once; only the approved ones run.
 - a message with the word "fail": the task fails.
+- "run the slow report": works for about two minutes, a tool call every ten seconds (a turn to stop
+  with the Stop button, or Slack's own stop on a streamed reply).
 - "Slack: alert: ..." (an alert thread's first turn): investigates the alert with two tools.
 - "summarise this thread": says how many earlier messages of the thread it got and who wrote them
   (a mention under another app's message carries the thread so far: docs/prompt-format.md).
@@ -29,7 +31,7 @@ ASK_USER_CALL_ID = "call_ask_user"
 
 TRY_NEXT = (
     "Try mentioning me with *plan a release* (a question), *restart the api* (a tool approval), "
-    "*fail* (a failure), *summarise this thread* in a thread (what I got of it), or fire the README's "
+    "*fail* (a failure), *run the slow report* (a turn to stop), *summarise this thread* in a thread (what I got of it), or fire the README's "
     "trigger example (an alert thread)."
 )
 # The thread so far a turn carries (sessions/thread_context.py): its intro, and each quoted line's author.
@@ -96,7 +98,18 @@ class Fail:
     text: str
 
 
-Step: TypeAlias = Say | CallTool | ToolResult | AskUser | AskApproval | Fail
+@dataclass(frozen=True)
+class Wait:
+    """The agent works on for a while, sending nothing."""
+
+    seconds: float
+
+
+Step: TypeAlias = Say | CallTool | ToolResult | AskUser | AskApproval | Fail | Wait
+
+# The slow report: this many parts, each a tool call that takes this long.
+SLOW_PARTS = 12
+SLOW_PART_SECONDS = 10.0
 
 RELEASE_QUESTIONS = (
     AskedQuestion("Which version should the release be?", ("2.4.0", "3.0.0")),
@@ -138,9 +151,24 @@ def first_turn(text: str, task_id: str) -> list[Step]:
         ]
     if re.search(r"\bsummari[sz]e (?:this|the) thread\b", said):
         return summarise_thread(text)
+    if "run the slow report" in said:
+        return slow_report()
     if re.search(r"\bfail\b", said):
         return [Say("Trying, as you asked… "), Fail("The demo agent failed on purpose.")]
     return answer(said)
+
+
+def slow_report() -> list[Step]:
+    """A turn that takes about two minutes: one slow tool call after another, then the report."""
+    steps: list[Step] = [Say("Building the slow report, part by part. Press Stop if you do not need it. ")]
+    for part in range(1, SLOW_PARTS + 1):
+        call_id = f"call_part_{part}"
+        steps += [
+            CallTool(call_id, "build_report_part", {"part": part, "of": SLOW_PARTS}),
+            Wait(SLOW_PART_SECONDS),
+            ToolResult(call_id, "build_report_part", {"rows": 100 * part}),
+        ]
+    return [*steps, Say(f"The slow report is ready: {SLOW_PARTS} parts. " + TRY_NEXT)]
 
 
 def person_text(text: str) -> str:

@@ -57,6 +57,7 @@ from demo_agent.script import (
     Say,
     Step,
     ToolResult,
+    Wait,
 )
 
 PART_TYPE = "kagent.dev/a2a/part-type"  # kagent 1.0's marker of tool parts
@@ -167,6 +168,9 @@ class _Turn:
             elif isinstance(step, AskApproval):
                 await self.ask_approval(step)
                 return
+            elif isinstance(step, Wait):
+                await self.end_model_turn()
+                await asyncio.sleep(step.seconds)
             elif isinstance(step, Fail):
                 await self.end_model_turn()
                 await self.emit(self._status_event(TaskState.TASK_STATE_FAILED, _agent_message(step.text)))

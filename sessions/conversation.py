@@ -22,7 +22,7 @@ from kourier.progress import Ending
 from kourier.slack.people import person_email, person_name
 from kourier.slack.thread_history import ThreadSoFar, ThreadUnread, read_thread_so_far
 
-from . import notices, pauses, thread_context, turns
+from . import notices, pauses, stops, thread_context, turns
 from .agent_text import Author, Note, build_turn_text, strip_bot_mention
 from .display import TurnDisplay
 from .identity import identity_headers, is_person
@@ -36,6 +36,20 @@ TERMINAL_FAILURES = {
     "canceled": notices.TASK_CANCELED,
 }
 
+# How often a running turn looks whether someone pressed its Stop (sessions/stops.py): the shared
+# cache's word at every look, the turn's row (the truth, should the cache have lost the word) at every
+# STOP_ROW_LOOKS-th; the press is answered at once, the task cancelled within a second.
+STOP_LOOK_SECONDS = 1.0
+STOP_ROW_LOOKS = 30
+
+
+class StopPressed(Exception):
+    """Someone pressed the turn's Stop (sessions/stops.py) while it followed the agent."""
+
+    def __init__(self, user_id: str) -> None:
+        super().__init__(user_id)
+        self.user_id = user_id
+
 
 @dataclass
 class TurnEnd:
@@ -48,7 +62,7 @@ class TurnEnd:
 
     @property
     def failed(self) -> bool:
-        return self.notice is not None
+        return self.notice is not None and self.outcome is not Turn.Outcome.STOPPED
 
 
 async def _turn_text(work: turns.TurnWork, slack) -> str:
@@ -129,7 +143,9 @@ class Conversation:
 
     async def run(self, message: Message) -> TurnEnd:
         try:
-            ended = await self._follow(message)
+            ended = await self._follow_until_stopped(message)
+        except StopPressed as stop:
+            return await self._stopped(stop.user_id)
         except follow.TaskGone:
             outcome = TurnEnd(Turn.Outcome.GONE, notices.CONVERSATION_GONE, forget_context=True)
         except follow.AgentGarbled:
@@ -153,6 +169,50 @@ class Conversation:
             if kept is not pauses.UndeliveredAnswer.NOT_AN_ANSWER:
                 return TurnEnd(Turn.Outcome.UNREACHABLE, kept=kept is pauses.UndeliveredAnswer.KEPT)
         return TurnEnd(Turn.Outcome.UNREACHABLE, notices.AGENT_UNREACHABLE)
+
+    async def _follow_until_stopped(self, message: Message) -> TaskEnded:
+        """Follows the task while looking whether someone pressed Stop; a press ends the following
+        (its stream closed) and raises ``StopPressed``."""
+        following = asyncio.create_task(self._follow(message))
+        watching = asyncio.create_task(self._watch_for_stop())
+        try:
+            await asyncio.wait({following, watching}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (following, watching):
+                task.cancel()
+            await asyncio.gather(following, watching, return_exceptions=True)
+        if not following.cancelled() and following.exception() is None:
+            return following.result()
+        if not watching.cancelled() and watching.exception() is None:
+            raise StopPressed(watching.result())
+        if not following.cancelled():
+            raise following.exception()  # type: ignore[misc]
+        raise watching.exception()  # type: ignore[misc]
+
+    async def _watch_for_stop(self) -> str:
+        looks = 0
+        while True:
+            await asyncio.sleep(STOP_LOOK_SECONDS)
+            looks += 1
+            user_id = await stops.signalled_stop(self.work.turn_id, self.work.started_at)
+            if user_id is None and looks % STOP_ROW_LOOKS == 0:
+                user_id = await in_database_thread(stops.stopped_by)(self.work.turn_id)
+            if user_id is not None:
+                return user_id
+
+    async def _stopped(self, user_id: str) -> TurnEnd:
+        """A person stopped the turn: the agent's task is cancelled (CancelTask; an agent that
+        refuses or cannot be reached leaves nothing more to try: the turn is over for the thread), the
+        reply ends as Stopped, and the thread is told who stopped it."""
+        if self.task_id:
+            cancelled = await follow.cancel_paused_task(self.agent, self.task_id)
+            if cancelled.error:
+                logger.info(
+                    "turn.stop_cancel_failed", extra={"turn_id": self.work.turn_id, "error": cancelled.error}
+                )
+        logger.info("turn.stopped", extra={"turn_id": self.work.turn_id})
+        await self.display.end(Ending.FAILED, notice_follows=True)
+        return TurnEnd(Turn.Outcome.STOPPED, stops.stopped_line(user_id))
 
     async def _follow(self, message: Message) -> TaskEnded:
         ended: TaskEnded | None = None

@@ -7,11 +7,11 @@ from kourier import metrics
 from kourier.a2a.events import AgentEvent, TextDelta
 from kourier.db import in_database_thread
 from kourier.progress import Card, CardStatus, Ending, Progress, ThreadKind
-from kourier.slack.blocks import feedback_block
+from kourier.slack.blocks import feedback_block, stop_block
 from kourier.slack.status import AssistantStatus
 from kourier.slack.writer import MESSAGE_TEXT_LIMIT, ReplyTarget, SlackReply
 
-from . import turns
+from . import stops, turns
 from .outbox import TurnOutbox
 
 
@@ -135,11 +135,31 @@ def display_for(work: turns.TurnWork, slack, turn_id: int) -> TurnDisplay:
         ),
         allow_user_mentions=work.allow_user_mentions,
         max_messages=work.max_messages,
+        # A posted and updated reply carries the Stop button while the turn runs; a stream cannot.
+        working_blocks=[stop_block(turn_id, stops.STOP_ACTION)],
+        on_stopped_by_user=_StoppedInSlack(work) if chat else None,
     )
     display = TurnDisplay(reply, progress, max_messages=work.max_messages)
     if work.feedback:
         display.closing_blocks = [feedback_block(work.turn_id)]
     return display
+
+
+class _StoppedInSlack:
+    """Slack's own stop on a chat thread's stream (``stopped_by_user``): only the person the stream
+    is shown to has it, so the turn is stopped as theirs (sessions/stops.py)."""
+
+    def __init__(self, work: turns.TurnWork) -> None:
+        self.work = work
+
+    async def __call__(self) -> None:
+        await in_database_thread(stops.request_stop)(
+            self.work.turn_id,
+            connection_id=self.work.connection_id,
+            channel_id=self.work.channel_id,
+            user_id=self.work.user_id,
+            control=stops.SLACK_STREAM_STOP,
+        )
 
 
 class _ReplyPosted:

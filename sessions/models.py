@@ -86,6 +86,7 @@ class Turn(models.Model):
         CRASHED = "crashed"  # the runner failed unexpectedly
         EXPIRED = "expired"  # the thread's session was past its TTL: told so, not sent
         BUDGET_SPENT = "budget-spent"  # the channel's daily token budget was used up: not sent
+        STOPPED = "stopped"  # a person pressed Stop while it ran: its task was cancelled
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="turns")
     # The turn key (invariant 1): the chat message itself.
@@ -115,6 +116,10 @@ class Turn(models.Model):
         help_text="The cards the reply's stream shows under way ([{id, title}]), for a runner that takes "
         "the reply over and has to stop the stream without the turn's events.",
     )
+    # Who pressed Stop, and when (sessions/stops.py): set once, while the turn runs, by a conditional
+    # UPDATE, so a second press or one after the end changes nothing; the runner reads it.
+    stopped_by = models.CharField(max_length=32, blank=True)
+    stop_requested_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)

@@ -117,6 +117,7 @@ class SimulatorApi:
             ("POST", "shortcuts"): self.use_shortcut,
             ("POST", "home"): self.open_home,
             ("POST", "home-actions"): self.use_home_control,
+            ("POST", "stream-stops"): self.stop_stream,
         }
 
     def handle(self, request: HttpRequest) -> HttpAnswer:
@@ -328,6 +329,17 @@ class SimulatorApi:
             lambda: self.fake.press_home_button(person.id, action_id, block_id=block_id)
         )
         return {"status": getattr(delivery, "status", None)}
+
+    def stop_stream(self, request: HttpRequest) -> dict[str, Any]:
+        """Slack's own stop on a streaming reply, pressed by the person it streams to: the app's next
+        append is answered ``stopped_by_user``."""
+        body = _json_body(request)
+        person = self.directory.person(body.get("as"))
+        channel = self.directory.channel(body.get("channel"))
+        ts = self._required_ts(body, "ts")
+        self._existing_message(channel, ts, "message_not_found")
+        self._as_person(lambda: self.fake.user_stops_stream(channel, ts, user=person.id))
+        return {}
 
     # Helpers.
 

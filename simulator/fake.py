@@ -750,8 +750,10 @@ class SlackFake:
             outgoing = self._requests.for_channel_event(self._channel(channel), event)
         return self._send(outgoing)
 
-    def user_stops_stream(self, channel: str, ts: str) -> None:
-        """A person presses stop on a streaming reply: appends then fail with stopped_by_user."""
+    def user_stops_stream(self, channel: str, ts: str, *, user: str | None = None) -> None:
+        """A person presses stop on a streaming reply: appends then fail with stopped_by_user.
+        ``user``, when given, must be the person the stream is shown to (its ``recipient_user_id``;
+        in a DM, where none is needed, anyone in it): nobody else has the stop."""
         with self._state.lock:
             message = self._state.live_message(channel, ts)
             if (
@@ -760,6 +762,9 @@ class SlackFake:
                 or not message.stream.is_streaming(self._state.now())
             ):
                 raise FakeMisuse(f"{ts} in {channel} is not streaming")
+            recipient = message.stream.recipient_user_id
+            if user is not None and recipient and user != recipient:
+                raise FakeMisuse(f"only {recipient}, whom the stream is shown to, can stop it")
             streams.end_stream(message.stream, "stopped_by_user", self._state.now())
 
     def press_button(

@@ -48,6 +48,7 @@ from .specs import (
     RepliesSpec,
     SessionSpec,
     Spec,
+    StopBy,
     ThreadReplies,
 )
 
@@ -64,6 +65,7 @@ BINDING_FIELDS = (
     "replies",
     "budget",
     "feedback",
+    "stopBy",
     "directMessages",
 )
 BUDGET_FIELDS = ("dailyTokensPerChannel",)
@@ -243,6 +245,7 @@ def _read_binding(check: Checker, name: str | None, value: Any, read: _Read) -> 
     triggers = read_triggers(check, value_at(spec, "triggers"), read.channels)
     budget = _read_budget(check, value_at(spec, "budget"))
     feedback = check.boolean(value_at(spec, "feedback"), "spec.feedback", False)
+    stop_by = check.choice(value_at(spec, "stopBy"), "spec.stopBy", StopBy, StopBy.MEMBERS)
     if (
         (direct_messages_value is not MISSING and direct_messages is None)
         or name is None
@@ -268,6 +271,7 @@ def _read_binding(check: Checker, name: str | None, value: Any, read: _Read) -> 
         replies=replies,
         budget=budget,
         feedback=feedback,
+        stop_by=stop_by,
         direct_messages=direct_messages,
     )
 
@@ -449,7 +453,7 @@ _FIELD_ORDER = [
     "spec.agent.protocolVersion", "spec.agent.headers", "spec.agent.userIdentity", "spec.output", "spec.chat", "spec.interactions.askUser",
     "spec.interactions.toolApprovals", "spec.interactions.approverGroups", "spec.interactions.timeout",
     "spec.interactions.separateApprover", "spec.interactions.tools", "spec.interactions.denyReasons", "spec.interactions.remindBefore",
-    "spec.session", "spec.triggers", "spec.replies", "spec.budget", "spec.feedback", "spec.directMessages", "spec.botToken", "spec.signingSecret", "spec.appToken", "spec.slashCommand", "spec",
+    "spec.session", "spec.triggers", "spec.replies", "spec.budget", "spec.feedback", "spec.stopBy", "spec.directMessages", "spec.botToken", "spec.signingSecret", "spec.appToken", "spec.slashCommand", "spec",
 ]  # fmt: skip
 
 

@@ -42,6 +42,13 @@ class Output(StrEnum):
     FINAL = "final"
 
 
+class StopBy(StrEnum):
+    """Who may stop a running turn (sessions/stops.py): beyond the spec, any channel member unless set."""
+
+    MEMBERS = "members"
+    REQUESTER = "requester"  # only the person whose message the turn carries (an alert's: any member)
+
+
 class ThreadReplies(StrEnum):
     ALL = "all"
     MENTION = "mention"
@@ -262,6 +269,8 @@ class BindingSpec:
     budget: BudgetSpec = field(default_factory=BudgetSpec)
     # Beyond the spec, opt-in: an answer's final reply carries thumbs up and down (feedback/).
     feedback: bool = False
+    # Beyond the spec: who may stop a running turn; any channel member unless set.
+    stop_by: StopBy = StopBy.MEMBERS
     direct_messages: DirectMessagesSpec | None = None
 
 

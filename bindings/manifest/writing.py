@@ -20,6 +20,7 @@ from .specs import (
     DirectMessagesSpec,
     Kind,
     Spec,
+    StopBy,
     ThreadContextSpec,
     ToolRule,
     TriggerKind,
@@ -116,6 +117,7 @@ def binding_manifest(spec: BindingSpec) -> dict[str, Any]:
                 else {}
             ),
             **({"feedback": True} if spec.feedback else {}),
+            **({"stopBy": spec.stop_by.value} if spec.stop_by is not StopBy.MEMBERS else {}),
         },
     }
 

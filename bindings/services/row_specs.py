@@ -62,5 +62,6 @@ def binding_spec(binding: Binding) -> BindingSpec:
         ),
         budget=manifest.BudgetSpec(daily_tokens_per_channel=binding.daily_token_budget),
         feedback=binding.feedback,
+        stop_by=manifest.StopBy(binding.stop_by),
         direct_messages=binding.direct_messages_spec(),
     )

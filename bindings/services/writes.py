@@ -56,6 +56,7 @@ def binding_fields(spec: BindingSpec) -> dict[str, Any]:
         "interaction_timeout": spec.interactions.timeout,
         "deny_reasons": spec.interactions.deny_reasons,
         "feedback": spec.feedback,
+        "stop_by": spec.stop_by.value,
         "remind_before": spec.interactions.remind_before,
         "separate_approver": spec.interactions.separate_approver,
         "tool_rules": manifest.tool_rule_rows(spec.interactions.tools),

@@ -26,6 +26,7 @@ from interactions.commands import answer_command
 from interactions.home import publish_home
 from interactions.presses import receive_press, typed_reply_author_may_answer
 from interactions.registry import ACTIONS as PROMPT_ACTIONS
+from interactions.stops import receive_stop_press
 from kourier.db import in_database_thread
 from kourier.slack.blocks import FEEDBACK_ACTIONS
 from kourier.slack.clients import async_web_client, connection_workspace
@@ -47,6 +48,7 @@ from sessions.direct_messages import Access, may_act, may_press, offer_suggested
 from sessions.notices import SURFACE_UNREADABLE
 from sessions.services import RouteResult, route_message
 from sessions.surfaces import ask_about_message, tell
+from sessions.stops import STOP_ACTION
 
 logger = logging.getLogger(__name__)
 
@@ -219,6 +221,7 @@ def _build_app(connection: Connection) -> AsyncApp:
     take_feedback_press = press_listener(feedback.receive_thumbs_press)
     for feedback_action in FEEDBACK_ACTIONS:
         app.action(feedback_action)(take_feedback_press)
+    app.action(STOP_ACTION)(press_listener(receive_stop_press))
 
     async def ignore_other_actions(ack) -> None:
         # Choosing an option in a prompt's inputs sends nothing (they are input blocks); anything else

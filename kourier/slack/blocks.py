@@ -71,6 +71,27 @@ def feedback_block(turn_id: int) -> dict[str, Any]:
     }
 
 
+STOP_BLOCK_PREFIX = "kourier-stop-"  # a Stop button's block_id: the prefix, then the turn's id
+
+
+def stop_block(turn_id: int, action_id: str) -> dict[str, Any]:
+    """The Stop button under a running turn's Working… card (sessions/stops.py): its value is the
+    turn's id. Not a danger button: stopping is undone by asking again, and needs no confirmation."""
+    return {
+        "type": "actions",
+        "block_id": f"{STOP_BLOCK_PREFIX}{turn_id}",
+        "elements": [
+            {
+                "type": "button",
+                "action_id": action_id,
+                "value": str(turn_id),
+                "text": {"type": "plain_text", "text": "Stop"},
+                "accessibility_label": "Stop the agent's turn",
+            }
+        ],
+    }
+
+
 def line_block(line: str, block_id: str) -> dict[str, Any]:
     """The line of small print: plain text, so a tool's arguments are never read as formatting."""
     return {"type": "context", "block_id": block_id, "elements": [{"type": "plain_text", "text": line}]}

@@ -184,8 +184,15 @@ class SlackReply:
         on_stream_cards: Callable[[list[Card]], Awaitable[None]] | None = None,
         allow_user_mentions: bool = False,
         max_messages: int = DEFAULT_MAX_MESSAGES,
+        working_blocks: Sequence[dict[str, Any]] = (),
+        on_stopped_by_user: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._client = client
+        # Shown under every write but the last of a posted and updated reply (the Working… card's
+        # Stop button, sessions/stops.py); a stream cannot carry blocks until it is stopped.
+        self._working_blocks = list(working_blocks)
+        # Told when Slack says the person pressed the stream's own stop (``stopped_by_user``).
+        self._on_stopped_by_user = on_stopped_by_user
         self._allow_user_mentions = allow_user_mentions
         self._max_messages = max_messages
         self._not_kept = 0  # characters of the answer the runner did not keep (bounded memory)
@@ -442,7 +449,7 @@ class SlackReply:
         if not streams or not await self._render_stream(write, final):
             if self._plan is ReplyPlan.FINAL and not final:
                 return  # its stream start was not free: it is posted once, when final
-            await self._render_message(write)
+            await self._render_message(write, final=final)
         for number, part in enumerate(rest, start=2):
             self._last_write_at = self._clock()
             await post_once(
@@ -598,13 +605,15 @@ class SlackReply:
                 logger.info("slack.stream_ended", extra={"error": error, "channel": self._target.channel_id})
                 self._move_to(ReplyMode.MESSAGE)
                 self._message_view = None  # the message shows what the stream had: rewrite it whole
+                if error == "stopped_by_user" and self._on_stopped_by_user is not None:
+                    await self._on_stopped_by_user()
                 return False
             raise
         # Stopped: the message is written with chat.update from now on.
         await self._tell_open_cards()
         if self._stream_text != text or not self._stream_shows(view):
             # The stream could not show it all (the text was rewritten): rewrite the message.
-            await self._render_message(write)
+            await self._render_message(write, final=final)
         return True
 
     def _stream_card_changes(self, view: View, final: bool) -> list[Card]:
@@ -650,11 +659,13 @@ class SlackReply:
             self._open_cards_told = open_cards
             await self._on_stream_cards(open_cards)
 
-    async def _render_message(self, write: Write) -> None:
+    async def _render_message(self, write: Write, *, final: bool = True) -> None:
         """Shows the write as a message: posted the first time, then updated."""
         view = write.view
-        content = self._content(view)
-        if content is None or (self.ts is not None and self._message_view == view_key(view)):
+        working = not final and bool(self._working_blocks)
+        content = self._content(view, working=working)
+        shown = (*view_key(view), working)  # the last write takes the Stop button away, same view or not
+        if content is None or (self.ts is not None and self._message_view == shown):
             return
         try:
             if self.ts is None:
@@ -666,7 +677,7 @@ class SlackReply:
                     **content,
                 )
                 self.ts = response["ts"]
-                self._message_view = view_key(view)
+                self._message_view = shown
                 await self._posted()
             else:
                 await self._stop_adopted_stream()
@@ -679,16 +690,17 @@ class SlackReply:
                     metadata=self.metadata,
                     **content,
                 )
-                self._message_view = view_key(view)
+                self._message_view = shown
         except SlackApiError as exc:
             error = exc.response.get("error", "")
             if error in CARDS_REFUSED_ERRORS and view.cards:
-                await self._render_message(self._refuse_cards(write, error))
+                await self._render_message(self._refuse_cards(write, error), final=final)
                 return
             raise
 
-    def _content(self, view: View) -> dict[str, Any] | None:
-        return message_content(view, closing_blocks=self._closing_blocks, block_prefix=self._block_prefix)
+    def _content(self, view: View, *, working: bool = False) -> dict[str, Any] | None:
+        under = self._working_blocks if working else self._closing_blocks
+        return message_content(view, closing_blocks=under, block_prefix=self._block_prefix)
 
     def _block_prefix(self) -> str:
         # Slack asks for new block_ids on each update, unique within the message.

@@ -290,6 +290,15 @@
     return bar;
   }
 
+  async function stopStream(message) {
+    try {
+      await call("stream-stops", {as: state.person, channel: state.channel, ts: message.ts});
+      poll();
+    } catch (error) {
+      showActionError(error.message);
+    }
+  }
+
   async function react(message, name) {
     try {
       await call("reactions", {as: state.person, channel: state.channel, ts: message.ts, name});
@@ -334,7 +343,14 @@
       }
       node.appendChild(blocks);
     }
-    if (message.streaming) node.appendChild(el("div", {class: "streaming"}, "streaming…"));
+    if (message.streaming) {
+      const streaming = el("div", {class: "streaming"}, "streaming… ");
+      // Slack's own stop on a streamed reply: the app's next append is told the person stopped it.
+      const stop = el("button", {type: "button", class: "stream-stop"}, "Stop");
+      stop.addEventListener("click", () => stopStream(message));
+      streaming.appendChild(stop);
+      node.appendChild(streaming);
+    }
     if (message.reactions.length) node.appendChild(renderReactions(message));
     if (!inThread && message.replies && message.replies.length) {
       const count = message.replies.filter((r) => !r.only_visible_to_you || true).length;

@@ -177,6 +177,7 @@ def every_field(
             "replies": {"allowMentions": "users", "maxMessages": 3},
             "budget": {"dailyTokensPerChannel": 500000},
             "feedback": True,
+            "stopBy": "requester",
         },
     }
     in_private = {

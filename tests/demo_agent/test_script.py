@@ -4,6 +4,7 @@ import pytest
 
 from demo_agent.script import (
     DENIAL_PREFIX,
+    SLOW_PARTS,
     AskApproval,
     AskUser,
     BadContinuation,
@@ -11,6 +12,7 @@ from demo_agent.script import (
     Fail,
     Say,
     ToolResult,
+    Wait,
     continuation,
     first_turn,
     person_text,
@@ -107,3 +109,13 @@ def test_what_the_thread_so_far_quotes_is_not_taken_for_what_the_person_asked():
 def test_summarise_this_thread_at_the_top_level_says_it_got_nothing():
     [said] = first_turn("Slack: Ada Lovelace (U0ADA): summarize the thread", TASK)
     assert said.text.startswith("I got no earlier messages of this thread")
+
+
+def test_the_slow_report_works_for_minutes_a_tool_call_at_a_time_before_it_says_anything_final():
+    steps = first_turn("Slack: Ada (U1): run the slow report", TASK)
+    waits = [step for step in steps if isinstance(step, Wait)]
+    assert sum(wait.seconds for wait in waits) >= 60  # long enough to press Stop while it works
+    calls = [step for step in steps if isinstance(step, CallTool)]
+    assert len(calls) == len(waits) == SLOW_PARTS
+    assert isinstance(steps[-1], Say)
+    assert "slow report is ready" in steps[-1].text

@@ -19,6 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from interactions.prompts import SUBMIT_ACTION
 from kourier.a2a.dialects.kagent import DENIAL_REASON
+from kourier.slack.blocks import STOP_BLOCK_PREFIX
 from kourier.slack.outbox import PostKind
 from sessions.models import PostIntent, Turn
 from simulator import defaults
@@ -101,8 +102,13 @@ def bot_messages(world, thread_ts):
 
 
 def has_controls(blocks) -> bool:
-    """Whether a message has a prompt's controls (buttons, or inputs with a Submit)."""
-    return any(block.get("type") in ("actions", "input") for block in blocks)
+    """Whether a message has a prompt's controls (buttons, or inputs with a Submit); a running turn's
+    Stop button (sessions/stops.py) is not a prompt's."""
+    return any(
+        block.get("type") in ("actions", "input")
+        and not str(block.get("block_id", "")).startswith(STOP_BLOCK_PREFIX)
+        for block in blocks
+    )
 
 
 def wait_for_prompt(world, thread_ts, *, timeout: float = WAIT):

@@ -14,6 +14,9 @@ from interactions.approval_prompts import DECIDE_ACTION
 from interactions.prompts import SUBMIT_ACTION
 from kourier.redaction import format_call
 from sessions import notices
+from sessions.models import Turn
+from sessions.stops import STOP_ACTION, stopped_line
+from simulator import defaults
 from tests.e2e.helpers import (
     TRIGGER_TOKEN,
     TRIGGER_TOKEN_ENV,
@@ -183,3 +186,30 @@ def test_an_alert_is_investigated_in_its_thread(world):
     ]
     assert 'alert="Backup failed"' in reply.cards[0].title
     assert root.text.startswith(":rotating_light: *FIRING* · *Backup failed*")
+
+
+def test_the_slow_report_is_stopped_with_the_stop_button_and_the_demo_agent_cancels_it(world):
+    world.slack.configure_workspace(streams_enabled=False)  # a posted reply carries the Stop button
+    ts = world.mention("run the slow report")
+
+    def working():
+        return [
+            m
+            for m in bot_messages(world, ts)
+            if any(
+                e.get("action_id") == STOP_ACTION
+                for b in m.blocks
+                if b["type"] == "actions"
+                for e in b["elements"]
+            )
+        ]
+
+    world.slack.wait_until(lambda: bool(working()), timeout=WAIT)
+    press(world, working()[0].ts, STOP_ACTION)
+    wait_for_turns_to_end(world, 1)
+    turn = Turn.objects.get(message_ts=ts)
+    assert turn.outcome == Turn.Outcome.STOPPED
+    world.slack.wait_until(
+        lambda: bot_messages(world, ts)[-1].text == stopped_line(defaults.GRACE), timeout=WAIT
+    )
+    assert "The slow report is ready" not in " ".join(m.text for m in bot_messages(world, ts))

@@ -11,6 +11,7 @@ from urllib.parse import parse_qs
 import httpx
 import pytest
 from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
 
 from simulator import control, demo
 from simulator.fake import SlackFake
@@ -373,3 +374,31 @@ def test_opening_the_home_tab_shows_what_the_app_published_and_its_buttons_work(
         400,
         "cannot_do_that",
     )
+def test_slacks_own_stop_on_a_stream_is_only_the_recipients_and_ends_the_apps_appends(
+    api: httpx.Client, bot: WebClient
+) -> None:
+    root = say(api, text="why is the disk full?").json()["ts"]
+    ts = bot.chat_startStream(
+        channel=CHANNEL,
+        thread_ts=root,
+        recipient_user_id=ADA,
+        recipient_team_id=demo.TEAM_ID,
+        markdown_text="Looking",
+    )["ts"]
+    body = {"channel": CHANNEL, "ts": ts}
+
+    assert refusal(api.post("stream-stops", json={**body, "as": GRACE})) == (400, "cannot_do_that")
+    bot.chat_appendStream(channel=CHANNEL, ts=ts, markdown_text="…")  # Grace's press stopped nothing
+    assert refusal(api.post("stream-stops", json={**body, "as": ADA, "ts": "1.000001"})) == (
+        400,
+        "message_not_found",
+    )
+    assert api.post("stream-stops", json={**body, "as": ADA}).status_code == 200
+
+    with pytest.raises(SlackApiError) as refused:
+        bot.chat_appendStream(channel=CHANNEL, ts=ts, markdown_text=" more")
+    assert refused.value.response["error"] == "stopped_by_user"
+    assert refusal(api.post("stream-stops", json={**body, "as": ADA})) == (
+        400,
+        "cannot_do_that",
+    )  # no longer streams
