@@ -14,7 +14,7 @@ from django import forms
 from django.utils.html import escape
 
 from bindings import manifest, services
-from bindings.manifest import BindingSpec, ConnectionSpec, ManifestWarning, Problem
+from bindings.manifest import BindingSpec, ConnectionSpec, ManifestWarning, Problem, secret_refs
 from bindings.models import Binding, Connection
 from bindings.thread_context_form import THREAD_CONTEXT_FIELD_PATHS as THREAD_CONTEXT_PATHS
 from bindings.thread_context_form import ThreadContextFields, thread_context_section, thread_context_values
@@ -134,7 +134,11 @@ class TriggersField(forms.CharField):
                     f"line {number}: write each trigger as NAME KIND TOKEN_ENV_VAR, and a channel ID when "
                     "the Binding has more than one channel"
                 )
-            trigger: dict[str, Any] = {"name": words[0], "kind": words[1], "token": {"fromEnv": words[2]}}
+            trigger: dict[str, Any] = {
+                "name": words[0],
+                "kind": words[1],
+                "token": secret_refs.as_manifest(words[2]),
+            }
             if len(words) == 4:
                 trigger["channel"] = words[3]
             for option, _, option_value in options:
@@ -231,12 +235,12 @@ class ConnectionForm(ManifestForm):
     bot_token_env = _env_field(
         "Bot token variable",
         "spec.botToken: the NAME of the environment variable that holds the bot token, ending in _TOKEN or "
-        "_SECRET (such as SLACK_BOT_TOKEN).",
+        "_SECRET (such as SLACK_BOT_TOKEN), or the path of a file inside SECRET_FILE_DIRECTORIES.",
     )
     signing_secret_env = _env_field(
         "Signing secret variable",
         "spec.signingSecret: the NAME of the environment variable that holds the signing secret, ending in "
-        "_TOKEN or _SECRET (such as SLACK_SIGNING_SECRET).",
+        "_TOKEN or _SECRET (such as SLACK_SIGNING_SECRET), or the path of a file inside SECRET_FILE_DIRECTORIES.",
     )
     app_token_env = _env_field(
         "App token variable",
@@ -262,7 +266,7 @@ class ConnectionForm(ManifestForm):
             ("appToken", "app_token_env"),
         ):
             if cleaned_data.get(name):
-                spec[key] = {"fromEnv": cleaned_data[name]}
+                spec[key] = secret_refs.as_manifest(cleaned_data[name])
         return services.check_connection(_document(manifest.Kind.CONNECTION, cleaned_data.get("name"), spec))
 
 
@@ -474,7 +478,7 @@ class BindingForm(ThreadContextFields, ManifestForm):
                     "dialect": given("dialect"),
                     "protocolVersion": given("protocol_version"),
                     "headers": {
-                        header: {"fromEnv": variable}
+                        header: secret_refs.as_manifest(variable)
                         for header, variable in (cleaned_data.get("agent_headers") or {}).items()
                     },
                     "userIdentity": given("user_identity"),
