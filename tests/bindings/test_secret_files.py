@@ -85,7 +85,8 @@ def test_a_connection_reads_its_tokens_from_files_and_writes_them_back_as_files(
 def test_a_bad_file_reference_is_refused_with_its_field_and_nothing_is_written(secret_dir, reference, error):
     result = services.apply_manifests(as_yaml(varied(CONNECTION, "spec.botToken", reference)))
 
-    assert [str(problem) for problem in result.errors][0].startswith(f'Connection "acme": {error}')
+    [problem] = [str(problem) for problem in result.errors]
+    assert problem.startswith(f'Connection "acme": {error}')
     assert not Connection.objects.exists()
 
 
