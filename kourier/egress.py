@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import ssl
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from urllib.parse import urlsplit
 
 import httpx
+
+# The standard library's NO_PROXY rules (typeshed does not declare the function, public since 3.0).
+_bypassed: Callable[[str, dict[str, str]], bool] = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]
 
 # A websocket is opened as an HTTP request of its scheme's twin: wss through the https proxy.
 _SCHEME_FOR_PROXY = {"wss": "https", "ws": "http"}
@@ -35,7 +38,7 @@ def proxy_for(url: str, proxies: Mapping[str, str] | None = None) -> str | None:
     if not proxy or not parts.hostname:
         return None
     host = parts.hostname if parts.port is None else f"{parts.hostname}:{parts.port}"
-    if urllib.request.proxy_bypass_environment(host, dict(proxies)):
+    if _bypassed(host, dict(proxies)):
         return None
     return proxy
 

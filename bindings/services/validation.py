@@ -61,6 +61,7 @@ def refuse_unlisted_header_variables(validation: Validation) -> Validation:
     refused = set()
     for spec in validation.bindings:
         for header, variable in spec.agent.headers:
+            why: str | None
             if variable in SERVICE_SECRET_VARIABLES or variable in connection_secrets:
                 why = "is one of the service's own secrets, which no agent header may send"
             elif secret_refs.is_file(variable):
