@@ -1,5 +1,6 @@
 """A real forward proxy for the egress test (issue 34, point 2): proxy.py (PyPI ``proxy.py``), run as
-its own process, with a plugin that resolves the test's host names and logs each host it carries.
+its own process, with a plugin (tests/support/egress_proxy_plugin.py) that resolves the test's host
+names and logs each host it carries.
 
 The Slack fake and the agent give names under ``.kourier.test`` in their URLs; no resolver but this
 proxy's knows them, so the product reaches them through the proxy or not at all: the direct route
@@ -20,24 +21,9 @@ import pytest
 
 from tests.support.private_redis import free_port
 
-TEST_DOMAIN = ".kourier.test"
 HOSTS_LOG = "KOURIER_EGRESS_HOSTS_LOG"  # the file the plugin writes each host:port to
 START_TIMEOUT_SECONDS = 30
 REPO_ROOT = Path(__file__).resolve().parents[2]
-
-try:  # the plugin runs inside the proxy's process; the test process only starts it
-    from proxy.http.proxy import HttpProxyBasePlugin
-except ImportError:  # pragma: no cover
-    HttpProxyBasePlugin = object  # type: ignore[assignment,misc]
-
-
-class OnlyTheProxyResolves(HttpProxyBasePlugin):  # type: ignore[misc,valid-type]
-    """Resolves ``*.kourier.test`` to 127.0.0.1 and logs every upstream host:port it connects to."""
-
-    def resolve_dns(self, host: str, port: int) -> tuple[str | None, None]:
-        with open(os.environ[HOSTS_LOG], "a", encoding="utf-8") as log:
-            log.write(f"{host}:{port}\n")
-        return ("127.0.0.1" if host.endswith(TEST_DOMAIN) else None), None
 
 
 @dataclass
@@ -72,7 +58,7 @@ def egress_proxy(tmp_path: Path) -> Iterator[EgressProxy]:
             "1",
             "--threaded",
             "--plugins",
-            f"{__name__}.{OnlyTheProxyResolves.__name__}",
+            "tests.support.egress_proxy_plugin.OnlyTheProxyResolves",
             "--log-file",
             str(tmp_path / "proxy.log"),
         ],
