@@ -9,6 +9,7 @@ from typing import Any
 from django import forms
 
 from bindings import manifest
+from bindings.manifest import secret_refs
 
 
 def split_list(text: str) -> list[str]:
@@ -55,7 +56,8 @@ class TriggersField(forms.CharField):
                     f"line {number}: write each trigger as NAME KIND TOKEN_ENV_VAR, and a channel ID when "
                     "the Binding has more than one channel"
                 )
-            trigger: dict[str, Any] = {"name": words[0], "kind": words[1], "token": {"fromEnv": words[2]}}
+            token = secret_refs.as_manifest(words[2])
+            trigger: dict[str, Any] = {"name": words[0], "kind": words[1], "token": token}
             if len(words) == 4:
                 trigger["channel"] = words[3]
             for option, _, option_value in options:

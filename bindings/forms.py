@@ -14,7 +14,7 @@ from django.utils.html import escape
 
 from bindings import manifest, services
 from bindings.form_fields import HeadersField, ToolRulesField, TriggersField, split_list, tool_rules_text
-from bindings.manifest import BindingSpec, ConnectionSpec, ManifestWarning, Problem
+from bindings.manifest import BindingSpec, ConnectionSpec, ManifestWarning, Problem, secret_refs
 from bindings.models import Binding, Connection
 from bindings.reply_extras_form import ReplyExtrasFields
 from bindings.thread_context_form import THREAD_CONTEXT_FIELD_PATHS as THREAD_CONTEXT_PATHS
@@ -128,12 +128,12 @@ class ConnectionForm(ManifestForm):
     bot_token_env = _env_field(
         "Bot token variable",
         "spec.botToken: the NAME of the environment variable that holds the bot token, ending in _TOKEN or "
-        "_SECRET (such as SLACK_BOT_TOKEN).",
+        "_SECRET (such as SLACK_BOT_TOKEN), or the path of a file inside SECRET_FILE_DIRECTORIES.",
     )
     signing_secret_env = _env_field(
         "Signing secret variable",
         "spec.signingSecret: the NAME of the environment variable that holds the signing secret, ending in "
-        "_TOKEN or _SECRET (such as SLACK_SIGNING_SECRET).",
+        "_TOKEN or _SECRET (such as SLACK_SIGNING_SECRET), or the path of a file inside SECRET_FILE_DIRECTORIES.",
     )
     app_token_env = _env_field(
         "App token variable",
@@ -163,7 +163,7 @@ class ConnectionForm(ManifestForm):
             ("appToken", "app_token_env"),
         ):
             if cleaned_data.get(name):
-                spec[key] = {"fromEnv": cleaned_data[name]}
+                spec[key] = secret_refs.as_manifest(cleaned_data[name])
         if cleaned_data.get("slash_command"):
             spec["slashCommand"] = cleaned_data["slash_command"]
         return services.check_connection(_document(manifest.Kind.CONNECTION, cleaned_data.get("name"), spec))
@@ -372,7 +372,7 @@ class BindingForm(ThreadContextFields, ReplyExtrasFields, ManifestForm):
                     "dialect": given("dialect"),
                     "protocolVersion": given("protocol_version"),
                     "headers": {
-                        header: {"fromEnv": variable}
+                        header: secret_refs.as_manifest(variable)
                         for header, variable in (cleaned_data.get("agent_headers") or {}).items()
                     },
                     "userIdentity": given("user_identity"),

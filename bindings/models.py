@@ -15,32 +15,47 @@ from typing import Any
 from django.db import models
 
 from bindings import manifest, secret_variables
+from bindings.manifest import secret_refs
+from bindings.secret_files import read_secret_file
 
 
 class MissingSecret(Exception):
-    """An environment variable that a Connection or Binding refers to is not set (or is empty)."""
+    """An environment variable or file that a Connection or Binding refers to is not set (or is empty)."""
 
-    def __init__(self, subject: str, path: str, variable: str, why: str = "is not set or is empty") -> None:
+    def __init__(self, subject: str, path: str, variable: str, why: str = "") -> None:
         self.subject = subject
         self.path = path
         self.variable = variable
-        super().__init__(f"{subject}: {path}: environment variable {variable} {why}")
+        if secret_refs.is_file(variable):
+            super().__init__(f"{subject}: {path}: file {variable} {why or 'is missing, unreadable or empty'}")
+        else:
+            super().__init__(
+                f"{subject}: {path}: environment variable {variable} {why or 'is not set or is empty'}"
+            )
 
 
 class RefusedSecret(MissingSecret):
-    """A secret reference names a variable it may not read (``bindings.secret_variables``): a row
-    written around ``apply`` and the admin, or a setting changed since. Read as not set."""
+    """A secret reference names a variable or file it may not read (``bindings.secret_variables``): a
+    row written around ``apply`` and the admin, or a setting changed since. Read as not set."""
 
 
-def _read_env(subject: str, path: str, variable: str, *, secret: bool = False) -> str:
-    """The variable's value; ``secret``: a Connection's or trigger's secret, read only from a variable
-    fit to hold one."""
-    why = secret_variables.why_unfit(variable) if secret else None
+def _read_env(subject: str, path: str, reference: str, *, secret: bool = False) -> str:
+    """The value of the variable or file the reference names (``{fromEnv}`` or ``{fromFile}``); a file
+    is read again when it changes. ``secret``: a Connection's or trigger's secret, read only from a
+    variable or file fit to hold one; else an agent header's, read from a file only where agent headers
+    may read."""
+    if secret:
+        why = secret_variables.why_unfit(reference)
+    elif secret_refs.is_file(reference):
+        why = secret_variables.why_unfit_header_file(reference)
+    else:
+        why = None
     if why is not None:
-        raise RefusedSecret(subject, path, variable, why)
-    value = os.environ.get(variable, "")
+        raise RefusedSecret(subject, path, reference, why)
+    is_file = secret_refs.is_file(reference)
+    value = read_secret_file(reference) if is_file else os.environ.get(reference, "")
     if not value:
-        raise MissingSecret(subject, path, variable)
+        raise MissingSecret(subject, path, reference)
     return value
 
 

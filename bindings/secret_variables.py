@@ -1,5 +1,10 @@
 """Which environment variables a secret reference may read: a Connection's bot token, signing secret and
-app token, and a trigger's token (issue 32, point 5). Pure: it reads the settings, not the database.
+app token, and a trigger's token (issue 32, point 5), and which files (issue 34, point 3). Pure: it
+reads the settings, not the database.
+
+A file (``{fromFile: /path}``) follows the same rules by directory: a Connection's or trigger's secret
+only inside SECRET_FILE_DIRECTORIES, an agent header's only inside AGENT_HEADER_FILE_DIRECTORIES, and
+never one of the other's.
 
 Whoever can point a Connection's signing secret at a variable whose value they know can sign
 requests as Slack, and so act as any user; a trigger's token likewise opens alert threads. So these
@@ -21,7 +26,7 @@ from collections.abc import Iterator, Set
 from django.conf import settings
 
 from bindings import manifest
-from bindings.manifest import Problem, Validation
+from bindings.manifest import Problem, Validation, secret_refs
 
 SUFFIXES = ("_TOKEN", "_SECRET")
 
@@ -50,8 +55,28 @@ A_TRIGGERS_TOKEN = (
 A_CONNECTIONS_SECRET = "is a Connection's secret: give the trigger a variable of its own"
 
 
+NOT_IN_SECRET_DIRECTORIES = (
+    "is not in a directory secrets may be read from: a Connection's tokens and signing secret and a "
+    "trigger's token read only files inside SECRET_FILE_DIRECTORIES"
+)
+AN_AGENT_HEADERS_FILE = (
+    "is in a directory agent headers may read (AGENT_HEADER_FILE_DIRECTORIES), so an agent may know it"
+)
+NOT_IN_HEADER_DIRECTORIES = (
+    "is not in a directory agent headers may read: list its directory in AGENT_HEADER_FILE_DIRECTORIES"
+)
+A_SECRETS_FILE = "is in a directory of Connections' and triggers' secrets (SECRET_FILE_DIRECTORIES)"
+
+
 def why_unfit(variable: str) -> str | None:
-    """Why a secret reference may not read ``variable``, or None when it may."""
+    """Why a secret reference may not read ``variable`` (a variable's name or a file's path), or None
+    when it may."""
+    if secret_refs.is_file(variable):
+        if secret_refs.within(variable, settings.AGENT_HEADER_FILE_DIRECTORIES):
+            return AN_AGENT_HEADERS_FILE
+        if not secret_refs.within(variable, settings.SECRET_FILE_DIRECTORIES):
+            return NOT_IN_SECRET_DIRECTORIES
+        return None
     if variable in SERVICE_SECRET_VARIABLES:
         return A_SERVICE_SECRET
     if not variable.endswith(SUFFIXES):
@@ -61,12 +86,22 @@ def why_unfit(variable: str) -> str | None:
     return None
 
 
+def why_unfit_header_file(path: str) -> str | None:
+    """Why an agent header may not read the file at ``path``, or None when it may: only inside
+    AGENT_HEADER_FILE_DIRECTORIES, never inside SECRET_FILE_DIRECTORIES."""
+    if secret_refs.within(path, settings.SECRET_FILE_DIRECTORIES):
+        return A_SECRETS_FILE
+    if not secret_refs.within(path, settings.AGENT_HEADER_FILE_DIRECTORIES):
+        return NOT_IN_HEADER_DIRECTORIES
+    return None
+
+
 def _connection_secrets(spec: manifest.ConnectionSpec) -> Iterator[tuple[str, str]]:
     """(path, variable) of each of the Connection's secrets."""
-    yield "spec.botToken.fromEnv", spec.bot_token_env
-    yield "spec.signingSecret.fromEnv", spec.signing_secret_env
+    yield f"spec.botToken.{secret_refs.source(spec.bot_token_env)}", spec.bot_token_env
+    yield f"spec.signingSecret.{secret_refs.source(spec.signing_secret_env)}", spec.signing_secret_env
     if spec.app_token_env:
-        yield "spec.appToken.fromEnv", spec.app_token_env
+        yield f"spec.appToken.{secret_refs.source(spec.app_token_env)}", spec.app_token_env
 
 
 def refuse_unfit(
@@ -100,7 +135,7 @@ def refuse_unfit(
                 refuse(
                     manifest.Kind.BINDING,
                     binding.name,
-                    f"spec.triggers[{index}].token.fromEnv",
+                    f"spec.triggers[{index}].token.{secret_refs.source(variable)}",
                     variable,
                     why,
                 )

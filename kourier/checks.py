@@ -102,6 +102,53 @@ def check_agent_header_variables(app_configs, **kwargs):
     return []
 
 
+@register()
+def check_secret_file_directories(app_configs, **kwargs):
+    import posixpath
+
+    named = {
+        "SECRET_FILE_DIRECTORIES": settings.SECRET_FILE_DIRECTORIES,
+        "AGENT_HEADER_FILE_DIRECTORIES": settings.AGENT_HEADER_FILE_DIRECTORIES,
+    }
+    errors = []
+    for setting, directories in named.items():
+        bad = [
+            d
+            for d in directories
+            if not d.startswith("/") or posixpath.normpath(d) != d.rstrip("/") or d == "/"
+        ]
+        if bad:
+            errors.append(
+                Error(
+                    f"{setting} holds {', '.join(repr(d) for d in bad)}, which is not an absolute "
+                    "directory path other than /.",
+                    hint="Name directories such as /var/run/secrets/kourier, comma-separated.",
+                    id="kourier.E045",
+                )
+            )
+
+    def overlap(a: str, b: str) -> bool:
+        a, b = a.rstrip("/") + "/", b.rstrip("/") + "/"
+        return a.startswith(b) or b.startswith(a)
+
+    shared = [
+        (secret, header)
+        for secret in settings.SECRET_FILE_DIRECTORIES
+        for header in settings.AGENT_HEADER_FILE_DIRECTORIES
+        if overlap(secret, header)
+    ]
+    if shared:
+        errors.append(
+            Error(
+                "SECRET_FILE_DIRECTORIES and AGENT_HEADER_FILE_DIRECTORIES overlap "
+                f"({', '.join(f'{a} and {b}' for a, b in shared)}): an agent header could send a bot token.",
+                hint="Mount the Connections' secrets and the agent headers' in separate directories.",
+                id="kourier.E046",
+            )
+        )
+    return errors
+
+
 @register(Tags.security, deploy=True)
 def check_metrics_token(app_configs, **kwargs):
     # Deploy only: a developer's /metrics may stay open; a production one tells every scraper the

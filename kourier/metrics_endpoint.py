@@ -15,6 +15,7 @@ directory every process writes to.
 from __future__ import annotations
 
 import hmac
+import json
 import logging
 import os
 import re
@@ -27,12 +28,13 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from django.conf import settings
 
-from kourier import metrics
+from kourier import metrics, readiness
 
 logger = logging.getLogger(__name__)
 
 BEARER = "Bearer "
 PATH = "/metrics"
+READYZ_PATH = "/readyz"  # unauthenticated, as the web's: the kubelet probes it (issue 34, point 4)
 LISTEN_ON = "0.0.0.0"  # Prometheus scrapes the pod from another; the token closes it
 # prometheus_client names a process's files <kind>_<pid>.db (gauges: gauge_<mode>_<pid>.db).
 _PID_OF_FILE = re.compile(r"_(\d+)\.db$")
@@ -54,9 +56,11 @@ def metrics_app(token: str) -> Callable[[dict[str, Any], StartResponse], Iterabl
     """The WSGI application: GET /metrics, this process's directory's metrics without the live state."""
 
     def app(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") == READYZ_PATH:
+            return _readyz(start_response)
         if environ.get("PATH_INFO") != PATH:
             start_response("404 Not Found", [("Content-Type", "text/plain")])
-            return [b"Only /metrics is here.\n"]
+            return [b"Only /metrics and /readyz are here.\n"]
         if environ.get("REQUEST_METHOD") not in ("GET", "HEAD"):
             start_response("405 Method Not Allowed", [("Content-Type", "text/plain"), ("Allow", "GET")])
             return [b"Metrics are only read.\n"]
@@ -71,6 +75,17 @@ def metrics_app(token: str) -> Callable[[dict[str, Any], StartResponse], Iterabl
         return [body]
 
     return app
+
+
+def _readyz(start_response: StartResponse) -> Iterable[bytes]:
+    """The process's readiness, as the web's /readyz says it: the kubelet's probe of a worker, beat or
+    socket pod (each request is its own thread, whose database connection is closed after)."""
+    problems = readiness.problems(close=True)
+    if problems:
+        start_response("503 Service Unavailable", [("Content-Type", "application/json")])
+        return [json.dumps({"status": "unavailable", "reasons": problems}).encode()]
+    start_response("200 OK", [("Content-Type", "application/json")])
+    return [b'{"status": "ok"}']
 
 
 class _Server(ThreadingMixIn, WSGIServer):

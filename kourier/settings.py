@@ -165,6 +165,12 @@ AUDIT_KEY = env("AUDIT_KEY", default="")
 # ending in "*". Empty: none. So that editing a Binding cannot send the service's own secrets
 # (SECRET_KEY, DATABASE_URL, a bot token) to an agent URL; apply and the admin refuse any other name.
 AGENT_HEADER_VARIABLES = env.list("AGENT_HEADER_VARIABLES", default=[])
+# The directories whose files a secret reference may read ({fromFile: /path}, issue 34 point 3): a
+# Connection's tokens and signing secret and a trigger's token only inside SECRET_FILE_DIRECTORIES
+# (a mounted Kubernetes Secret: /var/run/secrets/kourier), an agent header only inside
+# AGENT_HEADER_FILE_DIRECTORIES; the two never overlap. Empty: no file may be read.
+SECRET_FILE_DIRECTORIES = env.list("SECRET_FILE_DIRECTORIES", default=[])
+AGENT_HEADER_FILE_DIRECTORIES = env.list("AGENT_HEADER_FILE_DIRECTORIES", default=[])
 # A worker, beat or Socket Mode process with no web process beside it (a pod of its own) serves its
 # own /metrics on this port (kourier/metrics_endpoint.py); unset, it serves none (`make serve`: the
 # web processes add up every process's metrics).

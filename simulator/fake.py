@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import ssl
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -55,6 +56,8 @@ class SlackFake:
         ack_timeout: float = ACK_TIMEOUT,
         socket_retry_delays: tuple[float, ...] = DEFAULT_RETRY_DELAYS,
         port: int = 0,
+        public_host: str = "127.0.0.1",
+        socket_tls: ssl.SSLContext | None = None,
     ) -> None:
         """``rate_limits=True`` enforces Slack's budgets per workspace and method (rate_limits.py: the
         load tests, the benchmarks, the demo); off, the default (the functional tests), admits every
@@ -64,7 +67,12 @@ class SlackFake:
         ``ack_timeout`` is how long deliveries wait for the app's 2xx or its Socket Mode ack (Slack:
         three seconds). ``socket_retry_delays``: when Slack sends an unacked Socket Mode event again
         (Slack: nearly at once, ~1 min, ~5 min). ``port``: where the Web API listens (0: a free port).
+        ``public_host``: the host name the fake gives in the URLs it hands the app (its Web API's,
+        response_urls, Socket Mode links), as Slack gives slack.com and wss-primary.slack.com; it still
+        listens on 127.0.0.1 (the egress proxy test names a host only its proxy resolves).
+        ``socket_tls``: Socket Mode links are wss, served with this context (Slack's are wss).
         """
+        self.public_host = public_host
         self.clock = clock or SystemClock()
         self.rate_limits = RateLimiter(self.clock, enabled=rate_limits, multiplier=rate_limit_multiplier)
         self._state = SlackState(self.clock)
@@ -74,17 +82,21 @@ class SlackFake:
         self._deliverer = Deliverer(self._record_delivery, ack_timeout)
         self._api = WebApi(self._state, self.rate_limits, self._faults, self._echo_to_app)
         self._mounts: dict[str, Callable[[HttpRequest], HttpAnswer]] = {}
-        self._server = FakeHttpServer(self._route, port)
+        self._server = FakeHttpServer(
+            self._route, port, public_host="" if public_host == "127.0.0.1" else public_host
+        )
         self._socket = SocketModeServer(
             self._notify_changed,
             self._record_delivery,
             ack_timeout=ack_timeout,
             retry_delays=socket_retry_delays,
+            public_host=public_host,
+            tls=socket_tls,
         )
         self._api.open_socket = lambda workspace: self._socket.issue_url(
             workspace.team_id, workspace.app.app_id
         )
-        self._requests = AppRequests(self._state, lambda: f"http://127.0.0.1:{self._server.port}/")
+        self._requests = AppRequests(self._state, lambda: f"http://{self.public_host}:{self._server.port}/")
         self._primary_team: str | None = None
         self._running = False
         self._stopped = False
@@ -126,7 +138,7 @@ class SlackFake:
     @property
     def url(self) -> str:
         """The Web API base URL for slack_sdk clients (``base_url``), ending in "/"."""
-        return f"http://127.0.0.1:{self._server.port}/api/"
+        return f"http://{self.public_host}:{self._server.port}/api/"
 
     # The world: workspaces, people, channels.
 
@@ -393,6 +405,11 @@ class SlackFake:
             )
 
     # Socket Mode: the connections, their envelopes, and what Slack does to them.
+
+    @property
+    def socket_port(self) -> int:
+        """Where the Socket Mode links point (another port than the Web API's, as Slack's wss host is)."""
+        return self._socket.port
 
     def socket_connections(self, *, open_only: bool = True) -> list[SocketConnection]:
         return self._socket.connections(open_only=open_only)

@@ -35,10 +35,12 @@ CROSS_SITE = HttpAnswer(
 )
 
 
-def cross_site_refusal(headers: Mapping[str, str], port: int) -> str | None:
-    """Why a request (its headers, lower-cased names) is not one this server at ``port`` answers, or
-    None. Pure."""
-    own = {f"{host}:{port}" for host in LOOPBACK_HOSTS}
+def cross_site_refusal(
+    headers: Mapping[str, str], port: int, hosts: tuple[str, ...] = LOOPBACK_HOSTS
+) -> str | None:
+    """Why a request (its headers, lower-cased names) is not one this server at ``port``, known by
+    ``hosts``, answers, or None. Pure."""
+    own = {f"{host}:{port}" for host in hosts}
     if headers.get("host", "").lower() not in own:
         return "host"
     site = headers.get("sec-fetch-site")
@@ -51,7 +53,12 @@ def cross_site_refusal(headers: Mapping[str, str], port: int) -> str | None:
 
 
 class FakeHttpServer:
-    def __init__(self, handle: Callable[[HttpRequest], HttpAnswer], port: int = 0) -> None:
+    def __init__(
+        self, handle: Callable[[HttpRequest], HttpAnswer], port: int = 0, *, public_host: str = ""
+    ) -> None:
+        """``public_host``: a name the fake gives itself besides the loopback ones (the egress proxy
+        test's, which only its proxy resolves); a request may name it too."""
+        self._hosts = LOOPBACK_HOSTS + ((public_host.lower(),) if public_host else ())
         self._handle = handle
         self._port = port  # 0: a free one
         self._stopping = threading.Event()
@@ -67,7 +74,7 @@ class FakeHttpServer:
     def start(self) -> None:
         self._stopping.clear()
         self._server = ThreadingHTTPServer(
-            ("127.0.0.1", self._port), _handler_class(self._handle, self._stopping)
+            ("127.0.0.1", self._port), _handler_class(self._handle, self._stopping, self._hosts)
         )
         self._server.daemon_threads = True
         self._thread = threading.Thread(
@@ -91,7 +98,7 @@ class FakeHttpServer:
 
 
 def _handler_class(
-    handle: Callable[[HttpRequest], HttpAnswer], stopping: threading.Event
+    handle: Callable[[HttpRequest], HttpAnswer], stopping: threading.Event, hosts: tuple[str, ...]
 ) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "SlackFake/1.0"
@@ -110,7 +117,7 @@ def _handler_class(
             body = self.rfile.read(length) if length else b""
             url = urlsplit(self.path)
             headers = {name.lower(): value for name, value in self.headers.items()}
-            if cross_site_refusal(headers, self.connection.getsockname()[1]) is not None:
+            if cross_site_refusal(headers, self.connection.getsockname()[1], hosts) is not None:
                 self._respond(CROSS_SITE)
                 return
             request = HttpRequest(

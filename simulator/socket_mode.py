@@ -30,6 +30,7 @@ import contextlib
 import itertools
 import json
 import secrets
+import ssl
 import threading
 import time
 import uuid
@@ -104,8 +105,12 @@ class SocketModeServer:
         *,
         ack_timeout: float = ACK_TIMEOUT,
         retry_delays: tuple[float, ...] = DEFAULT_RETRY_DELAYS,
+        public_host: str = "127.0.0.1",
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.ack_timeout = ack_timeout
+        self.public_host = public_host  # the name its links give (Slack's: wss-primary.slack.com)
+        self._tls = tls  # wss, as Slack's links are, when set
         self.retry_delays = retry_delays
         self._on_changed = on_changed
         self._on_delivered = on_delivered
@@ -152,7 +157,8 @@ class SocketModeServer:
         ticket = secrets.token_urlsafe(16)
         with self._lock:
             self._tickets[ticket] = (team_id, app_id)
-        return f"ws://127.0.0.1:{self._port}/link/?ticket={ticket}&app_id={app_id}"
+        scheme = "wss" if self._tls is not None else "ws"
+        return f"{scheme}://{self.public_host}:{self._port}/link/?ticket={ticket}&app_id={app_id}"
 
     # Sending.
 
@@ -225,7 +231,7 @@ class SocketModeServer:
         app.router.add_get("/link/", self._accept)
         self._runner = web.AppRunner(app, handle_signals=False, access_log=None)
         self._loop.run_until_complete(self._runner.setup())
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=self._tls)
         self._loop.run_until_complete(site.start())
         self._port = self._runner.addresses[0][1]
         ready.set()

@@ -12,6 +12,7 @@ pytest_plugins = [
     "tests.fakes.kagent_controller",
     "tests.support.kagent_runtime.fixtures",
     "tests.support.oidc_provider.fixtures",
+    "tests.support.egress_proxy",
 ]
 
 

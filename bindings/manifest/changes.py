@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .checker import join_path
+from .secret_refs import SOURCES
 from .specs import BindingSpec, Spec
 from .writing import manifest
 
@@ -23,7 +24,7 @@ def changed_fields(old: Spec, new: Spec) -> list[str]:
 
 
 def _flatten(value: Any, path: str = "") -> dict[str, Any]:
-    if isinstance(value, dict) and value and set(value) != {"fromEnv"}:
+    if isinstance(value, dict) and value and not (len(value) == 1 and set(value) <= set(SOURCES)):
         flat: dict[str, Any] = {}
         for key, item in value.items():
             flat.update(_flatten(item, join_path(path, key)))

@@ -17,11 +17,12 @@ from typing import Any, TypeVar
 from .durations import format_duration, parse_duration
 from .limits import ENV_NAME_MAX_LENGTH, ENV_NAME_RE, MAX_DURATION
 from .problems import Problem
+from .secret_refs import FROM_ENV, FROM_FILE, SOURCES, file_path_problem
 
 # What ``value_at`` gives for a field absent or set to null: the field takes the spec's default.
 MISSING = object()
 E = TypeVar("E", bound=StrEnum)
-SECRET_FIELDS = ("fromEnv",)
+SECRET_FIELDS = SOURCES
 
 
 def show(value: Any) -> str:
@@ -125,21 +126,40 @@ class Checker:
         return parsed
 
     def env_reference(self, value: Any, path: str) -> str | None:
-        """``{fromEnv: NAME}``. A secret never appears in a manifest, so its value is never echoed."""
+        """``{fromEnv: NAME}`` or ``{fromFile: /path}`` (``secret_refs``). A secret never appears in a
+        manifest, so its value is never echoed."""
         if not isinstance(value, dict):
             self.error(
                 path,
-                "must be a reference to an environment variable, {fromEnv: VARIABLE_NAME}; "
-                f"a secret is never written in a manifest (got {type_name(value)})",
+                "must be a reference to an environment variable or a file, {fromEnv: VARIABLE_NAME} "
+                f"or {{fromFile: /path}}; a secret is never written in a manifest (got {type_name(value)})",
             )
             return None
         ref = self.mapping(value, path, SECRET_FIELDS)
         if ref is None:
             return None
-        name = ref.get("fromEnv", MISSING)
-        if not self.required(name, f"{path}.fromEnv"):
+        if not ref:
+            self.required(MISSING, f"{path}.{FROM_ENV}")
             return None
-        return self.env_name(name, f"{path}.fromEnv")
+        if len(ref) > 1:
+            self.error(path, "must hold one of fromEnv and fromFile, not both")
+            return None
+        if FROM_FILE in ref:
+            return self.file_path(ref[FROM_FILE], f"{path}.{FROM_FILE}")
+        return self.env_name(ref[FROM_ENV], f"{path}.{FROM_ENV}")
+
+    def file_path(self, value: Any, path: str) -> str | None:
+        name = self.string(value, path)
+        if name is None:
+            return None
+        # Not echoed, like a variable's name: a value here may well be the secret itself.
+        problem = file_path_problem(name)
+        if problem is None and len(name) > ENV_NAME_MAX_LENGTH:
+            problem = f"must be at most {ENV_NAME_MAX_LENGTH} characters"
+        if problem is not None:
+            self.error(path, problem)
+            return None
+        return name
 
     def env_name(self, value: Any, path: str) -> str | None:
         name = self.string(value, path)

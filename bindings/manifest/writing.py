@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from .durations import format_duration
+from .secret_refs import as_manifest
 from .specs import (
     API_VERSION,
     DEFAULT_MAX_THREADS_PER_HOUR,
@@ -31,11 +32,11 @@ from .specs import (
 
 def connection_manifest(spec: ConnectionSpec) -> dict[str, Any]:
     body: dict[str, Any] = {
-        "botToken": _Flow(fromEnv=spec.bot_token_env),
-        "signingSecret": _Flow(fromEnv=spec.signing_secret_env),
+        "botToken": _secret(spec.bot_token_env),
+        "signingSecret": _secret(spec.signing_secret_env),
     }
     if spec.app_token_env:
-        body["appToken"] = _Flow(fromEnv=spec.app_token_env)
+        body["appToken"] = _secret(spec.app_token_env)
     if spec.slash_command != DEFAULT_SLASH_COMMAND:  # beyond the spec: written only when set
         body["slashCommand"] = spec.slash_command
     return {
@@ -63,7 +64,7 @@ def binding_manifest(spec: BindingSpec) -> dict[str, Any]:
             "protocolVersion": spec.agent.protocol_version.value,
         }
     if spec.agent.headers:
-        agent["headers"] = {header: _Flow(fromEnv=env) for header, env in spec.agent.headers}
+        agent["headers"] = {header: _secret(env) for header, env in spec.agent.headers}
     agent["userIdentity"] = spec.agent.user_identity.value
     ack = spec.chat.acknowledgment
     interactions = spec.interactions
@@ -192,7 +193,7 @@ def _trigger_manifest(trigger: TriggerSpec) -> dict[str, Any]:
     body: dict[str, Any] = {
         "name": trigger.name,
         "kind": trigger.kind.value,
-        "token": _Flow(fromEnv=trigger.token_env),
+        "token": _secret(trigger.token_env),
     }
     if trigger.channel is not None:
         body["channel"] = trigger.channel
@@ -224,6 +225,11 @@ class _Flow(dict[str, Any]):
 
     def __init__(self, **items: Any) -> None:
         super().__init__(items)
+
+
+def _secret(reference: str) -> _Flow:
+    """``{fromEnv: NAME}`` or ``{fromFile: /path}``."""
+    return _Flow(**as_manifest(reference))
 
 
 class _FlowList(list[Any]):

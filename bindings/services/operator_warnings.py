@@ -8,16 +8,18 @@ import os
 from asgiref.sync import async_to_sync
 
 from bindings import manifest
-from bindings.manifest import ManifestWarning, Validation
+from bindings.manifest import ManifestWarning, Validation, secret_refs
 from bindings.models import Binding, Connection
+from bindings.secret_files import read_secret_file
 from bindings.services.agents import lookup_headers
 from bindings.services.row_specs import binding_spec, connection_spec
 from kourier.a2a.factory import agent_card_problem
 
 
 def unset_variable_warnings(validation: Validation) -> list[ManifestWarning]:
-    """A warning per ``fromEnv`` whose variable is not set (or empty) in this process: accepted, since
-    the service's processes may have it, but a process without it fails where it reads it."""
+    """A warning per ``fromEnv`` whose variable is not set (or empty) in this process, and per
+    ``fromFile`` whose file it cannot read: accepted, since the service's processes may have it (a
+    Secret mounted in their pods only), but a process without it fails where it reads it."""
     named: list[tuple[str, str, str]] = []  # (subject, path, variable)
     for connection in validation.connections:
         subject = manifest.subject_for(manifest.Kind.CONNECTION.value, connection.name)
@@ -37,11 +39,16 @@ def unset_variable_warnings(validation: Validation) -> list[ManifestWarning]:
             (subject, f"spec.triggers[{index}].token.fromEnv", trigger.token_env)
             for index, trigger in enumerate(binding.triggers)
         ]
-    return [
-        ManifestWarning(subject, path, f"{path}: {variable} is not set in this process")
-        for subject, path, variable in named
-        if not os.environ.get(variable)
-    ]
+    warnings = []
+    for subject, path, variable in named:
+        if not secret_refs.is_file(variable) and not os.environ.get(variable):
+            warnings.append(ManifestWarning(subject, path, f"{path}: {variable} is not set in this process"))
+        elif secret_refs.is_file(variable) and not read_secret_file(variable):
+            path = path.removesuffix(secret_refs.FROM_ENV) + secret_refs.FROM_FILE
+            warnings.append(
+                ManifestWarning(subject, path, f"{path}: {variable} is missing or empty in this process")
+            )
+    return warnings
 
 
 def agent_card_warnings(validation: Validation) -> list[ManifestWarning]:

@@ -9,7 +9,7 @@ from typing import Any
 from django.conf import settings
 
 from bindings import agent_route, manifest, secret_variables
-from bindings.manifest import Document, Problem, Validation
+from bindings.manifest import Document, Problem, Validation, secret_refs
 from bindings.models import Binding, BindingChannel, Connection, secret_variables_elsewhere
 from bindings.secret_variables import SERVICE_SECRET_VARIABLES
 from bindings.services.agents import find_kagent_agents
@@ -61,8 +61,13 @@ def refuse_unlisted_header_variables(validation: Validation) -> Validation:
     refused = set()
     for spec in validation.bindings:
         for header, variable in spec.agent.headers:
+            why: str | None
             if variable in SERVICE_SECRET_VARIABLES or variable in connection_secrets:
                 why = "is one of the service's own secrets, which no agent header may send"
+            elif secret_refs.is_file(variable):
+                why = secret_variables.why_unfit_header_file(variable)
+                if why is None:
+                    continue
             elif not manifest.header_variable_allowed(variable, settings.AGENT_HEADER_VARIABLES):
                 why = "is not a variable agent headers may read: list it in AGENT_HEADER_VARIABLES"
             else:
@@ -71,7 +76,7 @@ def refuse_unlisted_header_variables(validation: Validation) -> Validation:
             validation.errors.append(
                 Problem(
                     manifest.subject_for("Binding", spec.name),
-                    f"spec.agent.headers.{header}.fromEnv",
+                    f"spec.agent.headers.{header}.{secret_refs.source(variable)}",
                     f"{variable} {why}",
                 )
             )

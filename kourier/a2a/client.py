@@ -34,7 +34,7 @@ import httpx
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from httpx_sse import EventSource, ServerSentEvent
 
-from kourier import metrics
+from kourier import egress, metrics
 from kourier.a2a import codec_v03, codec_v10
 from kourier.a2a.card import parse_agent_card, same_origin
 from kourier.a2a.codec import Codec, task_params
@@ -155,7 +155,9 @@ class A2AClient:
             timeout=httpx.Timeout(
                 connect=connect_timeout, read=read_timeout, write=read_timeout, pool=connect_timeout
             ),
-            transport=transport,
+            # Through the egress proxy the environment names, chosen per URL (kourier/egress.py).
+            transport=transport or egress.RoutedTransport(verify=_tls_context()),
+            trust_env=False,
             follow_redirects=False,  # a redirect could carry the service identity elsewhere
         )
         self._cards = cards
@@ -540,10 +542,11 @@ def _context_id_of(event: StreamEvent) -> str | None:
     return event.context_id
 
 
-def shared_transport() -> httpx.AsyncHTTPTransport:
+def shared_transport() -> httpx.AsyncBaseTransport:
     """A transport for many clients of one event loop to share (its connections are the loop's): as
-    many connections at once as they ask for, as when each had its own; the caller closes it."""
-    return httpx.AsyncHTTPTransport(
+    many connections at once as they ask for, as when each had its own, through the egress proxy as
+    ``egress`` picks it; the caller closes it."""
+    return egress.RoutedTransport(
         verify=_tls_context(), limits=httpx.Limits(max_connections=None, max_keepalive_connections=100)
     )
 

@@ -22,7 +22,7 @@ from kourier.a2a.errors import A2AError
 AGENT_CARDS = AgentCards(settings.AGENT_CARD_SECONDS)
 
 # The transport the clients made on an event loop share, for the loops that open one (``shared``).
-_loop_transports: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncHTTPTransport] = (
+_loop_transports: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncBaseTransport] = (
     weakref.WeakKeyDictionary()
 )
 

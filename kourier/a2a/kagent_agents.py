@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import httpx
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 
+from kourier import egress
 from kourier.a2a import codec_v03, codec_v10
 from kourier.a2a.card import parse_agent_card
 from kourier.a2a.errors import IncompatibleAgent, InvalidAgentResponse
@@ -78,7 +79,11 @@ async def find_kagent_agent(
     agent = f'"{namespace}/{name}"'
     tried = []
     async with httpx.AsyncClient(
-        headers=dict(headers or {}), timeout=httpx.Timeout(timeout_seconds), follow_redirects=False
+        headers=dict(headers or {}),
+        timeout=httpx.Timeout(timeout_seconds),
+        follow_redirects=False,
+        transport=egress.RoutedTransport(),  # through the egress proxy (kourier/egress.py)
+        trust_env=False,
     ) as http:
         for line, path, version in ADDRESSES:
             url = agent_address(controller, path, namespace, name)

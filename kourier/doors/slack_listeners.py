@@ -47,8 +47,8 @@ from kourier.slack.surfaces import ASK_ABOUT_MESSAGE, read_message_shortcut, rea
 from sessions.direct_messages import Access, may_act, may_press, offer_suggested_prompts, take_direct_message
 from sessions.notices import SURFACE_UNREADABLE
 from sessions.services import RouteResult, route_message
-from sessions.surfaces import ask_about_message, tell
 from sessions.stops import STOP_ACTION
+from sessions.surfaces import ask_about_message, tell
 
 logger = logging.getLogger(__name__)
 

@@ -66,7 +66,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from slack_sdk.web.slack_response import SlackResponse
 
-from kourier import metrics, shared_cache
+from kourier import egress, metrics, shared_cache
 
 from . import failures
 from .budgets import Budget, Reservation, budgets_enabled
@@ -269,6 +269,8 @@ class KourierAsyncWebClient(AsyncWebClient):
         **kwargs: Any,
     ) -> None:
         super().__init__(retry_handlers=[], **kwargs)
+        # slack_sdk took HTTPS_PROXY but not NO_PROXY: the proxy is the one egress picks for Slack.
+        self.proxy = egress.proxy_for(self.base_url)
         self.workspace = workspace
         self.policy = policy
         self._budget = Budget(workspace)
@@ -433,6 +435,8 @@ class KourierWebClient(WebClient):
         **kwargs: Any,
     ) -> None:
         super().__init__(retry_handlers=[], **kwargs)
+        # slack_sdk took HTTPS_PROXY but not NO_PROXY: the proxy is the one egress picks for Slack.
+        self.proxy = egress.proxy_for(self.base_url)
         self.workspace = workspace
         self.policy = policy
         self._budget = Budget(workspace)

@@ -14,6 +14,8 @@ from django.conf import settings
 from slack_sdk.errors import SlackApiError
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
+from kourier import egress
+
 from .clients import SLACK_TIMEOUT_SECONDS
 
 # Where Slack's response_urls point (hooks.slack.com; GovSlack's hooks.slack-gov.com).
@@ -42,9 +44,9 @@ async def tell_privately(response_url: str, text: str) -> None:
     (a ``response_url`` that is not Slack's is never called: ``response_url_not_slack``)."""
     if not is_slacks(response_url, settings.SLACK_API_URL):
         raise SlackApiError("response_url is not Slack's", {"error": "response_url_not_slack"})
-    response = await AsyncWebhookClient(response_url, timeout=SLACK_TIMEOUT_SECONDS).send(
-        text=text, response_type="ephemeral", replace_original=False
-    )
+    client = AsyncWebhookClient(response_url, timeout=SLACK_TIMEOUT_SECONDS)
+    client.proxy = egress.proxy_for(response_url)  # slack_sdk took HTTPS_PROXY but not NO_PROXY
+    response = await client.send(text=text, response_type="ephemeral", replace_original=False)
     if response.status_code != 200:
         raise SlackApiError(
             f"response_url answered {response.status_code}", {"error": response.body or "failed"}

@@ -41,7 +41,7 @@ from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from kourier import metrics
+from kourier import egress, metrics
 
 from .incoming import why_unreadable
 
@@ -259,7 +259,12 @@ class SocketModeLink:
                     "(xapp-, scope connections:write) and that Socket Mode is on for the app."
                 ) from None
             raise
-        ws = await session.ws_connect(answer["url"], heartbeat=self._heartbeat, autoping=True)
+        # Through the egress proxy, as an HTTP upgrade of the link's http(s) twin: wss is tunnelled
+        # (CONNECT) either way, and a proxy reads a plain ws:// request line as a bad scheme.
+        url = egress.as_http(answer["url"])
+        ws = await session.ws_connect(
+            url, heartbeat=self._heartbeat, autoping=True, proxy=egress.proxy_for(url)
+        )
         try:
             first = await ws.receive(timeout=HELLO_TIMEOUT_SECONDS)
         except Exception:

@@ -414,8 +414,8 @@ B = 'Binding "ops"'
         pytest.param(
             binding(agent={"url": "http://a/", "headers": {"Authorization": "Bearer s3cr3t"}}),
             [
-                f"{B}: spec.agent.headers.Authorization: must be a reference to an environment variable, "
-                "{fromEnv: VARIABLE_NAME}; a secret is never written in a manifest (got a string)"
+                f"{B}: spec.agent.headers.Authorization: must be a reference to an environment variable or a "
+                "file, {fromEnv: VARIABLE_NAME} or {fromFile: /path}; a secret is never written in a manifest (got a string)"
             ],
             id="secret written in the manifest",
         ),
@@ -545,8 +545,8 @@ def test_every_refusal_of_a_document_is_reported_in_field_order():
         pytest.param(
             varied(CONNECTION, "spec.botToken", "xoxb-123"),
             [
-                'Connection "acme": spec.botToken: must be a reference to an environment variable, '
-                "{fromEnv: VARIABLE_NAME}; a secret is never written in a manifest (got a string)"
+                'Connection "acme": spec.botToken: must be a reference to an environment variable or a '
+                "file, {fromEnv: VARIABLE_NAME} or {fromFile: /path}; a secret is never written in a manifest (got a string)"
             ],
             id="inline secret",
         ),
@@ -570,7 +570,15 @@ def test_every_refusal_of_a_document_is_reported_in_field_order():
         ),
         pytest.param(
             varied(CONNECTION, "spec.appToken", {"fromEnv": "SLACK_APP_TOKEN", "fromFile": "/x"}),
-            ['Connection "acme": spec.appToken.fromFile: unknown field (expected one of: fromEnv)'],
+            ['Connection "acme": spec.appToken: must hold one of fromEnv and fromFile, not both'],
+            id="both sources in a reference",
+        ),
+        pytest.param(
+            varied(CONNECTION, "spec.appToken", {"fromVault": "kv/slack"}),
+            [
+                'Connection "acme": spec.appToken.fromVault: unknown field (expected one of: fromEnv, fromFile)',
+                'Connection "acme": spec.appToken.fromEnv: is required',
+            ],
             id="unknown key in a reference",
         ),
         pytest.param(
@@ -713,8 +721,8 @@ def test_a_binding_without_triggers_has_none():
         ),
         pytest.param(
             [{**PROMETHEUS, "token": "s3cret"}],
-            'Binding "ops": spec.triggers[0].token: must be a reference to an environment variable, '
-            "{fromEnv: VARIABLE_NAME}; a secret is never written in a manifest (got a string)",
+            'Binding "ops": spec.triggers[0].token: must be a reference to an environment variable or a '
+            "file, {fromEnv: VARIABLE_NAME} or {fromFile: /path}; a secret is never written in a manifest (got a string)",
             id="token written in the manifest",
         ),
         pytest.param(

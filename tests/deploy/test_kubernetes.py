@@ -59,7 +59,12 @@ def test_every_object_file_is_listed_by_a_kustomization():
     assert files - listed == set()
 
 
-@pytest.mark.parametrize("thing", EVERY_OBJECT, ids=name_of)
+# The Prometheus Operator's kinds are not Kubernetes' own: their schemas are not in kubernetes-validate.
+OPERATOR_KINDS = [o for o in EVERY_OBJECT if o["apiVersion"].startswith("monitoring.coreos.com/")]
+KUBERNETES_OBJECTS = [o for o in EVERY_OBJECT if o not in OPERATOR_KINDS]
+
+
+@pytest.mark.parametrize("thing", KUBERNETES_OBJECTS, ids=name_of)
 def test_each_object_is_valid_for_kubernetes(thing):
     # Raises naming the field that is wrong; otherwise says which schemas it checked against.
     assert KUBERNETES_VERSION.startswith(validate(thing, KUBERNETES_VERSION, strict=True) + ".")
@@ -234,9 +239,11 @@ def test_the_example_overlay_renders_to_valid_objects(tmp_path):
         shutil.copy(example / f"{name}.example", example / name)
     kustomization = example / KUSTOMIZATION
     # With Socket Mode, as an operator would turn it on.
+    # With Socket Mode, external datastores and the Prometheus Operator, as an operator would add them.
     kustomization.write_text(
         kustomization.read_text().replace(
-            "# components:\n#   - ../socket-mode", "components:\n  - ../socket-mode"
+            "# components:\n#   - ../socket-mode\n#   - ../external-datastores\n#   - ../prometheus-operator",
+            "components:\n  - ../socket-mode\n  - ../external-datastores\n  - ../prometheus-operator",
         )
     )
 
@@ -246,8 +253,19 @@ def test_the_example_overlay_renders_to_valid_objects(tmp_path):
     objects = [o for o in yaml.safe_load_all(rendered) if o]
 
     for thing in objects:
-        validate(thing, KUBERNETES_VERSION, strict=True)
-    assert "Deployment/kourier-socket" in {name_of(o) for o in objects}
+        if not thing["apiVersion"].startswith("monitoring.coreos.com/"):
+            validate(thing, KUBERNETES_VERSION, strict=True)
+    assert {"Deployment/kourier-socket", "ServiceMonitor/kourier", "NetworkPolicy/kourier-datastores"} <= {
+        name_of(o) for o in objects
+    }
+    workloads = [o for o in objects if o["kind"] in ("Deployment", "Job")]
+    # The platform's Secret of datastore URLs comes last in every workload, so its values win.
+    assert {container(o)["envFrom"][-1]["secretRef"]["name"] for o in workloads} == {"kourier-datastores"}
+    # 5432 and 6379 are reachable only at the datastores' addresses.
+    rules = [rule for o in objects if o["kind"] == "NetworkPolicy" for rule in o["spec"].get("egress", [])]
+    for rule in rules:
+        if {port["port"] for port in rule["ports"]} & {5432, 6379}:
+            assert [peer["ipBlock"]["cidr"] for peer in rule["to"]]
     assert {o["metadata"].get("namespace") for o in objects if o["kind"] != "Namespace"} == {"kourier"}
     secrets = [o for o in objects if o["kind"] == "Secret"]
     assert [s.get("stringData") for s in secrets] == [None, None]  # the values replace the empty ones
@@ -303,3 +321,94 @@ def test_every_pod_reads_the_metrics_token_from_a_secret():
     for workload in DEPLOYMENTS:
         sources = container(workload)["envFrom"]
         assert {"secretRef": {"name": "kourier-settings"}} in sources
+
+
+# --- Issue 34, point 4: secrets as files, readiness, network policy, ServiceMonitor --------------------
+
+TOKENS_DIRECTORY = "/var/run/secrets/kourier"
+SLACK_CALLERS = ["kourier-web", "kourier-worker", "kourier-socket"]
+
+
+@pytest.mark.parametrize("name", SLACK_CALLERS)
+def test_the_tokens_are_a_mounted_secret_in_a_directory_secrets_may_be_read_from(name):
+    workload = one(BASE + SOCKET_MODE, "Deployment", name)
+    [mount] = [m for m in container(workload)["volumeMounts"] if m["mountPath"] == TOKENS_DIRECTORY]
+    [volume] = [v for v in pod_spec(workload)["volumes"] if v["name"] == mount["name"]]
+    config = one(BASE, "ConfigMap", "kourier-config")["data"]
+
+    assert volume["secret"]["secretName"] == "kourier-tokens"
+    assert mount["readOnly"] is True
+    assert "subPath" not in mount  # a subPath mount is never updated: a rotated token would not be seen
+    assert "kourier-tokens" not in {
+        s.get("secretRef", {}).get("name") for s in container(workload)["envFrom"]
+    }
+    assert config["SECRET_FILE_DIRECTORIES"].split(",") == [TOKENS_DIRECTORY]
+
+
+@pytest.mark.parametrize("workload", DEPLOYMENTS, ids=name_of)
+def test_every_deployment_is_ready_only_while_its_readyz_says_so_on_a_port_it_declares(workload):
+    probe = container(workload)["readinessProbe"]["httpGet"]
+
+    assert probe["path"] == "/readyz"
+    assert probe["port"] in {port["name"] for port in container(workload)["ports"]}
+
+
+def policies_selecting(workload: KubernetesObject) -> list[KubernetesObject]:
+    labels = workload["spec"]["template"]["metadata"]["labels"]
+    found = []
+    for policy in (o for o in BASE if o["kind"] == "NetworkPolicy"):
+        selector = policy["spec"]["podSelector"]
+        matches = all(labels.get(key) == value for key, value in selector.get("matchLabels", {}).items())
+        matches &= all(labels.get(e["key"]) in e["values"] for e in selector.get("matchExpressions", []))
+        if matches:
+            found.append(policy)
+    return found
+
+
+@pytest.mark.parametrize("workload", WORKLOADS, ids=name_of)
+def test_a_network_policy_lets_into_each_pod_only_the_ports_it_declares(workload):
+    policies = policies_selecting(workload)
+    declared = {port["containerPort"] for port in container(workload).get("ports", [])}
+    opened = {
+        port["port"]
+        for policy in policies
+        for rule in policy["spec"].get("ingress", [])
+        for port in rule["ports"]
+    }
+
+    assert "kourier-default-deny" in {policy["metadata"]["name"] for policy in policies}
+    assert all(set(policy["spec"]["policyTypes"]) >= {"Egress"} for policy in policies)
+    assert opened == declared
+
+
+def test_only_the_processes_that_call_slack_and_agents_may_leave_for_https():
+    for workload in WORKLOADS:
+        ports = {
+            port["port"]
+            for policy in policies_selecting(workload)
+            for rule in policy["spec"].get("egress", [])
+            for port in rule["ports"]
+        }
+        calls_out = workload["metadata"]["name"] in SLACK_CALLERS
+        assert (443 in ports) == calls_out, name_of(workload)
+        assert {53, 5432} <= ports
+
+
+def test_the_service_monitor_scrapes_every_metrics_port_with_the_metrics_token():
+    component = objects_of(listed_files(KUBERNETES / "prometheus-operator"))
+    monitor = one(component, "ServiceMonitor", "kourier")
+    services = [o for o in BASE + component if o["kind"] == "Service"]
+    scraped_ports = {endpoint["port"] for endpoint in monitor["spec"]["endpoints"]}
+    service_ports = {
+        port["name"]
+        for service in services
+        if service["metadata"]["labels"].items() >= monitor["spec"]["selector"]["matchLabels"].items()
+        for port in service["spec"]["ports"]
+    }
+    declared = {port["name"] for workload in DEPLOYMENTS for port in container(workload)["ports"]}
+
+    assert scraped_ports == service_ports == declared == {"http", "metrics"}
+    assert {(e["path"], e["bearerTokenSecret"]["key"]) for e in monitor["spec"]["endpoints"]} == {
+        ("/metrics", "METRICS_TOKEN")
+    }
+    assert "METRICS_TOKEN" in one(BASE, "Secret", "kourier-settings")["stringData"]

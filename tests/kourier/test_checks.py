@@ -67,6 +67,29 @@ def test_names_and_prefixes_pass():
         assert "kourier.E006" not in error_ids()
 
 
+def test_a_secret_file_directory_that_is_relative_or_the_root_is_refused():
+    with override_settings(SECRET_FILE_DIRECTORIES=["/var/run/secrets/kourier", "secrets", "/"]):
+        [message] = [m for m in run_checks() if m.id == "kourier.E045"]
+    assert message.msg.startswith("SECRET_FILE_DIRECTORIES holds 'secrets', '/'")
+
+
+def test_secret_and_agent_header_file_directories_may_not_overlap():
+    with override_settings(
+        SECRET_FILE_DIRECTORIES=["/var/run/secrets/kourier"],
+        AGENT_HEADER_FILE_DIRECTORIES=["/var/run/secrets/kourier/agents"],
+    ):
+        [message] = [m for m in run_checks() if m.id == "kourier.E046"]
+    assert "an agent header could send a bot token" in message.msg
+
+
+def test_separate_secret_file_directories_pass():
+    with override_settings(
+        SECRET_FILE_DIRECTORIES=["/var/run/secrets/kourier"],
+        AGENT_HEADER_FILE_DIRECTORIES=["/var/run/secrets/kourier-agents"],
+    ):
+        assert not {"kourier.E045", "kourier.E046"} & set(error_ids())
+
+
 def test_with_production_settings_metrics_need_a_token():
     with override_settings(METRICS_TOKEN=""):
         assert "kourier.E005" in {m.id for m in run_checks(include_deployment_checks=True)}

@@ -1,5 +1,8 @@
+import httpx
 import pytest
 from django.test import override_settings
+
+from tests.support.unreachable import unreachable_database
 
 pytestmark = pytest.mark.django_db
 
@@ -19,3 +22,13 @@ def test_readyz_names_redis_when_it_cannot_be_reached(client):
         response = client.get("/readyz")
     assert response.status_code == 503
     assert response.json() == {"status": "unavailable", "reasons": ["redis unreachable: ConnectionError"]}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_readyz_names_the_database_when_it_cannot_be_reached(live_server):
+    # Over real HTTP to a server thread, whose connection is opened while the database is unreachable.
+    with unreachable_database():
+        response = httpx.get(f"{live_server.url}/readyz")
+
+    assert response.status_code == 503
+    assert response.json() == {"status": "unavailable", "reasons": ["database unreachable: OperationalError"]}

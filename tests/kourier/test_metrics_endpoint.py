@@ -17,6 +17,7 @@ from kourier.metrics_endpoint import (
     serve_process_metrics,
 )
 from tests.support.metrics import run_a_process_that_records
+from tests.support.unreachable import unreachable_database
 
 TOKEN = "s3cret-metrics-token"
 
@@ -140,3 +141,34 @@ def test_with_a_port_set_the_endpoint_answers_there_after_clearing_the_directory
 
     assert response.status_code == 200
     assert not stale.exists()
+
+
+# --- /readyz: the kubelet's readiness probe of a worker, beat or socket pod (issue 34, point 4) ------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_readyz_beside_the_metrics_is_ready_when_database_and_redis_answer(endpoint):
+    response = httpx.get(f"{endpoint}/readyz")
+
+    assert (response.status_code, response.json()) == (200, {"status": "ok"})
+
+
+@pytest.mark.django_db(transaction=True)
+def test_readyz_beside_the_metrics_fails_while_redis_is_unreachable(endpoint, settings):
+    settings.REDIS_URL = "redis://127.0.0.1:9/0"
+
+    response = httpx.get(f"{endpoint}/readyz")
+
+    assert response.status_code == 503
+    assert response.json() == {"status": "unavailable", "reasons": ["redis unreachable: ConnectionError"]}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_readyz_beside_the_metrics_fails_while_the_database_is_unreachable(endpoint):
+    with unreachable_database():
+        response = httpx.get(f"{endpoint}/readyz")
+    recovered = httpx.get(f"{endpoint}/readyz")
+
+    assert response.status_code == 503
+    assert response.json() == {"status": "unavailable", "reasons": ["database unreachable: OperationalError"]}
+    assert recovered.status_code == 200

@@ -374,6 +374,8 @@ def test_opening_the_home_tab_shows_what_the_app_published_and_its_buttons_work(
         400,
         "cannot_do_that",
     )
+
+
 def test_slacks_own_stop_on_a_stream_is_only_the_recipients_and_ends_the_apps_appends(
     api: httpx.Client, bot: WebClient
 ) -> None:

@@ -74,3 +74,27 @@ def test_the_same_post_from_a_program_on_this_machine_is_answered(running):
 
     assert answer.status_code == 200
     assert [message.text for message in running.messages(demo.CHANNEL_ID)] == ["hello"]
+
+
+def test_a_host_the_fake_is_told_it_is_known_by_is_answered_as_its_own():
+    assert (
+        cross_site_refusal({"host": f"slack.kourier.test:{PORT}"}, PORT, ("127.0.0.1", "slack.kourier.test"))
+        is None
+    )
+    assert (
+        cross_site_refusal({"host": f"evil.example:{PORT}"}, PORT, ("127.0.0.1", "slack.kourier.test"))
+        == "host"
+    )
+
+
+def test_a_fake_with_a_public_host_names_it_in_its_urls_and_answers_requests_naming_it(make_slack_fake):
+    fake = make_slack_fake(public_host="slack.kourier.test")
+    port = int(fake.url.split(":")[2].split("/")[0])
+    direct = f"http://127.0.0.1:{port}/api/auth.test"
+
+    named = httpx.post(direct, headers={"Host": f"slack.kourier.test:{port}"}, data={"token": fake.bot_token})
+    other = httpx.post(direct, headers={"Host": f"evil.example:{port}"}, data={"token": fake.bot_token})
+
+    assert fake.url == f"http://slack.kourier.test:{port}/api/"
+    assert (named.status_code, named.json()["ok"]) == (200, True)
+    assert other.status_code == 403

@@ -48,13 +48,17 @@ class ScriptedAgent:
         description: str = "Scripted A2A agent for tests",
         version: str = "0.0.1",
         streaming: bool = True,
+        public_host: str = "",
     ) -> None:
+        """``public_host``: the host name its URL and card give (else 127.0.0.1, where it listens), for
+        the egress proxy test, whose proxy alone resolves it."""
         if protocol not in PROTOCOLS:
             raise ValueError(f"protocol must be one of {PROTOCOLS}, not {protocol!r}")
         if text_style not in TEXT_STYLES:
             raise ValueError(f"text_style must be one of {TEXT_STYLES}, not {text_style!r}")
         self.protocol: Protocol = protocol
         self.name = name
+        self._public_host = public_host
         self._description = description
         self._version = version
         self._streaming = streaming
@@ -83,7 +87,7 @@ class ScriptedAgent:
         install_log_filter()
         sock = listening_socket(int(self.url.rsplit(":", 1)[1]) if self.url else 0)
         host, port = sock.getsockname()
-        self.url = f"http://{host}:{port}"
+        self.url = f"http://{self._public_host or host}:{port}"
         card = build_agent_card(
             protocol=self.protocol,
             url=f"{self.url}/",
