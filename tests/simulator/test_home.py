@@ -83,6 +83,7 @@ def test_views_publish_refuses_what_slack_refuses(app_fake: SlackFake, client: W
 
 
 def test_views_publish_is_limited_per_person(app_fake: SlackFake, client: WebClient):
+    app_fake.rate_limits.enabled = True  # off by default for functional tests
     for _ in range(100):
         client.views_publish(user_id=ADA, view=home())
     assert error_of(lambda: client.views_publish(user_id=ADA, view=home())) == "ratelimited"
