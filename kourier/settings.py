@@ -5,6 +5,8 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from kourier import tracing
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 # Used only when DEBUG is on; a system check refuses it otherwise.
@@ -256,16 +258,16 @@ LOGGING = {
         "credentials": {"()": "kourier.logging.CredentialsFilter"},
         "extra_fields": {"()": "kourier.logging.ExtraFieldsFilter"},
         "quiet_sweeps": {"()": "kourier.logging.QuietSweepsFilter"},
+        "trace_ids": {"()": "kourier.tracing.TraceIdsFilter"},
     },
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
             "formatter": LOG_FORMAT,
             # No URL's credentials in any line; readable lines (make serve) also leave out the sweeps
-            # that did nothing.
-            "filters": ["credentials", "extra_fields", "quiet_sweeps"]
-            if LOG_FORMAT == "text"
-            else ["credentials"],
+            # that did nothing. With traces on, each line names its trace and span (kourier/tracing.py).
+            "filters": (["trace_ids"] if tracing.wanted() else [])
+            + (["credentials", "extra_fields", "quiet_sweeps"] if LOG_FORMAT == "text" else ["credentials"]),
         },
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},

@@ -115,6 +115,9 @@ class Turn(models.Model):
         help_text="The cards the reply's stream shows under way ([{id, title}]), for a runner that takes "
         "the reply over and has to stop the stream without the turn's events.",
     )
+    # The W3C traceparent of the span that stored the turn (Slack's event, the alert, the press), so
+    # the worker's turn continues that trace whenever it runs (kourier/tracing.py); empty: traces off.
+    traceparent = models.CharField(max_length=55, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)

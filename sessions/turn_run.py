@@ -3,7 +3,7 @@ agent, the notice the thread is told, and the turn ended with its reaction taken
 
 import logging
 
-from kourier import metrics
+from kourier import metrics, tracing
 from kourier.db import in_database_thread
 from kourier.progress import Ending
 from kourier.slack.clients import SlackError, async_web_client, connection_workspace
@@ -26,6 +26,7 @@ async def run_turn(turn_id: int) -> None:
         metrics.recovered(metrics.Recovery.TURN)
     else:
         metrics.turn_started(work.binding_name)
+    tracing.annotate(binding=work.binding_name, resumed=work.resumed)
     slack = async_web_client(work.bot_token, workspace=connection_workspace(work.connection_id))
     display = display_for(work, slack, turn_id)
     logger.info(
