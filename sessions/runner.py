@@ -95,10 +95,10 @@ async def _run_turn_with_lease(session_id: int, turn: Turn, owner: str) -> bool:
 
 async def _traced_turn(turn: Turn) -> None:
     """The turn, in the trace of the event that stored it (its row's traceparent; kourier/tracing.py)."""
-    attributes = {
+    attributes: dict[str, str | int | bool] = {
         "kourier.session_id": turn.session_id,
         "kourier.turn_id": turn.pk,
-        "kourier.turn_kind": turn.kind,
+        "kourier.turn_kind": str(turn.kind),
     }
     with tracing.span("kourier.turn", traceparent=turn.traceparent, attributes=attributes):
         await run_turn(turn.pk)

@@ -70,7 +70,7 @@ class OtlpReceiver:
 
     def _receive(self, body: bytes) -> None:
         request = ExportTraceServiceRequest.FromString(body)
-        spans = []
+        spans: list[ReceivedSpan] = []
         for resource_spans in request.resource_spans:
             service = next(
                 (
