@@ -21,6 +21,7 @@ env = environ.Env(
     SIMULATOR=(str, "auto"),
     SIMULATOR_PORT=(int, 0),
     A2A_CONNECT_TIMEOUT=(float, 5.0),
+    KAGENT_GRPC_PORT=(int, 8084),
     A2A_READ_TIMEOUT=(float, 300.0),
     A2A_REQUEST_TIMEOUT=(float, 3600.0),
     SESSION_LEASE_SECONDS=(int, 60),
@@ -111,6 +112,9 @@ SIMULATOR_TOKEN = env("SIMULATOR_TOKEN", default="")
 # Where the simulator's Web API listens on 127.0.0.1 (0: a free port).
 SIMULATOR_PORT = env("SIMULATOR_PORT")
 A2A_CONNECT_TIMEOUT = env("A2A_CONNECT_TIMEOUT")
+# kagent 1.0's controller takes feedback on its gRPC API, on this port of the controller's host
+# (kourier/a2a/kagent_feedback.py); its HTTP port is the Binding's spec.agent.kagent.controller.
+KAGENT_GRPC_PORT = env("KAGENT_GRPC_PORT")
 A2A_READ_TIMEOUT = env("A2A_READ_TIMEOUT")
 A2A_REQUEST_TIMEOUT = env("A2A_REQUEST_TIMEOUT")
 # A runner holds its session this long between renewals; a dead runner's session is taken over after it.

@@ -178,6 +178,7 @@ class TurnAdmin(ReadOnlyAdmin):
         shown = [
             f"{'👍' if each.is_positive else '👎'} {each.user_id}"
             + (f" ({each.issue_type})" if each.issue_type else "")
+            + (f" — not sent to kagent: {each.kagent_problem}" if each.kagent_problem else "")
             for each in obj.feedback.order_by("created_at")
         ]
         return ", ".join(shown) or "—"
