@@ -18,6 +18,7 @@ from django.conf import settings
 from kourier import tracing
 from kourier.a2a.factory import shared_connections as a2a_shared_connections
 from kourier.db import in_database_thread
+from kourier.slack import call_log
 from kourier.slack.clients import shared_session as slack_shared_session
 
 from . import acknowledgments, turns
@@ -100,5 +101,9 @@ async def _traced_turn(turn: Turn) -> None:
         "kourier.turn_id": turn.pk,
         "kourier.turn_kind": str(turn.kind),
     }
-    with tracing.span("kourier.turn", traceparent=turn.traceparent, attributes=attributes):
+    # The turn's Slack calls are recorded for its timeline; run_turn stores them as the turn ends.
+    with (
+        tracing.span("kourier.turn", traceparent=turn.traceparent, attributes=attributes),
+        call_log.recording(),
+    ):
         await run_turn(turn.pk)

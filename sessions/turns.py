@@ -17,6 +17,7 @@ from django.utils import timezone
 from bindings.manifest import Mentions, Output, ThreadReplies, UserIdentity
 from kourier.db import CompiledFirst
 from kourier.progress import ProgressMode, ThreadKind
+from kourier.slack import call_log
 
 from . import pauses
 from .models import OPEN_TURN_STATES, Session, ThreadNote, Turn
@@ -320,11 +321,20 @@ def record_reply(turn_id: int, reply_ts: str) -> None:
     Turn.objects.filter(pk=turn_id, reply_ts="").update(reply_ts=reply_ts)
 
 
-def finish_turn(turn_id: int, *, outcome: Turn.Outcome, failed: bool, now: datetime | None = None) -> None:
-    """Ends a running turn."""
+def finish_turn(
+    turn_id: int,
+    *,
+    outcome: Turn.Outcome,
+    failed: bool,
+    now: datetime | None = None,
+    slack_calls: list[dict] | None = None,
+) -> None:
+    """Ends a running turn, with the Slack calls of its run (kourier/slack/call_log.py) when recorded:
+    the session's timeline shows them (sessions/timeline.py)."""
     now = now or timezone.now()
+    kept = {"slack_calls": slack_calls[: call_log.MAX_CALLS]} if slack_calls else {}
     Turn.objects.filter(pk=turn_id, state=Turn.State.RUNNING).update(
-        state=Turn.State.FAILED if failed else Turn.State.DONE, outcome=outcome, ended_at=now
+        state=Turn.State.FAILED if failed else Turn.State.DONE, outcome=outcome, ended_at=now, **kept
     )
 
 

@@ -65,6 +65,7 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from slack_sdk.web.slack_response import SlackResponse
 
 from kourier import metrics, shared_cache, tracing
+from kourier.slack import call_log
 
 from . import failures
 from .budgets import Budget, Pace, clearance_for
@@ -235,14 +236,21 @@ class KourierAsyncWebClient(AsyncWebClient):
         self._bot_user_id: str | None = None
 
     async def api_call(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:  # type: ignore[override]
-        with tracing.span("slack." + api_method, attributes={"slack.method": api_method}) as span:
-            return await self._traced_call(span, api_method, **kwargs)
+        with (
+            tracing.span("slack." + api_method, attributes={"slack.method": api_method}) as span,
+            call_log.call(api_method) as noted,
+        ):
+            return await self._traced_call(span, noted, api_method, **kwargs)
 
-    async def _traced_call(self, span: Any, api_method: str, **kwargs: Any) -> AsyncSlackResponse:
+    async def _traced_call(
+        self, span: Any, noted: call_log.Call | None, api_method: str, **kwargs: Any
+    ) -> AsyncSlackResponse:
         try:
             response = await self._call_with_retries(api_method, **kwargs)
         except Exception as exc:
             outcome, error = call_outcome(exc), fault_name(exc)
+            if noted is not None:
+                noted.outcome = error or outcome
             if span is not None:
                 span.set_attribute("slack.outcome", outcome)
                 span.set_attribute("slack.error", error)
@@ -270,6 +278,7 @@ class KourierAsyncWebClient(AsyncWebClient):
                 if retry_after is not None:
                     metrics.slack_rate_limited(api_method)
                     tracing.add_event("slack.rate_limited", retry_after=retry_after)
+                    call_log.retried()
                     await self._budget.ablock(api_method, self._clock() + retry_after, retry_after)
                     if attempts.rate_limit_retry(exc):
                         continue
@@ -303,6 +312,7 @@ class KourierAsyncWebClient(AsyncWebClient):
             if delay is None:
                 raise attempts.final_error(fault) from fault
             tracing.add_event("slack.retry", error=fault_name(fault))
+            call_log.retried()
             await self._sleep(delay)
 
     async def _wait_for_clearance(self, api_method: str, attempts: _Attempts) -> float:

@@ -22,7 +22,7 @@ SERVICE = "kagent.api.v1alpha1.FeedbackService"
 FieldType = descriptor_pb2.FieldDescriptorProto
 
 
-def create_feedback_request_class() -> type:
+def create_feedback_request_class() -> Any:
     """kagent's CreateFeedbackRequest: message_id (1, optional int64), is_positive (2, bool),
     feedback_text (3, string), issue_type (4, optional string)."""
     file = descriptor_pb2.FileDescriptorProto(

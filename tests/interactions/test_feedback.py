@@ -16,10 +16,10 @@ from interactions.task_names import SEND_FEEDBACK
 from kourier import metrics
 from kourier.a2a.kagent_feedback import NEITHER_ANSWERS, FeedbackNotSent
 from kourier.slack.incoming import ModalSubmission
+from sessions.admin import TurnAdmin
 from sessions.models import Turn
 from simulator import defaults
 from simulator.modals import view_problems
-from sessions.admin import TurnAdmin
 from tests.factories import BindingFactory, TurnFactory
 from tests.fakes.kagent_grpc_feedback import kagent_grpc_feedback
 from tests.support.private_redis import free_port
