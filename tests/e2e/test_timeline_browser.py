@@ -41,7 +41,7 @@ def a_slow_thread() -> Turn:
     Turn.objects.filter(pk=turn.pk).update(created_at=at)
     InteractionFactory(turn=turn, session=turn.session)
     record("turn.feedback", binding_name=turn.session.binding.name, subject=f"turn {turn.pk}")
-    return turn
+    return Turn.objects.get(pk=turn.pk)
 
 
 def log_in(page: Any, name: str) -> None:
