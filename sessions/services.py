@@ -224,6 +224,7 @@ def start_alert_thread(
                 "text": text,
                 "state": Turn.State.QUEUED,
                 "message_id": message_id_for(connection.pk, channel_id, root_ts),
+                "traceparent": tracing.current_traceparent(),  # the delivery task's: the trigger's trace
             },
         )
         if root_key:

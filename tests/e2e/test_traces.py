@@ -1,12 +1,22 @@
 """One mention, one trace: with an OTLP endpoint configured, the web process's span of Slack's event,
 the worker's turn with its Slack calls and its A2A request, and the real kagent runtime's own spans
 (each line's, set up as kagent sets itself up) reach one receiver in one trace; no span carries the
-message's text."""
+message's text. An alert's trace runs from the trigger's request through the delivery task (its
+traceparent in the task's headers) to the turn it starts."""
 
 import pytest
 
 from sessions.models import Turn
-from tests.e2e.helpers import wait_for_turns_to_end
+from tests.e2e.helpers import (
+    TRIGGER_TOKEN,
+    TRIGGER_TOKEN_ENV,
+    TRIGGERS,
+    am_alert,
+    deliver,
+    group,
+    wait_for_turns_to_end,
+)
+from tests.fakes.a2a_agent import steps
 from tests.support.kagent_runtime.script import Script
 from tests.support.kagent_runtime.script import Turn as ModelTurn
 from tests.support.otlp_receiver import otlp_receiver
@@ -59,3 +69,31 @@ def test_a_mention_is_one_trace_from_slacks_event_through_the_worker_into_the_ag
     assert any("call_llm" in s.name or "generate_content" in s.name for s in agent_spans)
     ours = [s for s in spans if s.service in (WEB, WORKER)]
     assert not any(MESSAGE in repr(s.attributes) or MESSAGE in s.name for s in ours)
+
+
+def test_an_alerts_trace_runs_from_the_trigger_through_the_delivery_task_to_its_turn(make_world, a2a_agent):
+    a2a_agent.script([steps.text("Looking into it.")])
+    with otlp_receiver() as receiver:
+        world = make_world(
+            agent_url=a2a_agent.url,
+            triggers=TRIGGERS,
+            env={TRIGGER_TOKEN_ENV: TRIGGER_TOKEN, **traced(receiver.url)},
+        )
+        deliver(world, group(am_alert()))
+        wait_for_turns_to_end(world, 1, timeout=WAIT)
+        turn = Turn.objects.get()
+        trace_id = turn.traceparent.split("-")[1]
+
+        def whole(spans):
+            names = {span.name for span in spans if span.trace_id == trace_id}
+            return {"alert.delivery", "kourier.turn"} <= names
+
+        spans = [s for s in receiver.wait_for(whole, timeout=WAIT) if s.trace_id == trace_id]
+
+    delivery = next(s for s in spans if s.name == "alert.delivery")
+    assert delivery.service == WEB
+    assert delivery.attributes["kourier.binding"] == world.binding.name
+    task = next(s for s in spans if s.service == WORKER and s.name.startswith("run/") and "alert" in s.name)
+    assert task.trace_id == delivery.trace_id  # the queued task continued the request's trace
+    turn_span = next(s for s in spans if s.name == "kourier.turn")
+    assert turn_span.attributes["kourier.turn_id"] == turn.pk
