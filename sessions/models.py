@@ -121,6 +121,9 @@ class Turn(models.Model):
     # The Slack calls the turn's runner made (kourier/slack/call_log.py: method, outcome, start,
     # duration, retries; bounded), for the session's timeline in the admin (sessions/timeline.py).
     slack_calls = models.JSONField(default=list, blank=True)
+    # What the agent did in the turn's run (sessions/agent_log.py: text runs, tool calls and results by
+    # name, questions, approvals, the task's start and end; bounded), for the same timeline.
+    agent_events = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)

@@ -21,7 +21,7 @@ from kourier.db import in_database_thread
 from kourier.slack import call_log
 from kourier.slack.clients import shared_session as slack_shared_session
 
-from . import acknowledgments, turns
+from . import acknowledgments, agent_log, turns
 from .models import Turn
 from .turn_loop import turn_loop
 from .turn_run import run_turn
@@ -105,5 +105,6 @@ async def _traced_turn(turn: Turn) -> None:
     with (
         tracing.span("kourier.turn", traceparent=turn.traceparent, attributes=attributes),
         call_log.recording(),
+        agent_log.recording(),
     ):
         await run_turn(turn.pk)

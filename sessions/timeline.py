@@ -1,5 +1,6 @@
-"""A session's timeline: every turn, Slack write, question or approval, notice, press and audit row of
-one thread on one time axis, drawn as SVG for the session's page in the admin.
+"""A session's timeline: every turn, agent event (reply text, tool call and result, question, approval,
+the task's end), Slack write, question or approval, notice, press and audit row of one thread on one
+time axis, drawn as SVG for the session's page in the admin.
 
 Pure: it reads rows already loaded (turns with their recorded Slack calls, interactions, post intents,
 feedback, audit rows) and returns marks, then a drawing; no I/O. Labels name kinds, methods, outcomes
@@ -15,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from xml.sax.saxutils import escape
 
-LANES = ("Turns", "Slack writes", "Questions", "Notices", "Presses", "Audit")
+LANES = ("Turns", "Agent", "Slack writes", "Questions", "Notices", "Presses", "Audit")
 WIDTH, LABELS, LANE_HEIGHT, TOP, BOTTOM = 960, 110, 30, 24, 28
 TEXT_SHOWN = 80  # characters of a message shown to those who may read it
 
@@ -41,7 +42,8 @@ def marks_of(
     feedback: Iterable[Any] = (),
     audit_rows: Iterable[Any] = (),
 ) -> list[Mark]:
-    """The marks of a session's rows, in time order."""
+    """The marks of a session's rows, in time order (turns with their ``agent_events`` and
+    ``slack_calls``, as sessions/agent_log.py and kourier/slack/call_log.py record them)."""
     marks: list[Mark] = []
     for turn in turns:
         started, ended = turn.started_at, turn.ended_at
@@ -52,6 +54,8 @@ def marks_of(
                 Mark("Turns", started, ended, f"turn {turn.pk} ran: {outcome}", trouble=bool(turn.outcome)
                      and turn.outcome not in ("completed", "asked"))
             )  # fmt: skip
+        for event in turn.agent_events or []:
+            marks.append(_agent_mark(event))
         for call in turn.slack_calls or []:
             at = datetime.fromtimestamp(call["at"], tz=UTC)
             retries = f", {call['retries']} retries" if call.get("retries") else ""
@@ -82,6 +86,28 @@ def marks_of(
     for row in audit_rows:
         marks.append(Mark("Audit", row.at, None, row.action))
     return sorted(marks, key=lambda mark: mark.start)
+
+
+def _agent_mark(event: dict[str, Any]) -> Mark:
+    at = datetime.fromtimestamp(event["at"], tz=UTC)
+    kind = event["kind"]
+    if kind == "text":
+        return Mark("Agent", at, datetime.fromtimestamp(event["end"], tz=UTC), "reply text")
+    if kind in ("tool call", "tool result"):
+        failed = kind == "tool result" and not event.get("ok", True)
+        return Mark(
+            "Agent",
+            at,
+            None,
+            f"{kind}: {event.get('name') or '?'}" + (" (failed)" if failed else ""),
+            trouble=failed,
+        )
+    if kind == "task ended":
+        state = event.get("state", "")
+        return Mark(
+            "Agent", at, None, f"task ended: {state}", trouble=state in ("failed", "rejected", "canceled")
+        )
+    return Mark("Agent", at, None, kind)
 
 
 def render_svg(marks: Sequence[Mark], *, with_text: bool) -> str:

@@ -10,7 +10,7 @@ from kourier.slack import call_log
 from kourier.slack.clients import SlackError, async_web_client, connection_workspace
 from kourier.slack.outbox import notice_key, post_notice
 
-from . import acknowledgments, notices, pauses, turns
+from . import acknowledgments, agent_log, notices, pauses, turns
 from .conversation import TurnEnd, converse
 from .display import display_for
 from .models import Turn
@@ -75,6 +75,7 @@ async def run_turn(turn_id: int) -> None:
         answer=work.kind is not Turn.Kind.MESSAGE,
         forget_context_of=work.session_id if outcome.forget_context else None,
         slack_calls=call_log.recorded(),
+        agent_events=agent_log.recorded(),
     )
     metrics.turn_ended(
         work.binding_name, outcome.outcome.value, failed=outcome.failed, started_at=work.started_at
@@ -92,6 +93,7 @@ def _end_turn(
     answer: bool,
     forget_context_of: int | None,
     slack_calls: list[dict] | None = None,
+    agent_events: list[dict] | None = None,
 ) -> acknowledgments.Acknowledgment | None:
     """The database's part of a turn's end, in one hand-over: the kept answer settled, the context
     forgotten, the turn ended, and the reaction it leaves on its message read."""
@@ -99,5 +101,7 @@ def _end_turn(
         pauses.current().settle_answer(turn_id)
     if forget_context_of is not None:
         turns.forget_context(forget_context_of)
-    turns.finish_turn(turn_id, outcome=outcome, failed=failed, slack_calls=slack_calls)
+    turns.finish_turn(
+        turn_id, outcome=outcome, failed=failed, slack_calls=slack_calls, agent_events=agent_events
+    )
     return acknowledgments.of_turn(turn_id)

@@ -328,11 +328,16 @@ def finish_turn(
     failed: bool,
     now: datetime | None = None,
     slack_calls: list[dict] | None = None,
+    agent_events: list[dict] | None = None,
 ) -> None:
-    """Ends a running turn, with the Slack calls of its run (kourier/slack/call_log.py) when recorded:
-    the session's timeline shows them (sessions/timeline.py)."""
+    """Ends a running turn, with the Slack calls of its run (kourier/slack/call_log.py) and the agent's
+    events (sessions/agent_log.py) when recorded: the session's timeline shows them (sessions/timeline.py)."""
     now = now or timezone.now()
-    kept = {"slack_calls": slack_calls[: call_log.MAX_CALLS]} if slack_calls else {}
+    kept: dict[str, list[dict]] = {}
+    if slack_calls:
+        kept["slack_calls"] = slack_calls[: call_log.MAX_CALLS]
+    if agent_events:
+        kept["agent_events"] = agent_events
     Turn.objects.filter(pk=turn_id, state=Turn.State.RUNNING).update(
         state=Turn.State.FAILED if failed else Turn.State.DONE, outcome=outcome, ended_at=now, **kept
     )

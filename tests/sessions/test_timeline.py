@@ -14,7 +14,7 @@ MESSAGE = "the database password is hunter2"
 def a_turn(**fields):
     values = {
         "pk": 7, "created_at": T0, "started_at": T0 + timedelta(seconds=1), "ended_at": T0 + timedelta(seconds=31),
-        "outcome": "completed", "state": "done", "text": MESSAGE, "slack_calls": [],
+        "outcome": "completed", "state": "done", "text": MESSAGE, "slack_calls": [], "agent_events": [],
     }  # fmt: skip
     values.update(fields)
     return SimpleNamespace(**values)
@@ -53,6 +53,30 @@ def test_the_marks_are_the_rows_of_the_thread_in_time_order_each_in_its_lane():
     assert stream.trouble  # retried: where a slow answer's time went
     assert stream.seconds == 25.0
     assert not marks[2].trouble
+
+
+def test_the_agents_events_are_marks_of_their_own_lane_a_failed_tool_in_red():
+    def at(seconds):
+        return (T0 + timedelta(seconds=seconds)).timestamp()
+
+    turn = a_turn(agent_events=[
+        {"kind": "task started", "at": at(2)},
+        {"kind": "tool call", "at": at(3), "name": "get_pods"},
+        {"kind": "tool result", "at": at(20), "name": "get_pods", "ok": False},
+        {"kind": "text", "at": at(21), "end": at(29)},
+        {"kind": "task ended", "at": at(30), "state": "completed"},
+    ])  # fmt: skip
+
+    agent = [m for m in timeline.marks_of([turn]) if m.lane == "Agent"]
+
+    assert [(m.label, m.trouble) for m in agent] == [
+        ("task started", False),
+        ("tool call: get_pods", False),
+        ("tool result: get_pods (failed)", True),
+        ("reply text", False),
+        ("task ended: completed", False),
+    ]
+    assert agent[3].seconds == 8.0  # the reply's text streamed for 8 s
 
 
 def test_a_failed_turn_and_a_refused_write_are_trouble():

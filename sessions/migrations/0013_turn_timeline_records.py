@@ -14,4 +14,9 @@ class Migration(migrations.Migration):
             name="slack_calls",
             field=models.JSONField(blank=True, default=list),
         ),
+        migrations.AddField(
+            model_name="turn",
+            name="agent_events",
+            field=models.JSONField(blank=True, default=list),
+        ),
     ]
