@@ -44,8 +44,15 @@ def test_a_mention_is_one_trace_from_slacks_event_through_the_worker_into_the_ag
         trace_id = turn.traceparent.split("-")[1]
 
         def whole(spans):
-            services = {span.service for span in spans if span.trace_id == trace_id}
-            return {WEB, WORKER, AGENT} <= services and any(s.name == "kourier.turn" for s in spans)
+            # Each process exports on its own schedule: wait for the agent's spans and for the
+            # worker's request they hang under, and for the turn's span, which ends last.
+            ours = {s.span_id: s for s in spans if s.trace_id == trace_id}
+            joined = any(
+                s.service == AGENT and ours.get(s.parent_span_id, s).service == WORKER for s in ours.values()
+            )
+            names = {s.name for s in ours.values()}
+            modelled = any("call_llm" in name or "generate_content" in name for name in names)
+            return joined and modelled and {"slack.event", "kourier.turn"} <= names
 
         spans = [s for s in receiver.wait_for(whole, timeout=WAIT) if s.trace_id == trace_id]
 
