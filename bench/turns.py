@@ -4,6 +4,7 @@
     .venv/bin/python bench/turns.py --sessions 1000 --pace 15 --workers 2 --timeout 900
     .venv/bin/python bench/turns.py --sessions 100 --sessions-per-workspace 100 \
         --channels-per-workspace 10 --control-threads 5          # one workspace's burst (issue 31)
+    .venv/bin/python bench/turns.py --sessions 100 --traces   # the same, traces exported (OTLP/HTTP)
 
 Starts on 127.0.0.1:
 - the Slack fake (simulator) in this process, with its rate limits on and as Slack's (scaled only
@@ -251,6 +252,37 @@ def worker_command(args: argparse.Namespace, queue: str, index: int) -> list[str
         "--concurrency", str(args.concurrency),
         "-Q", queue, "-n", f"bench{index}@%h", "--without-gossip", "--without-mingle", "--loglevel", "INFO",
     ]  # fmt: skip
+
+
+class OtlpSink:
+    """Takes the product's OTLP/HTTP exports (kourier/tracing.py) and counts them, without decoding:
+    what a collector costs the host stays out of the product's processes, whose CPU is measured."""
+
+    def __init__(self) -> None:
+        self.exports = 0
+        self.bytes = 0
+        sink = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                size = int(self.headers.get("Content-Length") or 0)
+                self.rfile.read(size)
+                sink.exports += 1
+                sink.bytes += size
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def start(self) -> OtlpSink:
+        threading.Thread(target=self._server.serve_forever, name="otlp-sink", daemon=True).start()
+        return self
 
 
 def start_product(
@@ -698,6 +730,10 @@ def report(args: argparse.Namespace, run: Run) -> str:
     measured = sum(after.cpu.values()) - sum(before.cpu.values())
     summary.append(["CPU s: other processes on the host (not this benchmark's)", f"{host - measured:.1f}"])
     summary.append(["host CPU busy", f"{host / (after.at - before.at) / (os.cpu_count() or 1):.0%}"])
+    sink = getattr(args, "trace_sink", None)
+    summary.append(
+        ["traces (--traces)", f"on: {sink.exports} exports, {sink.bytes} bytes" if sink else "off"]
+    )
     peak_growth = max(0, sampler.peak_rss_kib - baseline_rss)
     summary += [
         [
@@ -784,6 +820,12 @@ def main() -> None:
         "--pg-max-connections", type=int, default=200, help="of --database postgres (CI: 200)"
     )
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory and its logs")
+    parser.add_argument(
+        "--traces",
+        action="store_true",
+        help="the product exports OpenTelemetry traces "
+        "(OTLP/HTTP) to a sink in this process: tracing's cost per turn, against a run without",
+    )
     args = parser.parse_args()
     if args.concurrency is None:
         args.concurrency = {"threads": 16, "prefork": 2}[args.pool]
@@ -806,6 +848,7 @@ def main() -> None:
         )
         agent, agent_url, stamps = start_agent(workdir, args.pace)
         processes = support.Processes(workdir)
+        args.trace_sink = OtlpSink().start() if args.traces else None
         env = support.product_env(
             database_url=database_url,
             redis_url=redis_url,
@@ -814,6 +857,7 @@ def main() -> None:
                 **{w.token_env: w.bot_token for w in workspaces},
                 **{w.secret_env: w.signing_secret for w in workspaces},
                 **({"SLACK_CALL_BUDGETS": "false"} if args.naive else {}),
+                **({"OTEL_EXPORTER_OTLP_ENDPOINT": args.trace_sink.url} if args.trace_sink else {}),
             },
         )
         try:

@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from asgiref.sync import async_to_sync
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -29,7 +30,8 @@ from audit.services import record
 from bindings.manifest import UserIdentity
 from bindings.models import Connection, MissingSecret
 from kourier import metrics
-from kourier.a2a.kagent_feedback import FeedbackNotSent, post_feedback
+from kourier.a2a.kagent_agents import line_of
+from kourier.a2a.kagent_feedback import FeedbackNotSent, send_feedback
 from kourier.db import in_database_thread
 from kourier.queue import enqueue_after_commit
 from kourier.redaction import redact_text
@@ -251,6 +253,9 @@ class ToSend:
     connection_id: int = 0
     team_id: str = ""
     bot_token: str = field(default="", repr=False)
+    # The kagent line the agent was found on at apply (kourier/a2a/kagent_agents.py): the protocol
+    # its controller takes feedback in (1.0: gRPC FeedbackService; 0.10: REST).
+    line: str = ""
 
 
 def to_send(feedback_id: int, version: int) -> ToSend | None:
@@ -281,6 +286,7 @@ def to_send(feedback_id: int, version: int) -> ToSend | None:
         connection_id=connection.pk,
         team_id=connection.team_id,
         bot_token=_bot_token(connection) if identity is UserIdentity.EMAIL else "",
+        line=line_of(binding.protocol_version),
     )
 
 
@@ -311,7 +317,9 @@ def _feedback_text(feedback: Feedback) -> str:
 
 def mark_sent(feedback_id: int, version: int) -> bool:
     return bool(
-        Feedback.objects.filter(pk=feedback_id, sent_version__lt=version).update(sent_version=version)
+        Feedback.objects.filter(pk=feedback_id, sent_version__lt=version).update(
+            sent_version=version, kagent_problem=""
+        )
     )
 
 
@@ -322,7 +330,13 @@ def send(feedback_id: int, version: int) -> str:
     if sending is None:
         return "nothing"
     try:
-        post_feedback(sending.controller, async_to_sync(sent_user)(sending), sending.body)
+        way = send_feedback(
+            sending.controller,
+            async_to_sync(sent_user)(sending),
+            sending.body,
+            line=sending.line,
+            grpc_port=settings.KAGENT_GRPC_PORT,
+        )
     except FeedbackNotSent as exc:
         logger.warning(
             "feedback.not_sent",
@@ -330,8 +344,10 @@ def send(feedback_id: int, version: int) -> str:
         )
         if exc.transient:
             raise
+        Feedback.objects.filter(pk=feedback_id).update(kagent_problem=exc.reason[:200])
         return "refused"
     mark_sent(feedback_id, version)
+    logger.info("feedback.sent", extra={"feedback_id": feedback_id, "way": way})
     return "sent"
 
 

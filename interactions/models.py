@@ -198,6 +198,9 @@ class Feedback(models.Model):
     # Each change counts up; the send to kagent takes a version once (sent_version), so it is safe twice.
     version = models.PositiveIntegerField(default=1)
     sent_version = models.PositiveIntegerField(default=0)
+    # Why kagent's controller did not take it for good (neither its gRPC FeedbackService nor its REST
+    # API answered, or it refused it): shown in the admin; empty once a version is taken.
+    kagent_problem = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -19,7 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.services import DJANGO_USER, record
-from kourier import metrics
+from kourier import metrics, tracing
 from kourier.queue import enqueue_after_commit
 from kourier.slack.clients import connection_workspace, web_client
 from sessions import activity
@@ -228,6 +228,7 @@ def queue_answer_turn(
             "text": text,
             "answers": answers,
             "state": Turn.State.QUEUED,
+            "traceparent": tracing.current_traceparent(),  # the press's (or reply's) trace
         },
     )
     Interaction.objects.filter(pk=interaction.pk).update(answer_turn=turn)

@@ -11,6 +11,7 @@ from channels.routing import ProtocolTypeRouter  # noqa: E402  (needs Django set
 
 from kourier.http_routes import http_routes  # noqa: E402
 from kourier.queue import import_task_modules  # noqa: E402
+from kourier.tracing import configure as configure_tracing  # noqa: E402
 
 # Seconds a busy thread keeps the GIL while another waits for it (Python's default: 0.005). The
 # event loop is busy under load, and the thread doing ingress's database work needs the GIL back
@@ -18,6 +19,9 @@ from kourier.queue import import_task_modules  # noqa: E402
 # events/s the web process fell behind for good (docs/performance.md, section a).
 WEB_SWITCH_INTERVAL_SECONDS = 0.0005
 sys.setswitchinterval(WEB_SWITCH_INTERVAL_SECONDS)
+
+# Traces when an OTLP endpoint is configured (kourier/tracing.py); off, nothing of OpenTelemetry loads.
+configure_tracing("kourier-web")
 
 # Ingress enqueues its tasks by name; knowing them lets it publish without Celery's general path.
 import_task_modules()

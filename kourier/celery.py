@@ -1,7 +1,7 @@
 import os
 
 from celery import Celery
-from celery.signals import beat_init, import_modules, worker_init, worker_process_shutdown
+from celery.signals import beat_init, import_modules, worker_init, worker_process_shutdown, worker_shutdown
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kourier.settings")
 
@@ -24,6 +24,22 @@ def schedule_sweeps(sender, **kwargs):
 
 # With METRICS_PORT set (a pod of its own), a worker and beat serve their own /metrics. The worker's
 # main process serves it: with the prefork pool it adds up its children, which share its directory.
+@worker_init.connect
+def trace_worker(**kwargs):
+    """Traces when an OTLP endpoint is configured (kourier/tracing.py). The worker's pool is threads
+    (manage.py serve, deploy/): one set-up serves the process."""
+    from kourier.tracing import configure
+
+    configure("kourier-worker")
+
+
+@worker_shutdown.connect
+def flush_worker_spans(**kwargs):
+    from kourier.tracing import flush
+
+    flush()
+
+
 @worker_init.connect
 def serve_worker_metrics(**kwargs):
     from kourier.metrics_endpoint import serve_process_metrics

@@ -28,6 +28,8 @@ from celery import Task, current_app
 from django.db import transaction
 from kombu.utils.json import dumps
 
+from kourier import tracing
+
 REDIS_SCHEMES = frozenset({"redis", "rediss"})
 # Broker transport options that leave a queue's Redis list where it is (a key prefix would move it).
 HARMLESS_TRANSPORT_OPTIONS = frozenset({"visibility_timeout"})
@@ -71,6 +73,7 @@ def publish(task_name: str, *args: Any) -> None:
     headers, properties, body, _ = task.app.amqp.as_task_v2(
         task_id, task.name, args, {}, reply_to=task.app.thread_oid, ignore_result=task.ignore_result
     )
+    tracing.inject(headers)  # the task's span continues the caller's trace, as Celery's publish does
     message = {
         "body": base64.b64encode(dumps(body).encode()).decode(),
         "content-encoding": "utf-8",

@@ -5,6 +5,8 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from kourier import tracing
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 # Used only when DEBUG is on; a system check refuses it otherwise.
@@ -24,6 +26,7 @@ env = environ.Env(
     SIMULATOR=(str, "auto"),
     SIMULATOR_PORT=(int, 0),
     A2A_CONNECT_TIMEOUT=(float, 5.0),
+    KAGENT_GRPC_PORT=(int, 8084),
     A2A_READ_TIMEOUT=(float, 300.0),
     A2A_REQUEST_TIMEOUT=(float, 3600.0),
     SESSION_LEASE_SECONDS=(int, 60),
@@ -142,6 +145,9 @@ SIMULATOR_TOKEN = env("SIMULATOR_TOKEN", default="")
 # Where the simulator's Web API listens on 127.0.0.1 (0: a free port).
 SIMULATOR_PORT = env("SIMULATOR_PORT")
 A2A_CONNECT_TIMEOUT = env("A2A_CONNECT_TIMEOUT")
+# kagent 1.0's controller takes feedback on its gRPC API, on this port of the controller's host
+# (kourier/a2a/kagent_feedback.py); its HTTP port is the Binding's spec.agent.kagent.controller.
+KAGENT_GRPC_PORT = env("KAGENT_GRPC_PORT")
 A2A_READ_TIMEOUT = env("A2A_READ_TIMEOUT")
 A2A_REQUEST_TIMEOUT = env("A2A_REQUEST_TIMEOUT")
 # A runner holds its session this long between renewals; a dead runner's session is taken over after it.
@@ -323,16 +329,16 @@ LOGGING = {
         "credentials": {"()": "kourier.logging.CredentialsFilter"},
         "extra_fields": {"()": "kourier.logging.ExtraFieldsFilter"},
         "quiet_sweeps": {"()": "kourier.logging.QuietSweepsFilter"},
+        "trace_ids": {"()": "kourier.tracing.TraceIdsFilter"},
     },
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
             "formatter": LOG_FORMAT,
             # No URL's credentials in any line; readable lines (make serve) also leave out the sweeps
-            # that did nothing.
-            "filters": ["credentials", "extra_fields", "quiet_sweeps"]
-            if LOG_FORMAT == "text"
-            else ["credentials"],
+            # that did nothing. With traces on, each line names its trace and span (kourier/tracing.py).
+            "filters": (["trace_ids"] if tracing.wanted() else [])
+            + (["credentials", "extra_fields", "quiet_sweeps"] if LOG_FORMAT == "text" else ["credentials"]),
         },
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},

@@ -9,16 +9,19 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 
+from audit.models import AuditEvent
 from kourier.admin_site import ReadOnlyAdmin
 from kourier.slack.links import thread_url
 
+from . import timeline
 from .identity import filed_under
-from .models import Session, Turn, held_by_a_runner
+from .models import PostIntent, Session, Turn, held_by_a_runner
 
 TEXT_FIELDS = ["text", "answers", "stream_cards"]
 SNIPPET_LENGTH = 60
@@ -88,6 +91,28 @@ class SessionAdmin(ReadOnlyAdmin):
     @admin.display(description="State")
     def state(self, obj: Session) -> str:
         return session_state(obj)
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict | None = None
+    ) -> Any:
+        session = Session.objects.filter(pk=object_id).first()
+        if session is not None:
+            extra_context = {**(extra_context or {}), "timeline": session_timeline(session, request)}
+        return super().change_view(request, object_id, form_url, extra_context)
+
+
+def session_timeline(session: Session, request: HttpRequest) -> str:
+    """The thread's timeline (sessions/timeline.py) as SVG; message text for superusers only."""
+    turns = list(session.turns.order_by("created_at"))
+    turn_ids = [turn.pk for turn in turns]
+    # interactions.Interaction's related name: the sessions app does not import the interactions app
+    interactions = list(session.interactions.all())  # type: ignore[attr-defined]
+    feedback = [row for turn in turns for row in turn.feedback.all()]  # type: ignore[attr-defined]
+    subjects = [f"turn {pk}" for pk in turn_ids] + [f"interaction {row.pk}" for row in interactions]
+    audit_rows = AuditEvent.objects.filter(subject__in=subjects).only("at", "action")
+    intents = PostIntent.objects.filter(Q(turn__session=session) | Q(session=session))
+    marks = timeline.marks_of(turns, interactions, intents, feedback, audit_rows)
+    return mark_safe(timeline.render_svg(marks, with_text=request.user.is_superuser))  # escaped in render_svg
 
 
 @admin.register(Turn)
@@ -178,6 +203,7 @@ class TurnAdmin(ReadOnlyAdmin):
         shown = [
             f"{'👍' if each.is_positive else '👎'} {each.user_id}"
             + (f" ({each.issue_type})" if each.issue_type else "")
+            + (f" — not sent to kagent: {each.kagent_problem}" if each.kagent_problem else "")
             for each in obj.feedback.order_by("created_at")
         ]
         return ", ".join(shown) or "—"

@@ -22,7 +22,7 @@ from kourier.progress import Ending
 from kourier.slack.people import person_email, person_name
 from kourier.slack.thread_history import ThreadSoFar, ThreadUnread, read_thread_so_far
 
-from . import notices, pauses, stops, thread_context, turns
+from . import agent_log, notices, pauses, stops, thread_context, turns
 from .agent_text import Author, Note, build_turn_text, strip_bot_mention
 from .display import TurnDisplay
 from .identity import identity_headers, is_person
@@ -232,6 +232,7 @@ class Conversation:
                     ended = event
                 elif isinstance(event, Question | ApprovalRequest | UnusablePause):
                     self.pause = event
+                agent_log.note(event)
                 self.display.feed(event)
         assert ended is not None, "follow_turn ends with TaskEnded or raises"
         await self._record_usage()

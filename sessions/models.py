@@ -120,6 +120,15 @@ class Turn(models.Model):
     # UPDATE, so a second press or one after the end changes nothing; the runner reads it.
     stopped_by = models.CharField(max_length=32, blank=True)
     stop_requested_at = models.DateTimeField(null=True, blank=True)
+    # The W3C traceparent of the span that stored the turn (Slack's event, the alert, the press), so
+    # the worker's turn continues that trace whenever it runs (kourier/tracing.py); empty: traces off.
+    traceparent = models.CharField(max_length=55, blank=True, default="")
+    # The Slack calls the turn's runner made (kourier/slack/call_log.py: method, outcome, start,
+    # duration, retries; bounded), for the session's timeline in the admin (sessions/timeline.py).
+    slack_calls = models.JSONField(default=list, blank=True)
+    # What the agent did in the turn's run (sessions/agent_log.py: text runs, tool calls and results by
+    # name, questions, approvals, the task's start and end; bounded), for the same timeline.
+    agent_events = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)

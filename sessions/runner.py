@@ -15,11 +15,14 @@ from collections.abc import AsyncIterator
 
 from django.conf import settings
 
+from kourier import tracing
 from kourier.a2a.factory import shared_connections as a2a_shared_connections
 from kourier.db import in_database_thread
+from kourier.slack import call_log
 from kourier.slack.clients import shared_session as slack_shared_session
 
-from . import acknowledgments, turns
+from . import acknowledgments, agent_log, turns
+from .models import Turn
 from .turn_loop import turn_loop
 from .turn_run import run_turn
 
@@ -64,7 +67,7 @@ async def _run_session(session_id: int) -> None:
         return  # nothing to run, or another runner has the session
     try:
         while turn is not None:
-            if not await _run_turn_with_lease(session_id, turn.pk, owner):
+            if not await _run_turn_with_lease(session_id, turn, owner):
                 return  # the lease was lost: another runner has the session now
             turn = await in_database_thread(turns.lease_next_turn)(session_id, owner, seconds=LEASE_SECONDS)
     except BaseException:  # a crash, or the hand-over's cancel: the lease is let go at once
@@ -72,8 +75,9 @@ async def _run_session(session_id: int) -> None:
         raise
 
 
-async def _run_turn_with_lease(session_id: int, turn_id: int, owner: str) -> bool:
-    turn_task = asyncio.create_task(run_turn(turn_id))
+async def _run_turn_with_lease(session_id: int, turn: Turn, owner: str) -> bool:
+    turn_id = turn.pk
+    turn_task = asyncio.create_task(_traced_turn(turn))
     while True:
         try:
             done, _ = await asyncio.wait({turn_task}, timeout=LEASE_SECONDS / 3)
@@ -88,3 +92,19 @@ async def _run_turn_with_lease(session_id: int, turn_id: int, owner: str) -> boo
             logger.warning("session.lease_lost", extra={"session_id": session_id, "turn_id": turn_id})
             turn_task.cancel()
             return False
+
+
+async def _traced_turn(turn: Turn) -> None:
+    """The turn, in the trace of the event that stored it (its row's traceparent; kourier/tracing.py)."""
+    attributes: dict[str, str | int | bool] = {
+        "kourier.session_id": turn.session_id,
+        "kourier.turn_id": turn.pk,
+        "kourier.turn_kind": str(turn.kind),
+    }
+    # The turn's Slack calls are recorded for its timeline; run_turn stores them as the turn ends.
+    with (
+        tracing.span("kourier.turn", traceparent=turn.traceparent, attributes=attributes),
+        call_log.recording(),
+        agent_log.recording(),
+    ):
+        await run_turn(turn.pk)

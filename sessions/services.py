@@ -21,6 +21,7 @@ from django.utils import timezone
 from bindings import directory
 from bindings.manifest import ThreadReplies
 from bindings.models import Binding, Connection
+from kourier import tracing
 from kourier.db import insert_columns, insert_unless_taken, insert_values, quoted_columns
 from kourier.progress import ThreadKind
 from kourier.queue import enqueue_after_commit
@@ -223,6 +224,7 @@ def start_alert_thread(
                 "text": text,
                 "state": Turn.State.QUEUED,
                 "message_id": message_id_for(connection.pk, channel_id, root_ts),
+                "traceparent": tracing.current_traceparent(),  # the delivery task's: the trigger's trace
             },
         )
         if root_key:
@@ -352,6 +354,7 @@ def _new_turn(session: Session, message: ChatMessage, *, expired: bool) -> Turn:
         text=message.text,
         state=Turn.State.EXPIRED if expired else Turn.State.QUEUED,
         message_id=message_id_for(session.connection_id, message.channel_id, message.ts),
+        traceparent=tracing.current_traceparent(),  # Slack's event's (or the alert's) trace
     )
 
 

@@ -3,13 +3,14 @@ agent, the notice the thread is told, and the turn ended with its reaction taken
 
 import logging
 
-from kourier import metrics
+from kourier import metrics, tracing
 from kourier.db import in_database_thread
 from kourier.progress import Ending
+from kourier.slack import call_log
 from kourier.slack.clients import SlackError, async_web_client, connection_workspace
 from kourier.slack.outbox import notice_key, post_notice
 
-from . import acknowledgments, notices, pauses, turns
+from . import acknowledgments, agent_log, notices, pauses, turns
 from .conversation import TurnEnd, converse
 from .display import display_for
 from .models import Turn
@@ -26,6 +27,7 @@ async def run_turn(turn_id: int) -> None:
         metrics.recovered(metrics.Recovery.TURN)
     else:
         metrics.turn_started(work.binding_name)
+    tracing.annotate(binding=work.binding_name, resumed=work.resumed)
     slack = async_web_client(work.bot_token, workspace=connection_workspace(work.connection_id))
     display = display_for(work, slack, turn_id)
     logger.info(
@@ -72,6 +74,8 @@ async def run_turn(turn_id: int) -> None:
         failed=outcome.failed,
         answer=work.kind is not Turn.Kind.MESSAGE,
         forget_context_of=work.session_id if outcome.forget_context else None,
+        slack_calls=call_log.recorded(),
+        agent_events=agent_log.recorded(),
     )
     metrics.turn_ended(
         work.binding_name, outcome.outcome.value, failed=outcome.failed, started_at=work.started_at
@@ -82,7 +86,14 @@ async def run_turn(turn_id: int) -> None:
 
 
 def _end_turn(
-    turn_id: int, outcome: Turn.Outcome, *, failed: bool, answer: bool, forget_context_of: int | None
+    turn_id: int,
+    outcome: Turn.Outcome,
+    *,
+    failed: bool,
+    answer: bool,
+    forget_context_of: int | None,
+    slack_calls: list[dict] | None = None,
+    agent_events: list[dict] | None = None,
 ) -> acknowledgments.Acknowledgment | None:
     """The database's part of a turn's end, in one hand-over: the kept answer settled, the context
     forgotten, the turn ended, and the reaction it leaves on its message read."""
@@ -90,5 +101,7 @@ def _end_turn(
         pauses.current().settle_answer(turn_id)
     if forget_context_of is not None:
         turns.forget_context(forget_context_of)
-    turns.finish_turn(turn_id, outcome=outcome, failed=failed)
+    turns.finish_turn(
+        turn_id, outcome=outcome, failed=failed, slack_calls=slack_calls, agent_events=agent_events
+    )
     return acknowledgments.of_turn(turn_id)

@@ -17,6 +17,7 @@ from django.utils import timezone
 from bindings.manifest import Mentions, Output, ThreadReplies, UserIdentity
 from kourier.db import CompiledFirst
 from kourier.progress import ProgressMode, ThreadKind
+from kourier.slack import call_log
 
 from . import pauses
 from .models import OPEN_TURN_STATES, Session, ThreadNote, Turn
@@ -351,11 +352,25 @@ def record_reply(turn_id: int, reply_ts: str) -> None:
     Turn.objects.filter(pk=turn_id, reply_ts="").update(reply_ts=reply_ts)
 
 
-def finish_turn(turn_id: int, *, outcome: Turn.Outcome, failed: bool, now: datetime | None = None) -> None:
-    """Ends a running turn."""
+def finish_turn(
+    turn_id: int,
+    *,
+    outcome: Turn.Outcome,
+    failed: bool,
+    now: datetime | None = None,
+    slack_calls: list[dict] | None = None,
+    agent_events: list[dict] | None = None,
+) -> None:
+    """Ends a running turn, with the Slack calls of its run (kourier/slack/call_log.py) and the agent's
+    events (sessions/agent_log.py) when recorded: the session's timeline shows them (sessions/timeline.py)."""
     now = now or timezone.now()
+    kept: dict[str, list[dict]] = {}
+    if slack_calls:
+        kept["slack_calls"] = slack_calls[: call_log.MAX_CALLS]
+    if agent_events:
+        kept["agent_events"] = agent_events
     Turn.objects.filter(pk=turn_id, state=Turn.State.RUNNING).update(
-        state=Turn.State.FAILED if failed else Turn.State.DONE, outcome=outcome, ended_at=now
+        state=Turn.State.FAILED if failed else Turn.State.DONE, outcome=outcome, ended_at=now, **kept
     )
 
 

@@ -21,6 +21,7 @@ from alerts.services import take_alerts
 from bindings import directory
 from bindings.manifest import ThreadPer, TriggerKind, TriggerSpec
 from bindings.models import Binding, MissingSecret
+from kourier import tracing
 from kourier.bounded_post import BoundedPost
 from kourier.db import in_database_thread
 
@@ -82,7 +83,9 @@ class AlertDoor(BoundedPost):
         except payloads.Unreadable as exc:
             await self._refuse(400, str(exc), binding=binding.name)
             return
-        taken = await in_database_thread(_take)(binding, trigger, alerts, notification, idempotency_key)
+        # An alert's trace starts here; its delivery task carries it to the turn (kourier/tracing.py).
+        with tracing.span("alert.delivery", attributes={"kourier.binding": binding.name}):
+            taken = await in_database_thread(_take)(binding, trigger, alerts, notification, idempotency_key)
         if taken is None:
             await self._refuse(503, "the trigger's channel is not bound", binding=binding.name)
             return

@@ -22,6 +22,7 @@ from slack_sdk.signature import SignatureVerifier
 
 from bindings import directory
 from bindings.models import Connection, MissingSecret
+from kourier import tracing
 from kourier.bounded_post import BoundedPost
 from kourier.slack.incoming import why_unreadable
 
@@ -86,7 +87,9 @@ class SlackEvents(BoundedPost):
         if isinstance(request, str):
             await self._unreadable(request, connection_id=connection.pk)
             return
-        response = await app.async_dispatch(request)
+        # A turn's trace starts here: the turn this event stores keeps the span (kourier/tracing.py).
+        with tracing.span("slack.event", attributes={"kourier.connection_id": connection.pk}):
+            response = await app.async_dispatch(request)
         response_headers = [
             (key.encode("latin-1"), value.encode("latin-1"))
             for key, value in response.first_headers_without_set_cookie().items()

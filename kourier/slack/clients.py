@@ -66,7 +66,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from slack_sdk.web.slack_response import SlackResponse
 
-from kourier import egress, metrics, shared_cache
+from kourier import egress, metrics, shared_cache, tracing
+from kourier.slack import call_log
 
 from . import failures
 from .budgets import Budget, Reservation, budgets_enabled
@@ -279,16 +280,32 @@ class KourierAsyncWebClient(AsyncWebClient):
         self._bot_user_id: str | None = None
 
     async def api_call(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:  # type: ignore[override]
+        with (
+            tracing.span("slack." + api_method, attributes={"slack.method": api_method}) as span,
+            call_log.call(api_method) as noted,
+        ):
+            return await self._traced_call(span, noted, api_method, **kwargs)
+
+    async def _traced_call(
+        self, span: Any, noted: call_log.Call | None, api_method: str, **kwargs: Any
+    ) -> AsyncSlackResponse:
         try:
             response = await self._call_with_retries(api_method, **kwargs)
         except Exception as exc:
             outcome, error = call_outcome(exc), fault_name(exc)
+            if noted is not None:
+                noted.outcome = error or outcome
+            if span is not None:
+                span.set_attribute("slack.outcome", outcome)
+                span.set_attribute("slack.error", error)
             metrics.slack_call(api_method, outcome)
             if failures.worth_showing(outcome, error):  # a call deferred by its caller is not a failure
                 at = self._clock()
                 await shared_cache.arun(lambda: failures.remember(self.workspace, api_method, error, at))
             raise
         metrics.slack_call(api_method, CALL_OK)
+        if span is not None:
+            span.set_attribute("slack.outcome", CALL_OK)
         return response
 
     async def _call_with_retries(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:
@@ -309,6 +326,8 @@ class KourierAsyncWebClient(AsyncWebClient):
                 retry_after = retry_after_of(exc)
                 if retry_after is not None:
                     metrics.slack_rate_limited(api_method)
+                    tracing.add_event("slack.rate_limited", retry_after=retry_after)
+                    call_log.retried()
                     await self._budget.ablock(
                         api_method, self._clock() + retry_after, retry_after, channel=channel
                     )
@@ -343,6 +362,8 @@ class KourierAsyncWebClient(AsyncWebClient):
                 continue
             if delay is None:
                 raise attempts.final_error(fault) from fault
+            tracing.add_event("slack.retry", error=fault_name(fault))
+            call_log.retried()
             await self._sleep(delay)
 
     async def admit(self, api_method: str, *, within: float, channel: str | None = None) -> bool:

@@ -14,12 +14,15 @@ from interactions import feedback
 from interactions.models import Feedback
 from interactions.task_names import SEND_FEEDBACK
 from kourier import metrics
-from kourier.a2a.kagent_feedback import FeedbackNotSent
+from kourier.a2a.kagent_feedback import NEITHER_ANSWERS, FeedbackNotSent
 from kourier.slack.incoming import ModalSubmission
+from sessions.admin import TurnAdmin
 from sessions.models import Turn
 from simulator import defaults
 from simulator.modals import view_problems
 from tests.factories import BindingFactory, TurnFactory
+from tests.fakes.kagent_grpc_feedback import kagent_grpc_feedback
+from tests.support.private_redis import free_port
 from tests.support.queue import enqueued
 
 pytestmark = pytest.mark.django_db
@@ -237,6 +240,37 @@ class TestSendingToKagent:
         kagent_controller.feedback_status = 400
         assert feedback.send(recorded.feedback_id, 1) == "refused"
         assert Feedback.objects.get().sent_version == 0
+
+    def test_a_kagent_1_0_agents_feedback_goes_to_its_controllers_grpc_feedback_service(
+        self, kagent_controller, settings
+    ):
+        turn = an_answer(controller=kagent_controller.url)
+        turn.session.binding.protocol_version = "1.0"
+        turn.session.binding.save()
+        recorded = thumbs(turn, True)
+        with kagent_grpc_feedback() as service:
+            settings.KAGENT_GRPC_PORT = service.port
+            assert feedback.send(recorded.feedback_id, recorded.version) == "sent"
+
+        assert service.taken == [
+            (defaults.ADA, {"is_positive": True, "feedback_text": "Thumbs up in Slack. (A2A task task-9)"})
+        ]
+        assert kagent_controller.feedback == []
+
+    def test_when_neither_of_the_controllers_ways_answers_the_admin_says_so(
+        self, kagent_controller, settings
+    ):
+        settings.KAGENT_GRPC_PORT = free_port()  # nothing listens there
+        kagent_controller.feedback_status = 404
+        turn = an_answer(controller=kagent_controller.url)
+        recorded = thumbs(turn, False)
+
+        assert feedback.send(recorded.feedback_id, recorded.version) == "refused"
+
+        row = Feedback.objects.get()
+        assert (row.sent_version, row.kagent_problem) == (0, NEITHER_ANSWERS)
+        shown = TurnAdmin(Turn, None).feedback(turn)  # type: ignore[arg-type]
+        assert f"not sent to kagent: {NEITHER_ANSWERS}" in shown
 
 
 @pytest.mark.requires_postgres("SQLite serializes every write")

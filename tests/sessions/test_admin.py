@@ -269,3 +269,22 @@ def test_the_admin_calls_the_sessions_app_sessions_and_keeps_its_stored_label(st
     assert "Thread sessions" not in page.content.decode()
     view_session = Permission.objects.get(codename="view_session", content_type__app_label="threads")
     assert str(view_session) == "Sessions | session | Can view session"
+
+
+def test_a_sessions_page_draws_its_timeline_without_message_text_for_staff(staff_client, turn):
+    response = staff_client.get(reverse("admin:threads_session_change", args=[turn.session.pk]))
+
+    assert response.status_code == 200
+    content = response.content.decode()
+    assert '<svg class="session-timeline"' in content
+    assert f"turn {turn.pk} ran: completed" in content
+    assert SECRET_TEXT not in content
+
+
+def test_a_superuser_sees_the_message_text_in_the_timeline(admin_client, turn):
+    response = admin_client.get(reverse("admin:threads_session_change", args=[turn.session.pk]))
+
+    content = response.content.decode()
+    start = content.index('<svg class="session-timeline"')
+    drawing = content[start : content.index("</svg>", start)]
+    assert SECRET_TEXT in drawing

@@ -121,6 +121,23 @@ def test_a_queued_mention_takes_ten_hand_overs_to_the_database(slack, a2a_agent)
     assert len(counted.statements) == 18
 
 
+def test_a_turn_keeps_its_slack_calls_and_the_agents_events_for_the_timeline(slack, a2a_agent):
+    a2a_agent.script([text("Sunny all day.")])
+    turn = said(slack, a2a_agent, output="live", connection__team_id=defaults.TEAM_ID)
+    run_as_the_turn_loop(runner.run_session(turn.session_id))
+
+    turn.refresh_from_db()
+    methods = [call["method"] for call in turn.slack_calls]
+    made = [call.method for call in slack.calls() if call.method in methods]
+    assert "chat.startStream" in methods
+    assert methods == made[: len(methods)]  # in the order Slack got them
+    assert {call["outcome"] for call in turn.slack_calls} == {"ok"}
+    kinds = [event["kind"] for event in turn.agent_events]
+    assert kinds[0] == "task started"
+    assert "text" in kinds
+    assert turn.agent_events[-1] == {**turn.agent_events[-1], "kind": "task ended", "state": "completed"}
+
+
 def test_the_turns_of_a_loop_share_one_slack_session_and_read_the_agents_card_once(
     slack, a2a_agent, aiohttp_sessions
 ):

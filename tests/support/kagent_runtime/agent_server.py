@@ -205,6 +205,34 @@ def no_readiness_listener():
     return lifespan
 
 
+def trace_as_kagent_does(server: Any) -> None:
+    """Sets up OpenTelemetry as kagent's cli does (``bootstrap`` and ``instrument_app``), from the OTEL_*
+    variables alone: ``bootstrap`` also reads the controller-rendered config, a kagent-proto message
+    this runtime has no module for (``UnpublishedModules``), so its steps are taken here without it.
+    The exporters, propagator (``tracecontext``), resource, span processor and instrumentation are
+    kagent's own, and google-adk's spans (the agent, its model calls, its tools) join the trace a
+    request's ``traceparent`` names."""
+    from kagent.core.telemetry import _boot, instrument_app
+    from kagent.core.telemetry._conv import KagentRuntimeValues
+    from kagent.core.telemetry._profiles import COMMON_INSTRUMENTORS, profile_for
+    from opentelemetry.propagate import set_global_textmap
+
+    for name, value in {
+        "OTEL_PROPAGATORS": "tracecontext",
+        "OTEL_TRACES_EXPORTER": "otlp",
+        "OTEL_METRICS_EXPORTER": "none",
+        "OTEL_LOGS_EXPORTER": "none",
+        "ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS": "false",
+    }.items():
+        os.environ.setdefault(name, value)  # as kagent's _defaults.apply sets them
+    runtime_kind = KagentRuntimeValues.ADK_PYTHON
+    identity = _boot.Identity(runtime=runtime_kind, agent_name=APP_NAME, agent_namespace="default")
+    set_global_textmap(_boot._environment_propagator())
+    _boot._install_providers(identity, module_types.SimpleNamespace(resource_attributes={}))
+    _boot._instrument(COMMON_INSTRUMENTORS + profile_for(runtime_kind).instrumentors, {})
+    instrument_app(server)
+
+
 def serve(script_path: Path, record_path: Path, port_file: Path) -> None:
     spec = scripted_agent.load(script_path, record_path)
     tools_spec = spec.get("tools") or []
@@ -226,7 +254,10 @@ def serve(script_path: Path, record_path: Path, port_file: Path) -> None:
     )
     runtime._readiness_lifespan = no_readiness_listener
     kagent_a2a.InMemoryTaskStore = one_owner_task_store  # type: ignore[assignment]
-    app = scripted_agent.HeaderLog(runtime.build(local=True))
+    server = runtime.build(local=True)
+    if os.environ.get("OTEL_SDK_DISABLED", "").lower() != "true":
+        trace_as_kagent_does(server)
+    app = scripted_agent.HeaderLog(server)
     written = port_file.with_name(port_file.name + ".partial")
     written.write_text(str(port))
     written.replace(port_file)  # the test never reads half a number

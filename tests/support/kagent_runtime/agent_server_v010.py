@@ -98,7 +98,13 @@ def serve(script_path: Path, record_path: Path, port_file: Path) -> None:
         app_name=APP_NAME,
         stream=True,
     )
-    app = scripted_agent.HeaderLog(runtime.build(local=True))
+    server = runtime.build(local=True)
+    if os.environ.get("OTEL_SDK_DISABLED", "").lower() != "true":
+        # As kagent 0.10's cli does; it reads OTEL_TRACING_ENABLED and the OTLP variables.
+        from kagent.core import configure_tracing
+
+        configure_tracing(APP_NAME, "default", server)
+    app = scripted_agent.HeaderLog(server)
     written = port_file.with_name(port_file.name + ".partial")
     written.write_text(str(port))
     written.replace(port_file)  # the test never reads half a number

@@ -4,7 +4,8 @@
   line of lines.py (test ids ``[0.10.4]``, ``[1.0.0a17]``); ``-k 0.10.4`` runs one line.
 - ``kagent_runtime_python`` (per line, once a session): the line's python, its virtualenv built on
   first use (minutes cold, then cached between runs; build.py).
-- ``start_kagent_runtime(script)``: starts a runtime of the test's line whose model plays ``script``;
+- ``start_kagent_runtime(script, traces_to="")``: starts a runtime of the test's line whose model plays
+  ``script`` (sending its own spans to an OTLP receiver's URL when given);
   every runtime a test started is stopped after it.
 
 The timeout of a test that uses ``start_kagent_runtime`` covers the test body only (``func_only``): the
@@ -26,7 +27,7 @@ from tests.support.kagent_runtime.lines import LINES, RuntimeLine
 from tests.support.kagent_runtime.runtime import KagentRuntime
 from tests.support.kagent_runtime.script import Script
 
-StartRuntime = Callable[[Script], KagentRuntime]
+StartRuntime = Callable[..., KagentRuntime]
 
 RUNTIME_FIXTURE = "start_kagent_runtime"
 TEST_TIMEOUT_SECONDS = 120
@@ -61,12 +62,12 @@ def start_kagent_runtime(
 ) -> Iterator[StartRuntime]:
     runtimes: list[KagentRuntime] = []
 
-    def start(script: Script) -> KagentRuntime:
+    def start(script: Script, *, traces_to: str = "") -> KagentRuntime:
         runtime = KagentRuntime(
             kagent_line, kagent_runtime_python, tmp_path / f"kagent-runtime-{len(runtimes)}"
         )
         runtimes.append(runtime)
-        return runtime.start(script)
+        return runtime.start(script, traces_to=traces_to)
 
     yield start
 

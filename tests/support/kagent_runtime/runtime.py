@@ -39,13 +39,24 @@ class KagentRuntime:
     def _record_path(self) -> Path:
         return self.workdir / "record.jsonl"
 
-    def start(self, script: Script) -> KagentRuntime:
+    def start(self, script: Script, *, traces_to: str = "") -> KagentRuntime:
+        """``traces_to``: an OTLP/HTTP receiver's URL (tests/support/otlp_receiver.py) the runtime sends
+        its own spans to, set up as kagent sets itself up; empty: no telemetry."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         script_path = self.workdir / "script.json"
         script_path.write_text(script.to_json())
         port_file = self.workdir / "port"
         env = {name: value for name, value in os.environ.items() if name not in _ENV_NOT_PASSED}
-        env["OTEL_SDK_DISABLED"] = "true"
+        env["OTEL_SDK_DISABLED"] = "false" if traces_to else "true"
+        if traces_to:
+            env.update(
+                OTEL_EXPORTER_OTLP_ENDPOINT=traces_to,
+                # The signal's own endpoint is the whole URL (kagent 0.10 hands it to the exporter as is).
+                OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=traces_to + "/v1/traces",
+                OTEL_EXPORTER_OTLP_PROTOCOL="http/protobuf",
+                OTEL_TRACING_ENABLED="true",  # kagent 0.10's switch
+                OTEL_BSP_SCHEDULE_DELAY="100",
+            )
         with open(self.log_path, "ab") as log:
             self._process = subprocess.Popen(
                 [str(self.python), str(self.line.agent_server), "--script", str(script_path),

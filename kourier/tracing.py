@@ -1,0 +1,178 @@
+"""OpenTelemetry traces: off until an OTLP endpoint is configured, and then one trace per turn.
+
+Configured by OpenTelemetry's own variables (``OTEL_EXPORTER_OTLP_ENDPOINT`` or
+``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``, ``OTEL_SERVICE_NAME``, ``OTEL_RESOURCE_ATTRIBUTES``,
+``OTEL_SDK_DISABLED``...). Without an endpoint no tracer provider is set and no exporter or
+instrumentation is imported (a2a-sdk and redis-py import OpenTelemetry's API when it is installed;
+a2a-sdk's own spans are turned off below): every helper here is then a check of one module global, so tracing that is off costs a turn nothing (docs/performance.md,
+issue 35 point 5).
+
+On, each process sets up the SDK once at start (``configure``: the web process in kourier/asgi.py, a
+worker and beat in kourier/celery.py) with OpenTelemetry's maintained instrumentation of Django,
+Celery, httpx (the A2A client: every request to an agent carries W3C ``traceparent``, so a kagent
+agent's own spans join the trace) and redis. A turn's trace starts at Slack's event (or the alert, or
+the press): the door's span; the turn row keeps that span's ``traceparent`` (``current_traceparent``),
+so the worker's turn span, started whenever the session's runner gets to it (after a pause too),
+continues that trace. Span names and attributes name the Binding, the session and the turn, never
+message text or secrets.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+TRACEPARENT_LENGTH = 55  # W3C trace context, version 00: "00-<32 hex>-<16 hex>-<2 hex>"
+
+# a2a-sdk wraps its own classes in spans whenever OpenTelemetry's API is importable (its
+# a2a.utils.telemetry reads this once, at its import): the product's traces have the A2A requests
+# from the httpx instrumentation, as kagent's runtime does, and off they must cost nothing.
+os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "false")
+
+_tracer: Any = None  # the SDK's tracer once ``configure`` has set tracing up; None: tracing is off
+_no_span = contextlib.nullcontext()
+
+
+def wanted(environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether the environment asks for traces: an OTLP endpoint is set and the SDK is not disabled."""
+    if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return False
+    return any(environ.get(name, "").strip() for name in ENDPOINT_VARIABLES)
+
+
+def enabled() -> bool:
+    return _tracer is not None
+
+
+def configure(service_name: str, *, environ: Mapping[str, str] = os.environ) -> bool:
+    """Sets up the SDK, its OTLP/HTTP exporter and the instrumentation for this process when the
+    environment asks for traces; True when tracing is on. Safe to call twice."""
+    global _tracer
+    if _tracer is not None:
+        return True
+    if not wanted(environ):
+        return False
+    from opentelemetry import trace
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.instrumentation.celery import CeleryInstrumentor
+    from opentelemetry.instrumentation.django import DjangoInstrumentor
+    from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
+    from opentelemetry.instrumentation.redis import RedisInstrumentor
+    from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    # OTEL_SERVICE_NAME, when set, names the service; otherwise the process's part (web, worker, beat).
+    resource = Resource.create({SERVICE_NAME: environ.get("OTEL_SERVICE_NAME") or service_name})
+    provider = TracerProvider(resource=resource)
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    trace.set_tracer_provider(provider)
+    DjangoInstrumentor().instrument()
+    CeleryInstrumentor().instrument()
+    HTTPXClientInstrumentor().instrument()
+    RedisInstrumentor().instrument()
+    _tracer = trace.get_tracer("kourier")
+    logging.getLogger(__name__).info("tracing.on", extra={"service": resource.attributes[SERVICE_NAME]})
+    return True
+
+
+def flush(timeout_millis: int = 5000) -> None:
+    """Sends the spans still held (at a process's end: the batch processor's thread dies with it)."""
+    if _tracer is None:
+        return
+    from opentelemetry import trace
+
+    provider = trace.get_tracer_provider()
+    force_flush = getattr(provider, "force_flush", None)
+    if force_flush is not None:
+        force_flush(timeout_millis)
+
+
+def span(
+    name: str, *, traceparent: str = "", attributes: Mapping[str, str | int | bool] | None = None
+) -> contextlib.AbstractContextManager[Any]:
+    """A span made current for the ``with`` block (a no-op when tracing is off). ``traceparent``
+    continues a trace kept from another process (a turn row's); empty: the current one."""
+    if _tracer is None:
+        return _no_span
+    return _span(name, traceparent, dict(attributes or {}))
+
+
+@contextlib.contextmanager
+def _span(name: str, traceparent: str, attributes: dict[str, Any]) -> Iterator[Any]:
+    context = None
+    if traceparent:
+        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+        context = TraceContextTextMapPropagator().extract({"traceparent": traceparent})
+    with _tracer.start_as_current_span(name, context=context, attributes=attributes) as current:
+        yield current
+
+
+def annotate(**attributes: str | int | bool) -> None:
+    """Adds attributes (``kourier.<name>``) to the current span, when tracing is on."""
+    if _tracer is None:
+        return
+    from opentelemetry import trace
+
+    current = trace.get_current_span()
+    for name, value in attributes.items():
+        current.set_attribute(f"kourier.{name}", value)
+
+
+def add_event(name: str, **attributes: str | int | float | bool) -> None:
+    """An event on the current span (a Slack call's 429, its retry), when tracing is on."""
+    if _tracer is None:
+        return
+    from opentelemetry import trace
+
+    trace.get_current_span().add_event(name, attributes)
+
+
+def current_traceparent() -> str:
+    """The current span's W3C ``traceparent`` header, to keep with work another process continues;
+    empty when tracing is off or no span is current."""
+    if _tracer is None:
+        return ""
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    carrier: dict[str, str] = {}
+    TraceContextTextMapPropagator().inject(carrier)
+    return carrier.get("traceparent", "")
+
+
+def inject(headers: dict[str, Any]) -> None:
+    """Adds the current trace context (``traceparent``) to a message's headers, when tracing is on."""
+    if _tracer is None:
+        return
+    from opentelemetry import propagate
+
+    propagate.inject(headers)
+
+
+def current_ids() -> tuple[str, str] | None:
+    """The current span's trace and span ids in hex, as tracing back ends show them; None when off."""
+    if _tracer is None:
+        return None
+    from opentelemetry import trace
+
+    context = trace.get_current_span().get_span_context()
+    if not context.is_valid:
+        return None
+    return f"{context.trace_id:032x}", f"{context.span_id:016x}"
+
+
+class TraceIdsFilter(logging.Filter):
+    """Puts the current trace and span ids on every record (``trace_id``, ``span_id``), so a log line
+    leads to its trace. Installed only when tracing is wanted (kourier/settings.py): off, logging
+    pays nothing."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        ids = current_ids()
+        if ids is not None:
+            record.trace_id, record.span_id = ids
+        return True

@@ -1,0 +1,94 @@
+"""Traces are off until an OTLP endpoint is configured, and then cost nothing to leave out: off, no tracer
+provider is set, no exporter or instrumentation is imported, and a2a-sdk's own spans are off (redis-py
+and a2a-sdk import OpenTelemetry's API and SDK modules themselves when installed); on, a span kept as a traceparent (a turn row's) is continued by
+another span in the same trace, and every log line names its trace and span."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kourier import tracing
+from tests.support.otlp_receiver import otlp_receiver
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+OFF_PROBE = """
+import sys, django
+django.setup()
+import kourier.asgi, sessions.runner, kourier.slack.clients
+from kourier import tracing
+with tracing.span("slack.event"):
+    assert tracing.current_traceparent() == ""
+tracing.inject(headers := {})
+assert headers == {}
+import a2a.utils.telemetry
+assert not a2a.utils.telemetry.otel_enabled
+from opentelemetry import trace
+assert type(trace.get_tracer_provider()).__name__ == "ProxyTracerProvider"  # none set: no span is made
+print(json.dumps(sorted(name for name in sys.modules if name.startswith(("opentelemetry.exporter",
+    "opentelemetry.instrumentation")))))
+"""
+
+ON_PROBE = """
+import logging, django
+django.setup()
+from kourier import tracing
+assert tracing.configure("kourier-probe")
+with tracing.span("slack.event", attributes={"kourier.connection_id": 3}):
+    kept = tracing.current_traceparent()
+with tracing.span("kourier.turn", traceparent=kept, attributes={"kourier.turn_id": 7}):
+    logging.getLogger("probe").warning("probe.logged")
+    tracing.add_event("slack.rate_limited", retry_after=1)
+tracing.flush()
+print(json.dumps({"kept": kept}))
+"""
+
+
+def run_probe(code: str, **env: str) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    environ.update(DEBUG="true", LOG_FORMAT="json", DJANGO_SETTINGS_MODULE="kourier.settings", **env)
+    return subprocess.run(
+        [sys.executable, "-c", "import json\n" + code],
+        cwd=REPO_ROOT, env=environ, capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("environ", "wanted"),
+    [
+        ({}, False),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}, True),
+        ({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:4318/v1/traces"}, True),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "  "}, False),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_SDK_DISABLED": "TRUE"}, False),
+    ],
+)
+def test_traces_are_wanted_only_when_an_otlp_endpoint_is_configured(environ, wanted):
+    assert tracing.wanted(environ) is wanted
+
+
+def test_off_no_tracer_provider_exporter_or_instrumentation_is_set_up():
+    done = run_probe(OFF_PROBE)
+
+    assert json.loads(done.stdout.splitlines()[-1]) == []
+
+
+def test_on_a_kept_traceparent_continues_its_trace_and_log_lines_name_it():
+    with otlp_receiver() as receiver:
+        done = run_probe(ON_PROBE, OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url, OTEL_BSP_SCHEDULE_DELAY="50")
+        spans = receiver.wait_for(lambda spans: len(spans) >= 2, timeout=30)
+
+    kept = json.loads(done.stdout.splitlines()[-1])["kept"]
+    event = next(span for span in spans if span.name == "slack.event")
+    turn = next(span for span in spans if span.name == "kourier.turn")
+    assert kept.startswith(f"00-{event.trace_id}-{event.span_id}-")
+    assert (turn.trace_id, turn.parent_span_id) == (event.trace_id, event.span_id)
+    assert turn.service == "kourier-probe"
+    assert turn.attributes == {"kourier.turn_id": 7}
+    assert turn.events == ("slack.rate_limited",)
+    logged = next(json.loads(line) for line in done.stderr.splitlines() if "probe.logged" in line)
+    assert (logged["trace_id"], logged["span_id"]) == (turn.trace_id, turn.span_id)
