@@ -68,7 +68,7 @@ def configure(service_name: str, *, environ: Mapping[str, str] = os.environ) -> 
 
     # OTEL_SERVICE_NAME, when set, names the service; otherwise the process's part (web, worker, beat).
     resource = Resource.create({SERVICE_NAME: environ.get("OTEL_SERVICE_NAME") or service_name})
-    provider = TracerProvider(resource=resource)
+    provider = TracerProvider(resource=resource, sampler=doors_only_sampler())
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     trace.set_tracer_provider(provider)
     DjangoInstrumentor().instrument()
@@ -78,6 +78,30 @@ def configure(service_name: str, *, environ: Mapping[str, str] = os.environ) -> 
     _tracer = trace.get_tracer("kourier")
     logging.getLogger(__name__).info("tracing.on", extra={"service": resource.attributes[SERVICE_NAME]})
     return True
+
+
+def doors_only_sampler() -> Any:
+    """Traces start at the doors (a request served, a task consumed or sent), never at a client call
+    outside any trace: a worker's Celery polls its broker in Redis every second, and each poll made a
+    trace of its own, most of what tracing cost a turn (docs/performance.md, section g). A client
+    call inside a trace (a budget's reservation in a turn, the A2A request) is kept with it."""
+    from opentelemetry.sdk.trace.sampling import ALWAYS_ON, Decision, ParentBased, Sampler, SamplingResult
+    from opentelemetry.trace import SpanKind
+
+    class NoLoneClientCalls(Sampler):
+        def should_sample(
+            self, parent_context, trace_id, name, kind=None, attributes=None, links=None, trace_state=None
+        ):  # type: ignore[no-untyped-def]
+            if kind is SpanKind.CLIENT:
+                return SamplingResult(Decision.DROP)
+            return ALWAYS_ON.should_sample(
+                parent_context, trace_id, name, kind, attributes, links, trace_state
+            )
+
+        def get_description(self) -> str:
+            return "NoLoneClientCalls"
+
+    return ParentBased(root=NoLoneClientCalls())
 
 
 def flush(timeout_millis: int = 5000) -> None:

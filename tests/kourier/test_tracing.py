@@ -92,3 +92,22 @@ def test_on_a_kept_traceparent_continues_its_trace_and_log_lines_name_it():
     assert turn.events == ("slack.rate_limited",)
     logged = next(json.loads(line) for line in done.stderr.splitlines() if "probe.logged" in line)
     assert (logged["trace_id"], logged["span_id"]) == (turn.trace_id, turn.span_id)
+
+
+def test_a_client_call_outside_any_trace_is_no_trace_of_its_own_but_one_inside_a_trace_is_kept():
+    from opentelemetry.sdk.trace.sampling import Decision
+    from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, TraceFlags, set_span_in_context
+
+    sampler = tracing.doors_only_sampler()
+    parent = set_span_in_context(
+        NonRecordingSpan(SpanContext(1, 2, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED)))
+    )
+
+    def decision(kind, context=None):
+        return sampler.should_sample(context, 3, "BRPOP", kind).decision
+
+    assert decision(SpanKind.CLIENT) is Decision.DROP  # Celery polling its broker, alone
+    assert decision(SpanKind.CLIENT, parent) is Decision.RECORD_AND_SAMPLE  # a reservation in a turn
+    assert decision(SpanKind.SERVER) is Decision.RECORD_AND_SAMPLE  # Slack's event at the door
+    assert decision(SpanKind.CONSUMER) is Decision.RECORD_AND_SAMPLE  # a task a worker takes
+    assert decision(SpanKind.INTERNAL) is Decision.RECORD_AND_SAMPLE  # the turn, the alert's delivery
