@@ -10,8 +10,10 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from kourier.slack.blocks import FEEDBACK_UP_ACTION
 from sessions.models import Turn
-from tests.e2e.helpers import replies, wait_for_reply_count, wait_for_turns_to_end
+from simulator import defaults
+from tests.e2e.helpers import WAIT, replies, wait_for_reply_count, wait_for_turns_to_end
 from tests.fakes.a2a_agent import steps
 from tests.support.egress_proxy import self_signed_certificate
 
@@ -62,7 +64,7 @@ def host_of(url: str) -> str:
 
 
 def test_the_test_hosts_cannot_be_reached_without_the_proxy():
-    for host in (SLACK_HOST, AGENT_HOST):
+    for host in (SLACK_HOST, AGENT_HOST, "controller.kourier.test"):
         with pytest.raises(socket.gaierror):
             socket.getaddrinfo(host, 80)
 
@@ -101,3 +103,26 @@ def test_a_mention_over_socket_mode_is_answered_with_the_websocket_through_the_p
     assert answer.text == "answer to hello"
     link = f"{SLACK_HOST}:{slack_fake.socket_port}"
     assert {host_of(slack_fake.url), link, host_of(agent.url)} <= egress_proxy.hosts()
+
+
+def test_feedback_to_kagents_controller_goes_through_the_proxy(
+    make_world, agent, egress_proxy, slack_fake, kagent_controller
+):
+    controller = f"http://controller.kourier.test:{urlsplit(kagent_controller.url).port}"
+    world = make_world(
+        agent_url=agent.url,
+        env=through(egress_proxy),
+        feedback=True,
+        kagent_controller=controller,
+        kagent_namespace="ops",
+        kagent_name="k8s-agent",
+        user_identity="slack-user-id",
+    )
+    ts = world.mention("hello")
+    [reply] = wait_for_reply_count(world, ts, 1)
+
+    world.slack.press_button(defaults.GRACE, world.channel, reply.ts, FEEDBACK_UP_ACTION)
+
+    world.slack.wait_until(lambda: kagent_controller.feedback, timeout=WAIT)
+    assert [user for user, _ in kagent_controller.feedback] == [defaults.GRACE]
+    assert host_of(controller) in egress_proxy.hosts()
