@@ -99,8 +99,8 @@ def test_a_visitor_tries_every_feature_in_demo(served: str, chromium: str) -> No
             answer_the_release_plans_questions(page)
             approve_one_tool_and_deny_the_other_as_the_approver_group(page)
             fire_the_readme_trigger_and_see_the_alert_thread(page, served)
-            call_the_agent_into_the_thread_of_another_apps_alert(page)
             use_the_command_the_shortcut_and_the_home_tab(page)
+            call_the_agent_into_the_thread_of_another_apps_alert(page)
         finally:
             browser.close()
 

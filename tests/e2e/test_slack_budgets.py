@@ -44,7 +44,8 @@ def test_a_restart_while_replies_wait_for_their_budgets_loses_nothing_and_posts_
     world.stack.kill("worker", signal.SIGKILL)
     world.stack.start_worker(name="worker2")
     gate.open()
-    wait_for_turns_to_end(world, 3)
+    # The last writes wait their turn in these scarce budgets (a minute's window), not refused.
+    wait_for_turns_to_end(world, 3, timeout=120)
     wait_for(
         lambda: all(not m.streaming for ts in (streamed, updated, final) for m in replies(world, ts)), ""
     )
