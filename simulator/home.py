@@ -15,14 +15,13 @@ As Slack does it (docs.slack.dev: views.publish, app_home_opened):
 
 from __future__ import annotations
 
-import json
 import secrets
 from dataclasses import dataclass
 from typing import Any
 
 from .blocks import block_problems, interactive_elements
 from .errors import FakeMisuse, SlackError, invalid_arguments
-from .modals import MAX_CALLBACK_ID, MAX_MODAL_BLOCKS, MAX_PRIVATE_METADATA, MAX_VIEW_BYTES
+from .modals import MAX_CALLBACK_ID, MAX_MODAL_BLOCKS, MAX_PRIVATE_METADATA, checked_view
 from .state import SlackState, Workspace
 from .web_api import Call, web_method
 
@@ -49,7 +48,7 @@ def views_publish(call: Call) -> dict[str, Any]:
     user_id = call.args.text("user_id")
     if not user_id:
         raise invalid_arguments("missing required field: user_id")
-    view = _checked_home_view(call)
+    view = checked_view(call, home_view_problems)
     if not call.workspace.home_tab_enabled:
         raise SlackError("not_enabled")
     if call.state.user_in(call.workspace.team_id, user_id) is None:
@@ -69,25 +68,6 @@ def views_publish(call: Call) -> dict[str, Any]:
         published.view, published.hash, published.published_at = view, new_hash, call.now
         published.publishes += 1
     return {"ok": True, "view": home_view_json(call.workspace, published)}
-
-
-def _checked_home_view(call: Call) -> dict[str, Any]:
-    raw = call.args.raw("view")
-    if raw is None:
-        raise invalid_arguments("missing required field: view")
-    if isinstance(raw, str):
-        if len(raw.encode()) > MAX_VIEW_BYTES:
-            raise SlackError("view_too_large")
-        try:
-            raw = json.loads(raw)
-        except ValueError:
-            raise invalid_arguments("view must be a JSON object [json-pointer:/view]") from None
-    if not isinstance(raw, dict):
-        raise invalid_arguments("view must be a JSON object [json-pointer:/view]")
-    problems = home_view_problems(raw)
-    if problems:
-        raise invalid_arguments(*problems)
-    return raw
 
 
 def home_view_problems(view: dict[str, Any]) -> list[str]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,7 +51,7 @@ def issue_trigger(state: SlackState, team_id: str, user_id: str) -> str:
 @web_method("views.open")
 def views_open(call: Call) -> dict[str, Any]:
     trigger = _exchangeable_trigger(call)
-    view = _checked_view(call)
+    view = checked_view(call, view_problems)
     trigger.exchanged = True
     opened = OpenView(
         id=call.state.new_id("V"),
@@ -81,7 +81,9 @@ def _exchangeable_trigger(call: Call) -> Trigger:
     return trigger
 
 
-def _checked_view(call: Call) -> dict[str, Any]:
+def checked_view(call: Call, problems_of: Callable[[dict[str, Any]], list[str]]) -> dict[str, Any]:
+    """The call's ``view`` argument (a JSON object or its text) once Slack would take it: refused as
+    Slack words it (too large, not an object, ``problems_of`` it) otherwise. Modals and Home tabs alike."""
     raw = call.args.raw("view")
     if raw is None:
         raise invalid_arguments("missing required field: view")
@@ -94,7 +96,7 @@ def _checked_view(call: Call) -> dict[str, Any]:
             raise invalid_arguments("view must be a JSON object [json-pointer:/view]") from None
     if not isinstance(raw, dict):
         raise invalid_arguments("view must be a JSON object [json-pointer:/view]")
-    problems = view_problems(raw)
+    problems = problems_of(raw)
     if problems:
         raise invalid_arguments(*problems)
     return raw
