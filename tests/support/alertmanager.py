@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 import httpx
 import yaml
 
+from tests.support import processes
 from tests.support.private_redis import free_port
 
 START_TIMEOUT_SECONDS = 30.0
@@ -102,26 +102,16 @@ class Alertmanager:
             stdout=log,
             stderr=subprocess.STDOUT,
         )
-        deadline = time.monotonic() + START_TIMEOUT_SECONDS
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"Alertmanager exited at start:\n{self.log()}")
-            try:
-                if httpx.get(f"{self.url}/-/ready", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)  # polling for the server to listen, not timing a race
-        raise RuntimeError(f"Alertmanager did not start:\n{self.log()}")
+        processes.wait_until_ready(
+            self.process,
+            "Alertmanager",
+            processes.answers_ok(f"{self.url}/-/ready"),
+            timeout=START_TIMEOUT_SECONDS,
+            log=self.log,
+        )
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        processes.stop(self.process)
 
     def fire(self, labels: dict[str, str], *, starts_at: datetime, summary: str = "") -> None:
         """Pushes a firing alert, as Prometheus does on each evaluation."""

@@ -1,5 +1,6 @@
 """Slack's call budgets and the replies' plans the in-process tests share through the test Redis,
-forgotten between tests (reply keys repeat from test to test)."""
+forgotten between tests (reply keys repeat from test to test). Each pytest-xdist worker has its own
+cache prefix on the one Redis, and forgets only its own keys: another worker's test may be midway."""
 
 from kourier import shared_cache
 from kourier.slack.budgets import BUDGET_KEY_PREFIX
@@ -12,6 +13,7 @@ def forget_shared_budgets(*, plans: bool = True) -> None:
     cache = shared_cache.backend()
     client = cache._cache.get_client(write=True)  # type: ignore[attr-defined]  # RedisCacheClient
     for prefix in (BUDGET_KEY_PREFIX, PLAN_KEY_PREFIX) if plans else (BUDGET_KEY_PREFIX,):
-        keys = list(client.scan_iter(match=f"*{prefix}:*", count=1000))
+        own = cache.make_key(f"{prefix}:*")
+        keys = list(client.scan_iter(match=own, count=1000))
         if keys:
             client.delete(*keys)

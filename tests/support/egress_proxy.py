@@ -12,13 +12,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from tests.support import processes
 from tests.support.private_redis import free_port
 
 HOSTS_LOG = "KOURIER_EGRESS_HOSTS_LOG"  # the file the plugin writes each host:port to
@@ -68,11 +68,12 @@ def egress_proxy(tmp_path: Path) -> Iterator[EgressProxy]:
         stderr=subprocess.STDOUT,
     )
     try:
-        _wait_until_listening(port, process)
+        processes.wait_until_ready(
+            process, "proxy.py", processes.listens(port), timeout=START_TIMEOUT_SECONDS, log=lambda: ""
+        )
         yield EgressProxy(f"http://127.0.0.1:{port}", hosts_log, process)
     finally:
-        process.terminate()
-        process.wait(10)
+        processes.stop(process)
 
 
 def self_signed_certificate(directory: Path, host: str) -> tuple[Path, Path]:
@@ -101,17 +102,3 @@ def self_signed_certificate(directory: Path, host: str) -> tuple[Path, Path]:
         capture_output=True,
     )
     return certificate, key
-
-
-def _wait_until_listening(port: int, process: subprocess.Popen) -> None:
-    import socket
-
-    deadline = time.monotonic() + START_TIMEOUT_SECONDS
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"proxy.py exited with {process.returncode}")
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise RuntimeError("proxy.py did not listen in time")

@@ -6,13 +6,13 @@ import os
 import re
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urljoin
 
 import httpx
 
+from tests.support import processes
 from tests.support.private_redis import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -108,26 +108,16 @@ class IdentityProvider:
             stdout=log,
             stderr=subprocess.STDOUT,
         )
-        deadline = time.monotonic() + START_TIMEOUT_SECONDS
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the test provider exited at start:\n{self.log.read_text()[-3000:]}")
-            try:
-                if httpx.get(f"{self.issuer}/.well-known/openid-configuration", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)  # polling for the server to listen, not timing a race
-        raise RuntimeError(f"the test provider did not start:\n{self.log.read_text()[-3000:]}")
+        processes.wait_until_ready(
+            self.process,
+            "the test provider",
+            processes.answers_ok(f"{self.issuer}/.well-known/openid-configuration"),
+            timeout=START_TIMEOUT_SECONDS,
+            log=lambda: self.log.read_text()[-3000:],
+        )
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        processes.stop(self.process)
 
 
 def identity_provider(folder: Path) -> IdentityProvider:
