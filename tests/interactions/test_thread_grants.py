@@ -102,7 +102,8 @@ class TestThePress:
 
         refused = press(interaction)
 
-        assert isinstance(refused, Refused) and refused.refusal is Refusal.MISMATCH
+        assert isinstance(refused, Refused)
+        assert refused.refusal is Refusal.MISMATCH
         assert refused.message == approvals.APPROVAL.refusals[Refusal.MISMATCH]
         assert Interaction.objects.get(pk=interaction.pk).state == Interaction.State.OPEN
         assert not ThreadGrant.objects.exists()
@@ -113,7 +114,8 @@ class TestThePress:
 
         refused = press(interaction)
 
-        assert isinstance(refused, Refused) and refused.refusal is Refusal.MISMATCH
+        assert isinstance(refused, Refused)
+        assert refused.refusal is Refusal.MISMATCH
         assert not ThreadGrant.objects.exists()
 
     def test_after_the_prompt_ended_it_is_refused_and_nothing_is_stored(self):
@@ -122,7 +124,8 @@ class TestThePress:
 
         refused = press(interaction)
 
-        assert isinstance(refused, Refused) and refused.refusal is Refusal.TAKEN
+        assert isinstance(refused, Refused)
+        assert refused.refusal is Refusal.TAKEN
         assert not ThreadGrant.objects.exists()
 
     def test_after_a_timeout_it_is_refused(self):
@@ -131,7 +134,8 @@ class TestThePress:
 
         refused = press(interaction)
 
-        assert isinstance(refused, Refused) and refused.refusal is Refusal.CLOSED
+        assert isinstance(refused, Refused)
+        assert refused.refusal is Refusal.CLOSED
         assert not ThreadGrant.objects.exists()
 
     def test_four_eyes_refuses_the_requester_as_it_refuses_their_approve(self):
@@ -139,7 +143,8 @@ class TestThePress:
 
         refused = press(interaction, user=defaults.ADA)
 
-        assert isinstance(refused, Refused) and refused.refusal is Refusal.SEPARATE_APPROVER
+        assert isinstance(refused, Refused)
+        assert refused.refusal is Refusal.SEPARATE_APPROVER
         assert not ThreadGrant.objects.exists()
 
 
@@ -152,7 +157,8 @@ class TestALaterCall:
 
         later = next_call(turn)
 
-        assert later.state == Interaction.State.ANSWERED and later.prompt_ts == ""
+        assert later.state == Interaction.State.ANSWERED
+        assert later.prompt_ts == ""
         assert later.answer_turn.answers == [True]
         row = AuditEvent.objects.filter(action="interaction.decided").latest("pk")
         assert (row.actor_kind, row.subject) == ("policy", services.subject(later.pk))
