@@ -231,6 +231,7 @@ class BindingAdmin(ManifestAdmin):
                     "interaction_timeout",
                     "remind_before",
                     "deny_reasons",
+                    "allow_for_thread",
                 ]
             },
         ),

@@ -13,6 +13,7 @@ from django import forms
 from django.utils.html import escape
 
 from bindings import manifest, services
+from bindings.allow_for_thread_form import AllowForThreadFields
 from bindings.form_fields import HeadersField, ToolRulesField, TriggersField, split_list, tool_rules_text
 from bindings.manifest import BindingSpec, ConnectionSpec, ManifestWarning, Problem, secret_refs
 from bindings.models import Binding, Connection
@@ -58,6 +59,7 @@ BINDING_FIELD_PATHS = {
     "spec.interactions.remindBefore": "remind_before",
     "spec.interactions.separateApprover": "separate_approver",
     "spec.interactions.tools": "tool_rules",
+    "spec.interactions.allowForThread": "allow_for_thread",
     "spec.session.threadTTL": "thread_ttl",
     "spec.triggers": "triggers",
     "spec.replies.allowMentions": "allow_mentions",
@@ -175,7 +177,7 @@ CREDENTIALS_NOT_SHOWN = (
 )
 
 
-class BindingForm(ThreadContextFields, ReplyExtrasFields, ManifestForm):
+class BindingForm(ThreadContextFields, ReplyExtrasFields, AllowForThreadFields, ManifestForm):
     field_paths = BINDING_FIELD_PATHS
     # Whether this form's user may change where the Binding's turns go (the admin: superusers only).
     may_change_agent = True
@@ -396,6 +398,7 @@ class BindingForm(ThreadContextFields, ReplyExtrasFields, ManifestForm):
                     "remindBefore": given("remind_before"),
                     "separateApprover": cleaned_data.get("separate_approver", False),
                     "tools": cleaned_data.get("tool_rules") or [],
+                    "allowForThread": cleaned_data.get("allow_for_thread", False),
                 },
                 "session": {"threadTTL": given("thread_ttl")},
                 "triggers": cleaned_data.get("triggers") or [],
@@ -471,6 +474,7 @@ def form_values(spec: BindingSpec, *, masked: bool = True) -> dict[str, Any]:
         else manifest.format_duration(spec.interactions.remind_before),
         "separate_approver": spec.interactions.separate_approver,
         "tool_rules": tool_rules_text(spec.interactions.tools),
+        "allow_for_thread": spec.interactions.allow_for_thread,
         "thread_ttl": manifest.format_duration(spec.session.thread_ttl),
         "allow_mentions": spec.replies.allow_mentions.value,
         "max_messages": spec.replies.max_messages,

@@ -201,6 +201,10 @@ class Binding(models.Model):
         default=manifest.DEFAULT_SEPARATE_APPROVER,
         help_text="spec.interactions.separateApprover: the person who asked may deny a tool, not approve it.",
     )
+    allow_for_thread = models.BooleanField(
+        default=False,
+        help_text="spec.interactions.allowForThread: approvers may allow a tool for the rest of the thread.",
+    )
     # spec.interactions.tools, as the manifest writes each rule: [{"match", "approverGroups", ...}].
     tool_rules = models.JSONField(default=list, blank=True)
     thread_ttl = models.DurationField("thread TTL", default=manifest.DEFAULT_THREAD_TTL)

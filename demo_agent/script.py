@@ -3,6 +3,8 @@
 - "plan a release": asks two questions with choices and a free-text one (kagent's ``ask_user``);
   the answers come back on the same task and the plan is written from them.
 - "restart the api": asks approval for two tools at once; only the approved ones run.
+- "scale the api": asks approval for one tool (the demo Binding offers "Allow for this thread" on it:
+  allowed so, asked again in the thread, it runs without a prompt).
 - a message with the word "fail": the task fails.
 - "run the slow report": works for about two minutes, a tool call every ten seconds (a turn to stop
   with the Stop button, or Slack's own stop on a streamed reply).
@@ -31,6 +33,7 @@ ASK_USER_CALL_ID = "call_ask_user"
 
 TRY_NEXT = (
     "Try mentioning me with *plan a release* (a question), *restart the api* (a tool approval), "
+    "*scale the api* (one tool, to allow for the thread), "
     "*fail* (a failure), *run the slow report* (a turn to stop), *summarise this thread* in a thread (what I got of it), or fire the README's "
     "trigger example (an alert thread)."
 )
@@ -130,6 +133,17 @@ def restart_tools(task_id: str) -> tuple[PendingTool, ...]:
     )
 
 
+def scale_tools(task_id: str) -> tuple[PendingTool, ...]:
+    return (
+        PendingTool(
+            f"approve-scale-{task_id}",
+            "call_scale",
+            "scale_deployment",
+            {"deployment": "api", "replicas": 3},
+        ),
+    )
+
+
 def ask_request_id(task_id: str) -> str:
     return f"ask-{task_id}"
 
@@ -149,6 +163,8 @@ def first_turn(text: str, task_id: str) -> list[Step]:
             Say("I will restart the api's deployment and flush its cache. "),
             AskApproval(restart_tools(task_id)),
         ]
+    if "scale the api" in said:
+        return [Say("I will scale the api to three replicas. "), AskApproval(scale_tools(task_id))]
     if re.search(r"\bsummari[sz]e (?:this|the) thread\b", said):
         return summarise_thread(text)
     if "run the slow report" in said:
@@ -275,8 +291,11 @@ def _release_plan(response: Mapping[str, Any], task_id: str) -> list[Step]:
 
 
 def _restart(response: Mapping[str, Any], task_id: str) -> list[Step]:
-    tools = restart_tools(task_id)
+    """The decisions on the restart's tools, or the scale's: whichever pause the task made."""
     approvals = response.get("approvals")
+    first = approvals[0] if isinstance(approvals, list) and approvals else {}
+    scaling = isinstance(first, dict) and first.get("id") == f"approve-scale-{task_id}"
+    tools = scale_tools(task_id) if scaling else restart_tools(task_id)
     decided: dict[str, Mapping[str, Any]] = {}
     for approval in approvals if isinstance(approvals, list) else []:
         if not isinstance(approval, dict) or approval.get("id") in decided:

@@ -24,7 +24,9 @@ from kourier.slack.mrkdwn import escape
 APPROVE_ACTION = "kourier_approve"  # one tool's Approve, several tools' Approve all
 DENY_ACTION = "kourier_deny"  # one tool's Deny, several tools' Deny all
 DECIDE_ACTION = "kourier_submit_decisions"  # several tools: Submit the choices made one by one
-ACTIONS = (APPROVE_ACTION, DENY_ACTION, DECIDE_ACTION)
+# Beyond the spec (issue 33), opt-in (spec.interactions.allowForThread): one tool's third button.
+ALLOW_FOR_THREAD_ACTION = "kourier_allow_for_thread"
+ACTIONS = (APPROVE_ACTION, DENY_ACTION, DECIDE_ACTION, ALLOW_FOR_THREAD_ACTION)
 APPROVED, DENIED = "approve", "deny"
 
 # Slack's Block Kit limits (api.slack.com/reference/block-kit): the prompt must fit them whole.
@@ -59,12 +61,28 @@ def asker(request: ApprovalRequest) -> str:
 # prompt whose other tools wait for people. A fixed wording (docs/manifests.md, "Approval rules").
 DENIED_BY_POLICY_LINE = "Denied by this channel's rules: nobody asked for it, so it does not run."
 
+# Beyond the spec (issue 33): what a prompt with "Allow for this thread" and its ending add. Fixed
+# wordings (docs/manifests.md, "Allow for this thread").
+ALLOW_FOR_THREAD = "Allow for this thread"
+ALLOW_FOR_THREAD_HINT = (
+    "_Allow for this thread_ approves this call and lets the agent run {tool} again in this thread "
+    "without asking, until the thread expires."
+)
+ALLOWED_FOR_THREAD_LINE = (
+    "Allowed for this thread: {tools} now runs here without asking until the thread expires."
+)
+
 
 def open_prompt(
-    request: ApprovalRequest, interaction_id: int, *, denied: frozenset[int] = frozenset()
+    request: ApprovalRequest,
+    interaction_id: int,
+    *,
+    denied: frozenset[int] = frozenset(),
+    allow_for_thread: bool = False,
 ) -> list[dict[str, Any]] | Unshowable:
     """The prompt as it waits for a decision, or why it cannot be shown. ``denied``: tools (by index)
-    the Binding's rules denied already, shown without a choice."""
+    the Binding's rules denied already, shown without a choice; ``allow_for_thread``: a one-tool
+    prompt also offers "Allow for this thread", and says what it does."""
     shown: list[tuple[str, str]] = []
     for tool in request.tools:
         unshowable = _check_tool(tool)
@@ -84,15 +102,18 @@ def open_prompt(
     if count == 1:
         name, args = shown[0]
         blocks.append(_tool_section(0, name, args))
-        blocks.append(
-            _actions(
-                "decide",
-                [
-                    _button("Approve", APPROVE_ACTION, value, "primary"),
-                    _button("Deny", DENY_ACTION, value, "danger"),
-                ],
+        buttons = [
+            _button("Approve", APPROVE_ACTION, value, "primary"),
+            _button("Deny", DENY_ACTION, value, "danger"),
+        ]
+        if allow_for_thread:
+            buttons.append(_button(ALLOW_FOR_THREAD, ALLOW_FOR_THREAD_ACTION, value, None))
+        blocks.append(_actions("decide", buttons))
+        if allow_for_thread:
+            hint = ALLOW_FOR_THREAD_HINT.format(tool=escape(name))
+            blocks.append(
+                {"type": "context", "block_id": "allow-hint", "elements": [{"type": "mrkdwn", "text": hint}]}
             )
-        )
     else:
         for index, (name, args) in enumerate(shown):
             blocks.append(_tool_section(index, name, args))
@@ -233,6 +254,11 @@ def decided_prompt(request: ApprovalRequest, verdicts: Sequence[bool], line: str
         for tool, approved in zip(request.tools, verdicts, strict=True)
     ]
     return _ended(request, listed, line)
+
+
+def allowed_for_thread_line(tool_names: Sequence[str]) -> str:
+    """What the ended prompt of a decision that allowed its tools for the thread adds."""
+    return ALLOWED_FOR_THREAD_LINE.format(tools=", ".join(escape(name) for name in tool_names))
 
 
 def timed_out_prompt(request: ApprovalRequest) -> list[dict[str, Any]]:

@@ -32,7 +32,7 @@ from sessions import notices
 from sessions.identity import is_person
 from sessions.models import Turn
 
-from . import approval_prompts, kept_answers, services
+from . import approval_prompts, kept_answers, services, thread_grants
 from .audit import clean_tool_name, decision_shape
 from .decisions import NotADecision, Undecided, read_decision
 from .kinds import PauseKind, Reading, Refusal, Refused, ShownPrompt, Taken, Unfit
@@ -70,7 +70,12 @@ def open_approval(turn_id: int, request: ApprovalRequest, *, now: datetime | Non
     interaction = services.open_interaction(
         turn_id, Interaction.Kind.APPROVAL, cleaned(request).to_dict(), now=now
     )
-    if interaction.state != Interaction.State.OPEN or is_person(interaction.requested_by):
+    if interaction.state != Interaction.State.OPEN:
+        return interaction
+    if _allow_by_grants(interaction, now=now):
+        interaction.refresh_from_db()
+        return interaction
+    if is_person(interaction.requested_by):
         return interaction
     denied = denied_unattended(tool_policies(interaction))
     if not denied:
@@ -100,6 +105,33 @@ def _deny_by_policy(interaction: Interaction, *, now: datetime | None) -> None:
         "interaction.denied_by_policy",
         extra={"interaction_id": interaction.pk, "taken": isinstance(taken, Taken), "tools": len(tools)},
     )
+
+
+def _allow_by_grants(interaction: Interaction, *, now: datetime | None) -> bool:
+    """Approves at once, nobody asked, a request whose every tool an approver allowed for this thread
+    (thread_grants.py), audited with the decisions it relied on. True when the request was decided so."""
+    tools = [tool.name for tool in request_of(interaction).tools]
+    grants = thread_grants.holding_grants(
+        interaction, tools, tool_policies(interaction), now=now or timezone.now()
+    )
+    if not grants:
+        return False
+    verdicts = [True] * len(tools)
+    taken = services.take(
+        APPROVAL,
+        interaction,
+        Reading(verdicts, decision_shape(tools, verdicts)),
+        "",
+        turn_key=APPROVAL.answer_turn_key(interaction.pk),
+        audit_details={thread_grants.ALLOWED_BY: thread_grants.allowed_by(grants)},
+        by_policy=True,
+        now=now,
+    )
+    logger.info(
+        "interaction.approved_by_thread_grant",
+        extra={"interaction_id": interaction.pk, "taken": isinstance(taken, Taken), "tools": len(tools)},
+    )
+    return True
 
 
 def denied_whole_by_policy(interaction: Interaction) -> bool:
@@ -149,12 +181,28 @@ def separate_approver_refusal(request: ApprovalRequest, indexes: list[int]) -> s
 
 def _read(interaction: Interaction, action_id: str, values: Mapping[str, Any]) -> Reading | Unfit:
     request = request_of(interaction)
-    verdicts = read_decision(request, action_id, values, denied=frozenset(interaction.denied_by_policy))
+    binding = interaction.session.binding
+    offered = binding is not None and binding.allow_for_thread
+    verdicts = read_decision(
+        request,
+        action_id,
+        values,
+        denied=frozenset(interaction.denied_by_policy),
+        allow_for_thread=offered,
+    )
     if isinstance(verdicts, NotADecision):
         return Unfit(Refusal.MISMATCH, reason=verdicts.reason)
     if isinstance(verdicts, Undecided):
         return Unfit(Refusal.INCOMPLETE, message=verdicts.message)
-    return Reading(list(verdicts), decision_shape([tool.name for tool in request.tools], verdicts))
+    audit = decision_shape([tool.name for tool in request.tools], verdicts)
+    if action_id == approval_prompts.ALLOW_FOR_THREAD_ACTION:
+        audit[thread_grants.ALLOWED_FOR_THREAD] = True
+    return Reading(list(verdicts), audit)
+
+
+def _keep_grants(interaction: Interaction, reading: Reading, user_id: str, decision_id: int) -> None:
+    tools = [tool.name for tool in request_of(interaction).tools]
+    thread_grants.keep_grants(interaction, reading, user_id, decision_id, tools, tool_policies(interaction))
 
 
 def _four_eyes(interaction: Interaction, reading: Reading, user_id: str) -> Refused | None:
@@ -188,8 +236,12 @@ def _open_prompt(interaction: Interaction) -> ShownPrompt | approval_prompts.Uns
             request
         )
     else:
+        binding = interaction.session.binding
         blocks = approval_prompts.open_prompt(
-            request, interaction.pk, denied=frozenset(interaction.denied_by_policy)
+            request,
+            interaction.pk,
+            denied=frozenset(interaction.denied_by_policy),
+            allow_for_thread=binding is not None and binding.allow_for_thread,
         )
     if isinstance(blocks, approval_prompts.Unshowable):
         return blocks
@@ -213,6 +265,8 @@ def _ended_prompt(interaction: Interaction) -> ShownPrompt:
             if interaction.decided_in
             else approval_prompts.decided_line(interaction.answered_by, epoch, at_text)
         )
+        if allowed := thread_grants.allowed_tools(interaction):
+            line += " " + approval_prompts.allowed_for_thread_line(allowed)
         blocks = approval_prompts.decided_prompt(request, verdicts, line + kept_answers.waiting(interaction))
     else:
         blocks = approval_prompts.timed_out_prompt(request)
@@ -261,6 +315,7 @@ APPROVAL = PauseKind(
     approvers=True,
     taken_in_transaction=_taken,
     vet=_four_eyes,
+    recorded=_keep_grants,
     policy=policy_name,
 )
 

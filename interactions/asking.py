@@ -82,7 +82,7 @@ async def post_prompt(slack, interaction: Interaction, *, thread_ts: str, reply_
     """Posts an Interaction's prompt once (its key in the outbox): by the runner that opened it, or by
     the sweep after Slack refused it for now."""
     kind = KINDS[interaction.kind]
-    shown = kind.open_prompt(interaction)
+    shown = await in_database_thread(kind.open_prompt)(interaction)  # it reads the Binding's options
     if isinstance(shown, approval_prompts.Unshowable):
         return PutPause(Put.UNUSABLE, interaction.pk, shown.reason)
     blocks, text = shown

@@ -38,10 +38,18 @@ def read_decision(
     values: Mapping[str, Any],
     *,
     denied: frozenset[int] = frozenset(),
+    allow_for_thread: bool = False,
 ) -> Verdicts | Undecided | NotADecision:
     """``denied``: the tools (by index) the Binding's rules denied already (unattended: deny); the
-    prompt offers them no choice, and every press leaves them denied."""
+    prompt offers them no choice, and every press leaves them denied. ``allow_for_thread``: the
+    Binding offers "Allow for this thread" (a one-tool prompt's third button), which approves."""
     count = len(request.tools)
+    if action_id == prompts.ALLOW_FOR_THREAD_ACTION:
+        if not allow_for_thread:
+            return NotADecision("allow-for-thread-off")
+        if count != 1 or denied:
+            return NotADecision("allow-for-thread-not-offered")
+        return (True,)
     if action_id == prompts.APPROVE_ACTION:
         return tuple(index not in denied for index in range(count))
     if action_id == prompts.DENY_ACTION:

@@ -93,6 +93,9 @@ class PauseKind:
     taken_in_transaction: Callable[[int, datetime], None] | None = None
     # What a complete press must also pass before it may win (the Interaction, its reading, the presser).
     vet: Callable[[Interaction, Reading, str], Refused | None] | None = None
+    # What the kind adds to a take's transaction once it is audited: (the Interaction, its reading,
+    # the presser, the decision's audit row id).
+    recorded: Callable[[Interaction, Reading, str, int], None] | None = None
     # The rules the audit says a take was decided under ("binding", or the tool rules that matched).
     policy: Callable[[Interaction], str] | None = None
 

@@ -233,3 +233,40 @@ class DecidingGroup(models.Model):
 
     def __str__(self) -> str:
         return f"{self.group} decides {self.binding}'s approvals outside Slack"
+
+
+class ThreadGrant(models.Model):
+    """A tool an approver allowed for the rest of a thread ("Allow for this thread", issue 33, opt-in
+    per Binding: ``spec.interactions.allowForThread``): the tool's later calls in the session run
+    without a prompt while the session lives, unless a rule now denies the tool or sends it to other
+    approver groups (interactions/thread_grants.py). Written in the decision's own transaction."""
+
+    session = models.ForeignKey("threads.Session", on_delete=models.CASCADE, related_name="thread_grants")
+    tool_name = models.CharField(max_length=200)
+    granted_in = models.ForeignKey(
+        Interaction,
+        on_delete=models.CASCADE,
+        related_name="thread_grants",
+        help_text="The approval whose decision allowed the tool for the thread.",
+    )
+    decision = models.ForeignKey(
+        "audit.AuditEvent",
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="The decision's audit row, which each call run under this grant names.",
+    )
+    granted_by = models.CharField(max_length=64, help_text="The approver's Slack user ID.")
+    approver_groups = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="The approver groups the tool was decided under when it was allowed.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["session", "tool_name"], name="one_thread_grant_per_tool")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} allowed in session {self.session_id}"

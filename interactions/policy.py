@@ -103,3 +103,26 @@ def policy_names(tool_names: Sequence[str], policies: Sequence[ToolPolicy]) -> s
     if all(policy.name == BINDING for policy in policies):
         return BINDING
     return "; ".join(f"{name}: {policy.name}" for name, policy in zip(tool_names, policies, strict=True))
+
+
+@dataclass(frozen=True)
+class ThreadAllowance:
+    """A tool an approver allowed for the rest of the thread (issue 33): the approver groups it was
+    decided under then, and who allowed it."""
+
+    approver_groups: tuple[str, ...]
+    granted_by: str
+
+
+def allowance_holds(
+    policy: ToolPolicy, allowance: ThreadAllowance, *, requester: str, requested_by_person: bool
+) -> bool:
+    """Whether a call of the tool may run on the allowance, without a prompt, under the rules it is
+    decided by now: not when a rule denies it (``unattended: deny`` and nobody asked), nor when it is
+    now sent to other approver groups than the ones that allowed it, nor when four eyes
+    (``separateApprover``) would refuse the person who allowed it approving their own request."""
+    if policy.unattended is Unattended.DENY and not requested_by_person:
+        return False
+    if tuple(policy.approver_groups) != tuple(allowance.approver_groups):
+        return False
+    return not (policy.separate_approver and requester == allowance.granted_by)

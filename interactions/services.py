@@ -175,7 +175,7 @@ def take(
         if session.binding is not None:  # an answer or a decision is the thread's activity, as a message is
             activity.touch(session, session.binding.thread_ttl, now)
         # Audited first: the answer reaches the agent only by the turn this transaction queues.
-        record(
+        event = record(
             kind.taken,
             binding_name=session.binding.name if session.binding else "",
             actor_id=user_id,
@@ -191,6 +191,8 @@ def take(
             policy=kind.policy(interaction) if kind.policy is not None else "",
             by_policy=by_policy,
         )
+        if kind.recorded is not None:
+            kind.recorded(interaction, reading, user_id, event.pk)
         # A Django user is nobody in the channel: the turn carries no Slack user of theirs.
         turn = queue_answer_turn(
             interaction, reading.answers, "" if decided_in else user_id, turn_key, kind=turn_kind, text=text

@@ -122,6 +122,7 @@ spec:
     askUser: true
     toolApprovals: true
     approverGroups: [{ONCALL_ID}]
+    allowForThread: true
   triggers:
     - name: {TRIGGER_NAME}
       kind: generic

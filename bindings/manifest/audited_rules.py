@@ -13,7 +13,7 @@ from .writing import binding_manifest
 # The approval rules of ``spec.interactions``, by manifest name. A rule added to the manifest is
 # audited once its name is listed here; a name the manifest does not write yet is passed over.
 APPROVAL_RULE_FIELDS = (
-    "toolApprovals", "approverGroups", "separateApprover", "tools", "timeout", "remindBefore", "denyReasons",
+    "toolApprovals", "approverGroups", "separateApprover", "tools", "timeout", "remindBefore", "denyReasons", "allowForThread",
 )  # fmt: skip
 
 

@@ -453,6 +453,7 @@ _FIELD_ORDER = [
     "spec.agent.protocolVersion", "spec.agent.headers", "spec.agent.userIdentity", "spec.output", "spec.chat", "spec.interactions.askUser",
     "spec.interactions.toolApprovals", "spec.interactions.approverGroups", "spec.interactions.timeout",
     "spec.interactions.separateApprover", "spec.interactions.tools", "spec.interactions.denyReasons", "spec.interactions.remindBefore",
+    "spec.interactions.allowForThread",
     "spec.session", "spec.triggers", "spec.replies", "spec.budget", "spec.feedback", "spec.stopBy", "spec.directMessages", "spec.botToken", "spec.signingSecret", "spec.appToken", "spec.slashCommand", "spec",
 ]  # fmt: skip
 

@@ -22,6 +22,7 @@ from .specs import (
 
 INTERACTIONS_FIELDS = (
     "askUser", "toolApprovals", "approverGroups", "timeout", "separateApprover", "tools", "denyReasons", "remindBefore",
+    "allowForThread",
 )  # fmt: skip
 TOOL_RULE_FIELDS = ("match", "approverGroups", "separateApprover", "unattended")
 
@@ -50,6 +51,11 @@ def read_interactions(check: Checker, value: Any) -> InteractionsSpec | None:
     deny_reasons = check.boolean(value_at(section, "denyReasons"), "spec.interactions.denyReasons", False)
     if deny_reasons and value_at(section, "toolApprovals") is not True:
         check.error("spec.interactions.denyReasons", "a reason with a denial needs toolApprovals: true")
+    allow_for_thread = check.boolean(
+        value_at(section, "allowForThread"), "spec.interactions.allowForThread", False
+    )
+    if allow_for_thread and value_at(section, "toolApprovals") is not True:
+        check.error("spec.interactions.allowForThread", "allowForThread needs toolApprovals: true")
     remind_before = _read_remind_before(check, section, timeout)
     separate_approver = check.boolean(
         value_at(section, "separateApprover"), "spec.interactions.separateApprover", DEFAULT_SEPARATE_APPROVER
@@ -70,6 +76,7 @@ def read_interactions(check: Checker, value: Any) -> InteractionsSpec | None:
         tools=tools,
         deny_reasons=deny_reasons,
         remind_before=remind_before,
+        allow_for_thread=allow_for_thread,
     )
 
 

@@ -196,6 +196,8 @@ class InteractionsSpec:
     remind_before: timedelta | None = None
     separate_approver: bool = DEFAULT_SEPARATE_APPROVER  # four eyes: the requester may deny, not approve
     tools: tuple[ToolRule, ...] = ()  # in the order given: the first that matches a tool wins
+    # Beyond the spec (issue 33), opt-in: approvers may allow a tool for the rest of the thread.
+    allow_for_thread: bool = False
 
 
 @dataclass(frozen=True)

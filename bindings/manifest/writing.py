@@ -106,6 +106,7 @@ def binding_manifest(spec: BindingSpec) -> dict[str, Any]:
                     if interactions.remind_before is not None
                     else {}
                 ),
+                **({"allowForThread": True} if interactions.allow_for_thread else {}),
             },
             "session": {"threadTTL": format_duration(spec.session.thread_ttl)},
             "triggers": [_trigger_manifest(trigger) for trigger in spec.triggers],

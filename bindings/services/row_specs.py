@@ -54,6 +54,7 @@ def binding_spec(binding: Binding) -> BindingSpec:
             remind_before=binding.remind_before,
             separate_approver=binding.separate_approver,
             tools=binding.tool_rule_specs(),
+            allow_for_thread=binding.allow_for_thread,
         ),
         session=manifest.SessionSpec(thread_ttl=binding.thread_ttl),
         triggers=trigger_specs(binding.triggers),

@@ -60,6 +60,7 @@ def binding_fields(spec: BindingSpec) -> dict[str, Any]:
         "remind_before": spec.interactions.remind_before,
         "separate_approver": spec.interactions.separate_approver,
         "tool_rules": manifest.tool_rule_rows(spec.interactions.tools),
+        "allow_for_thread": spec.interactions.allow_for_thread,
         "thread_ttl": spec.session.thread_ttl,
         "triggers": trigger_rows(spec.triggers),
         "direct_messages": direct_messages_row(spec.direct_messages),

@@ -156,6 +156,7 @@ def every_field(
                 ],
                 "denyReasons": True,
                 "remindBefore": "10m",
+                "allowForThread": True,
             },
             "session": {"threadTTL": "7d"},
             "triggers": [

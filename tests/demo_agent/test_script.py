@@ -48,6 +48,21 @@ def test_an_alert_is_investigated_by_name_even_when_its_text_says_fail():
     assert not any(isinstance(step, Fail) for step in steps)
 
 
+def test_scaling_the_api_asks_for_one_tool_and_runs_it_once_approved():
+    steps = first_turn("Slack: Ada (U1): scale the api", TASK)
+    pause = steps[-1]
+    assert isinstance(pause, AskApproval)
+    (scale,) = pause.tools
+    assert scale.name == "scale_deployment"
+
+    steps = continuation(
+        {"type": "tool_approval_response", "approvals": [{"id": scale.approval_id, "approved": True}]}, TASK
+    )
+
+    results = {step.name: step.response for step in steps if isinstance(step, ToolResult)}
+    assert results == {"scale_deployment": {"status": "done"}}
+
+
 def test_only_the_approved_tool_runs_and_the_denied_one_reports_kagents_denial():
     restart, flush = restart_tools(TASK)
     steps = continuation(

@@ -14,7 +14,13 @@ from django.utils import timezone
 
 from audit.models import AuditEvent
 from interactions import deny_reasons, reminders, sweeps
-from interactions.approval_prompts import APPROVE_ACTION, DECIDE_ACTION, DENY_ACTION, TIMED_OUT_LINE
+from interactions.approval_prompts import (
+    ALLOW_FOR_THREAD_ACTION,
+    APPROVE_ACTION,
+    DECIDE_ACTION,
+    DENY_ACTION,
+    TIMED_OUT_LINE,
+)
 from interactions.approvals import APPROVAL
 from interactions.bound import ANOTHER_APP
 from interactions.kinds import Refusal
@@ -126,6 +132,42 @@ def test_one_tool_is_approved_with_its_approve_button(make_world, make_a2a_agent
         lambda: any("Ran 1 of 1 tools." in m.text for m in bot_messages(world, ts)), timeout=WAIT
     )
     assert decisions_received(agent.received[1])["approvals"] == [{"id": "adk-add", "approved": True}]
+
+
+def test_a_tool_allowed_for_the_thread_runs_again_there_without_a_prompt_and_the_audit_says_on_what(
+    make_world, make_a2a_agent
+):
+    agent = make_a2a_agent(text_style="kagent-1.0", extensions=[HITL_EXTENSION])
+    agent.on_message(pause_then_finish([ADD]))
+    world = approvals_world(make_world, agent, allow_for_thread=True)
+    ts = world.mention("add")
+    prompt = wait_for_prompt(world, ts)
+    actions = [e["action_id"] for b in prompt.blocks if b["type"] == "actions" for e in b["elements"]]
+    assert actions == [APPROVE_ACTION, DENY_ACTION, ALLOW_FOR_THREAD_ACTION]
+
+    press(world, prompt.ts, ALLOW_FOR_THREAD_ACTION)
+    world.slack.wait_until(lambda: len(agent.received) == 2, timeout=WAIT)
+    world.slack.wait_until(
+        lambda: not has_controls(world.slack.message(world.channel, prompt.ts).blocks), timeout=WAIT
+    )
+    assert "Allowed for this thread: add_numbers" in json.dumps(
+        world.slack.message(world.channel, prompt.ts).blocks
+    )
+
+    world.mention("add again", thread_ts=ts)
+
+    world.slack.wait_until(lambda: len(agent.received) == 4, timeout=WAIT)
+    assert decisions_received(agent.received[3])["approvals"] == [{"id": "adk-add", "approved": True}]
+    world.slack.wait_until(
+        lambda: sum("Ran 1 of 1 tools." in m.text for m in bot_messages(world, ts)) == 2, timeout=WAIT
+    )
+    prompts = [m.ts for m in bot_messages(world, ts) if "asks for approval" in m.text]
+    assert prompts == [prompt.ts]  # the first call's alone: the second ran without one
+    assert not any(has_controls(m.blocks) for m in bot_messages(world, ts))
+    decision, allowed = AuditEvent.objects.filter(action="interaction.decided").order_by("pk")
+    assert (decision.actor_id, decision.details["allowed_for_thread"]) == (defaults.GRACE, True)
+    assert allowed.actor_kind == "policy"
+    assert allowed.details["allowed_by"][0]["decision"] == decision.pk
 
 
 def test_a_decision_sent_by_another_app_of_the_workspace_is_refused_privately_and_reaches_nothing(

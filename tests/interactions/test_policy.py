@@ -6,6 +6,8 @@ from interactions.policy import (
     BINDING,
     BindingRules,
     GroupCheck,
+    ThreadAllowance,
+    allowance_holds,
     denied_unattended,
     group_checks,
     needs_someone_else,
@@ -94,3 +96,29 @@ def test_the_audit_names_binding_or_each_tools_rule():
         policy_names(["add", "db_drop"], policies_for(["add", "db_drop"], RULES))
         == "add: binding; db_drop: tools[0] match=db_drop"
     )
+
+
+# -- beyond the spec, opt-in (issue 33): a tool allowed for the rest of the thread --------------------
+
+ALLOWED_BY_OPS = ThreadAllowance(approver_groups=(OPS,), granted_by="U0GRACE")
+
+
+def test_an_allowance_holds_under_the_groups_that_gave_it():
+    policy = policy_for("add_numbers", RULES)
+    assert allowance_holds(policy, ALLOWED_BY_OPS, requester="U0ADA", requested_by_person=True)
+
+
+def test_an_allowance_does_not_hold_for_a_tool_now_sent_to_another_group():
+    policy = policy_for("db_drop", RULES)
+    assert not allowance_holds(policy, ALLOWED_BY_OPS, requester="U0ADA", requested_by_person=True)
+
+
+def test_an_allowance_does_not_hold_for_a_tool_a_rule_denies_when_nobody_asked():
+    policy = policy_for("db_read", RULES)
+    assert not allowance_holds(policy, ALLOWED_BY_OPS, requester="system", requested_by_person=False)
+
+
+def test_an_allowance_does_not_let_its_giver_approve_their_own_request_under_four_eyes():
+    policy = policy_for("db_read", RULES)
+    assert not allowance_holds(policy, ALLOWED_BY_OPS, requester="U0GRACE", requested_by_person=True)
+    assert allowance_holds(policy, ALLOWED_BY_OPS, requester="U0ADA", requested_by_person=True)

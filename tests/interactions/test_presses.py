@@ -14,7 +14,7 @@ from django.core.cache import caches
 
 from interactions import approval_prompts, approvals, presses, prompts, questions, services
 from interactions.kinds import Refusal
-from interactions.models import Interaction, KeptPress
+from interactions.models import Interaction, KeptPress, ThreadGrant
 from interactions.presses import KEPT_FOR_RETRY, PressOutcome, decide_press, receive_press
 from kourier.a2a.events import AnswerFormat, ApprovalRequest, ToolToApprove
 from kourier.slack.incoming import SubmitPress
@@ -649,3 +649,54 @@ class TestRulesPerTool:
             press_on(slack_fake, prompt, defaults.ADA, approval_prompts.APPROVE_ACTION) is PressOutcome.TAKEN
         )
         assert slack_fake.calls("usergroups.users.list") == []
+
+
+class TestAllowForThread:
+    """Beyond the spec, opt-in (issue 33): "Allow for this thread" is pressed as Approve is."""
+
+    def test_an_approver_in_the_group_allows_the_tool_for_the_thread(self, rules, slack_fake):
+        prompt = rules(REQUEST, approver_groups=[OPS], allow_for_thread=True)
+
+        outcome = press_on(slack_fake, prompt, defaults.GRACE, approval_prompts.ALLOW_FOR_THREAD_ACTION)
+
+        assert outcome is PressOutcome.TAKEN
+        assert ThreadGrant.objects.get().granted_by == defaults.GRACE
+
+    def test_a_member_outside_the_approver_groups_is_refused_privately_and_nothing_is_stored(
+        self, rules, slack_fake
+    ):
+        prompt = rules(REQUEST, approver_groups=[OPS], allow_for_thread=True)
+
+        outcome = press_on(slack_fake, prompt, defaults.ADA, approval_prompts.ALLOW_FOR_THREAD_ACTION)
+
+        assert outcome is PressOutcome.REFUSED
+        assert told(slack_fake, defaults.ADA) == [
+            (approvals.APPROVAL.refusals[Refusal.NOT_AN_APPROVER], prompt.thread_ts)
+        ]
+        assert not answered()
+        assert not ThreadGrant.objects.exists()
+
+    def test_a_forged_press_on_a_binding_that_does_not_offer_it_is_refused_privately(self, rules, slack_fake):
+        prompt = rules(REQUEST, approver_groups=[OPS])
+
+        outcome = press_on(slack_fake, prompt, defaults.GRACE, approval_prompts.ALLOW_FOR_THREAD_ACTION)
+
+        assert outcome is PressOutcome.REFUSED
+        assert told(slack_fake, defaults.GRACE) == [
+            (approvals.APPROVAL.refusals[Refusal.MISMATCH], prompt.thread_ts)
+        ]
+        assert not answered()
+        assert not ThreadGrant.objects.exists()
+
+    def test_a_press_after_the_prompt_ended_is_refused_privately(self, rules, slack_fake):
+        prompt = rules(REQUEST, approver_groups=[OPS], allow_for_thread=True)
+        press_on(slack_fake, prompt, defaults.GRACE, approval_prompts.DENY_ACTION)
+        slack_fake.reset_calls()
+
+        outcome = press_on(slack_fake, prompt, defaults.GRACE, approval_prompts.ALLOW_FOR_THREAD_ACTION)
+
+        assert outcome is PressOutcome.REFUSED
+        assert told(slack_fake, defaults.GRACE) == [
+            (approvals.APPROVAL.refusals[Refusal.TAKEN], prompt.thread_ts)
+        ]
+        assert not ThreadGrant.objects.exists()
