@@ -13,6 +13,7 @@ pytest_plugins = [
     "tests.support.kagent_runtime.fixtures",
     "tests.support.oidc_provider.fixtures",
     "tests.support.egress_proxy",
+    "tests.support.xdist_groups",
 ]
 
 

@@ -17,14 +17,12 @@ The figures of a run are printed as one ``CHAOS-FIGURES {json}`` line (see docs/
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import random
 import signal
 import time
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,12 +38,13 @@ from tests.fakes.a2a_agent.gates import Gate
 from tests.support import seeds_report
 
 # The timeout only stops a run that hangs: the waits below are bounded by construction (the
-# schedule's 40 s, then ENDED_WITHIN and SETTLED_WITHIN), well within it. It counts the test itself,
-# not the wait for another run to finish (see ``one_chaos_run_at_a_time``).
+# schedule's 40 s, then ENDED_WITHIN and SETTLED_WITHIN), well within it.
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.timeout(330, func_only=True),
-    pytest.mark.xdist_group("chaos"),  # one worker for every run, once xdist groups again (below)
+    # One run at a time, on one worker: two stacks of five processes on two cores would tell more
+    # about the host than about the product (tests/support/xdist_groups.py).
+    pytest.mark.xdist_group("chaos"),
 ]
 
 # The seeds CI runs, chosen once (not at random) so that every CI run is the same. Both passed on the
@@ -89,23 +88,6 @@ def chaos_seeds() -> list[int | str]:
 
 def replay_command(seed: int) -> str:
     return f"CHAOS_SEED={seed} pytest tests/e2e/test_chaos.py"
-
-
-@pytest.fixture
-def one_chaos_run_at_a_time(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Under xdist two runs would otherwise overlap: two stacks of five processes on two cores, which
-    tells more about the host than about the product. ``xdist_group`` says so, but pytest-xdist's
-    loadgroup no longer groups on pytest 9.2 (pytest-xdist#1386), so the runs of one session take a
-    lock in the session's temporary folder, the one its xdist workers share."""
-    root = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        root = root.parent  # each worker's folder is one level down
-    with (root / "chaos.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 # --- the schedule ----------------------------------------------------------------------------------
@@ -308,7 +290,6 @@ class Run:
 
 
 @pytest.mark.parametrize("seed", chaos_seeds(), ids=lambda seed: f"seed={seed}")
-@pytest.mark.usefixtures("one_chaos_run_at_a_time")
 def test_chaos_nothing_lost_nothing_repeated(seed, make_world, a2a_agent, record_property):
     if seed == "random":
         seed = random.SystemRandom().randrange(1, 2**31)
