@@ -13,12 +13,12 @@ from tests.fakes.a2a_agent.gates import Gate
 
 pytestmark = pytest.mark.slow
 
-# One stream start a minute, and one updated reply (a third of two updates, at least one): the
+# One stream start per 20 s, and one updated reply (a third of two updates, at least one): the
 # first reply streams, the second is posted and updated, the third is posted once when final.
 SCARCE = {
     "SESSION_LEASE_SECONDS": "3",
     "RECOVERY_INTERVAL_SECONDS": "1",
-    "SLACK_CALL_LIMITS": "chat.startStream=1/60,chat.update=2/60",
+    "SLACK_CALL_LIMITS": "chat.startStream=1/20,chat.update=2/20",
 }
 
 
@@ -44,7 +44,7 @@ def test_a_restart_while_replies_wait_for_their_budgets_loses_nothing_and_posts_
     world.stack.kill("worker", signal.SIGKILL)
     world.stack.start_worker(name="worker2")
     gate.open()
-    # The last writes wait their turn in these scarce budgets (a minute's window), not refused.
+    # The last writes wait their turn in these scarce budgets (a 20 s window), not refused.
     wait_for_turns_to_end(world, 3, timeout=120)
     wait_for(
         lambda: all(not m.streaming for ts in (streamed, updated, final) for m in replies(world, ts)), ""

@@ -13,7 +13,7 @@ from _pytest.nodeid import NodeId
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not config.getvalue("loadgroup"):
+    if not getattr(config.option, "loadgroup", False):  # set on xdist's workers only
         return
     for item in items:
         names = sorted(
