@@ -712,11 +712,13 @@ class SlackFake:
         thread_ts: str | None = None,
         *,
         deliver: DeliverWhich = "both",
+        unreachable: tuple[str, ...] = (),
     ) -> str:
         """A person posts a message with files attached, each ``(name, content, mimetype)``; returns its ts.
 
         Slack sends a ``message`` event of subtype ``file_share`` with the ``files`` array (and the
-        ``app_mention``, with the same files, when the text mentions the app)."""
+        ``app_mention``, with the same files, when the text mentions the app). The files named in
+        ``unreachable`` are gone by the time the app asks for them (their private URL answers 404)."""
         if not shared:
             raise FakeMisuse("a file_share message shares at least one file")
         with self._state.lock:
@@ -725,6 +727,8 @@ class SlackFake:
                 files.add_shared_file(self._state, person.team_id, user, name, content, mimetype)
                 for name, content, mimetype in shared
             ]
+            for file in added:
+                file.reachable = file.name not in unreachable
             message = self._state.add_message(
                 Message(
                     channel=channel,

@@ -21,12 +21,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kourier.a2a.events import AgentEvent, TaskEnded, TaskStarted, ToolCall, ToolResult
+from kourier.a2a.events import AgentEvent, FileReturned, TaskEnded, TaskStarted, ToolCall, ToolResult
 from kourier.a2a.text import ReplyText
 from kourier.a2a.usage import TokenCount, per_call_usage, task_total_usage
 from kourier.a2a.wire import (
     ArtifactUpdate,
     DataPart,
+    FilePart,
     Message,
     Part,
     Role,
@@ -136,6 +137,7 @@ class TurnReader:
         self._ended = False
         self._call_usage: dict[str, TokenCount] = {}  # by message id: a message is one model call
         self._task_total: TokenCount | None = None
+        self._files_seen: set[str] = set()
 
     @property
     def ended(self) -> bool:
@@ -240,6 +242,7 @@ class TurnReader:
         if usage is not None:
             self._call_usage[message.message_id] = usage
         self._read_tool_parts(message.parts, out)
+        self._read_file_parts(f"message:{message.message_id}", message.parts, out)
 
     def _read_artifact(
         self, artifact_id: str, parts: Sequence[Part], append: bool, last_chunk: bool, out: list[AgentEvent]
@@ -247,6 +250,25 @@ class TurnReader:
         self._text.artifact_chunk(artifact_id, visible_text(parts), append=append, last_chunk=last_chunk)
         self._flush_text(out)
         self._read_tool_parts(parts, out)
+        self._read_file_parts(f"artifact:{artifact_id}", parts, out)
+
+    def _read_file_parts(self, source: str, parts: Sequence[Part], out: list[AgentEvent]) -> None:
+        """Each file part once, keyed by where it is (a task read again shows it again)."""
+        files = [part for part in parts if isinstance(part, FilePart) and (part.raw is not None or part.url)]
+        for place, part in enumerate(files):
+            key = f"{source}:{part.filename or place}"
+            if key in self._files_seen:
+                continue
+            self._files_seen.add(key)
+            out.append(
+                FileReturned(
+                    key=key,
+                    filename=part.filename or f"file-{len(self._files_seen)}",
+                    media_type=part.media_type or "application/octet-stream",
+                    raw=part.raw,
+                    url=part.url,
+                )
+            )
 
     def _read_tool_parts(self, parts: Sequence[Part], out: list[AgentEvent]) -> None:
         for part in parts:
