@@ -21,7 +21,8 @@ def test_a_shared_file_comes_with_its_message_and_the_mention(app_fake: SlackFak
     )
 
     mention, message = (event for event in receiver.events())
-    assert mention["type"] == "app_mention" and message["subtype"] == "file_share"
+    assert mention["type"] == "app_mention"
+    assert message["subtype"] == "file_share"
     for event in (mention, message):
         (shared,) = event["files"]
         assert (shared["name"], shared["mimetype"], shared["size"]) == ("app.log", "text/plain", len(LOG))
@@ -38,7 +39,8 @@ def test_a_private_url_answers_the_bytes_to_the_bot_token_only(app_fake: SlackFa
     assert answer.headers["content-type"] == "text/plain"
 
     without_token = httpx.get(url)
-    assert without_token.status_code == 200 and without_token.headers["content-type"].startswith("text/html")
+    assert without_token.status_code == 200
+    assert without_token.headers["content-type"].startswith("text/html")
 
 
 def test_without_files_read_a_private_url_answers_the_sign_in_page(app_fake: SlackFake, receiver: Receiver) -> None:
@@ -48,7 +50,8 @@ def test_without_files_read_a_private_url_answers_the_sign_in_page(app_fake: Sla
 
     answer = httpx.get(url, headers={"Authorization": f"Bearer {app_fake.bot_token}"})
 
-    assert answer.headers["content-type"].startswith("text/html") and LOG not in answer.content
+    assert answer.headers["content-type"].startswith("text/html")
+    assert LOG not in answer.content
 
 
 def test_an_unreachable_file_answers_404(app_fake: SlackFake, receiver: Receiver) -> None:
@@ -78,7 +81,9 @@ def test_an_external_upload_shares_the_file_in_the_thread_once_completed(
     (shared,) = slack_fake.files_in_thread(CHANNEL_ID, root)
     assert (shared.name, shared.title, shared.content) == ("chart.png", "The chart", png)
     reply = slack_fake.thread(CHANNEL_ID, root)[-1]
-    assert reply.is_bot and reply.files == ["chart.png"] and reply.subtype == "file_share"
+    assert reply.is_bot
+    assert reply.files == ["chart.png"]
+    assert reply.subtype == "file_share"
 
 
 def test_an_upload_of_a_multipart_form_keeps_the_file_field(slack_client: WebClient, slack_fake: SlackFake) -> None:
