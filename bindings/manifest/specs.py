@@ -107,7 +107,7 @@ DEFAULT_THREAD_CONTEXT_ENABLED = True
 DEFAULT_THREAD_CONTEXT_MAX_MESSAGES = 50
 DEFAULT_THREAD_CONTEXT_MAX_CHARACTERS = 12_000
 # Issue 30: files a person shares go to the agent within these bounds, and files the agent returns
-# are uploaded into the thread (sessions/turn_files.py, sessions/files_out.py). Media types as the
+# are uploaded into the thread (sessions/files_in.py, sessions/files_out.py). Media types as the
 # agent card names them ("image/*" for a family); sizes in bytes.
 DEFAULT_FILE_TYPES = ("image/*", "application/pdf", "text/*", "application/json")
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024

@@ -15,7 +15,9 @@ from .receiver import Receiver
 LOG = b"line one\nline two\n"
 
 
-def test_a_shared_file_comes_with_its_message_and_the_mention(app_fake: SlackFake, receiver: Receiver) -> None:
+def test_a_shared_file_comes_with_its_message_and_the_mention(
+    app_fake: SlackFake, receiver: Receiver
+) -> None:
     ts = app_fake.user_shares_files(
         ADA, CHANNEL_ID, f"{app_fake.bot_mention} look", [("app.log", LOG, "text/plain")]
     )
@@ -30,7 +32,9 @@ def test_a_shared_file_comes_with_its_message_and_the_mention(app_fake: SlackFak
     assert message["ts"] == ts
 
 
-def test_a_private_url_answers_the_bytes_to_the_bot_token_only(app_fake: SlackFake, receiver: Receiver) -> None:
+def test_a_private_url_answers_the_bytes_to_the_bot_token_only(
+    app_fake: SlackFake, receiver: Receiver
+) -> None:
     app_fake.user_shares_files(ADA, CHANNEL_ID, "", [("app.log", LOG, "text/plain")])
     url = receiver.events()[-1]["files"][0]["url_private_download"]
 
@@ -43,7 +47,9 @@ def test_a_private_url_answers_the_bytes_to_the_bot_token_only(app_fake: SlackFa
     assert without_token.headers["content-type"].startswith("text/html")
 
 
-def test_without_files_read_a_private_url_answers_the_sign_in_page(app_fake: SlackFake, receiver: Receiver) -> None:
+def test_without_files_read_a_private_url_answers_the_sign_in_page(
+    app_fake: SlackFake, receiver: Receiver
+) -> None:
     app_fake.configure_workspace(scopes={"files:write"})
     app_fake.user_shares_files(ADA, CHANNEL_ID, "", [("app.log", LOG, "text/plain")])
     url = receiver.events()[-1]["files"][0]["url_private"]
@@ -86,7 +92,9 @@ def test_an_external_upload_shares_the_file_in_the_thread_once_completed(
     assert reply.subtype == "file_share"
 
 
-def test_an_upload_of_a_multipart_form_keeps_the_file_field(slack_client: WebClient, slack_fake: SlackFake) -> None:
+def test_an_upload_of_a_multipart_form_keeps_the_file_field(
+    slack_client: WebClient, slack_fake: SlackFake
+) -> None:
     ticket = slack_client.files_getUploadURLExternal(filename="a.txt", length=3)
     httpx.post(ticket["upload_url"], files={"filename": ("a.txt", b"abc", "text/plain")})
 
@@ -110,8 +118,13 @@ def test_the_upload_methods_need_files_write(slack_client: WebClient, slack_fake
     slack_fake.configure_workspace(scopes={"files:read"})
 
     assert slack_error(slack_client.files_getUploadURLExternal, filename="a.txt", length=3) == "missing_scope"
-    assert slack_fake.last_call("files.getUploadURLExternal").response["needed"] == "files:write"
+    refusal = slack_fake.last_call("files.getUploadURLExternal").response
+    assert refusal is not None
+    assert refusal["needed"] == "files:write"
 
 
 def test_a_bad_length_is_refused(slack_client: WebClient, slack_fake: SlackFake) -> None:
-    assert slack_error(slack_client.files_getUploadURLExternal, filename="a.txt", length=0) == "invalid_arguments"
+    assert (
+        slack_error(slack_client.files_getUploadURLExternal, filename="a.txt", length=0)
+        == "invalid_arguments"
+    )

@@ -8,7 +8,7 @@ import pytest
 
 from kourier.slack import files
 from kourier.slack.files import FileNotDownloaded, SharedFile
-from kourier.slack.incoming import read_message_event
+from kourier.slack.incoming import ChatMessage, read_message_event
 from simulator import SlackFake
 from simulator.defaults import ADA, CHANNEL_ID
 
@@ -23,9 +23,16 @@ def on_the_fake(settings, slack_fake: SlackFake) -> SlackFake:
 
 def shared(fake: SlackFake, content: bytes = LOG, mimetype: str = "text/plain", **options) -> SharedFile:
     ts = fake.user_shares_files(ADA, CHANNEL_ID, "here", [("app.log", content, mimetype)], **options)
-    event = {"type": "message", "subtype": "file_share", "channel": CHANNEL_ID, "user": ADA, "ts": ts}
-    event["files"] = _file_json(fake, ts)
+    event = {
+        "type": "message",
+        "subtype": "file_share",
+        "channel": CHANNEL_ID,
+        "user": ADA,
+        "ts": ts,
+        "files": _file_json(fake, ts),
+    }
     message = read_message_event(event, team_id=fake.team_id, bot_user_id=fake.bot_user_id)
+    assert isinstance(message, ChatMessage)
     return message.files[0]
 
 
