@@ -11,7 +11,19 @@ import pytest
 from sessions import file_rules
 from sessions.models import Turn
 from simulator import defaults
-from tests.e2e.helpers import bot_messages, wait_for, wait_for_reply_count, wait_for_turns_to_end
+from tests.e2e.helpers import (
+    TRIGGER_TOKEN,
+    TRIGGER_TOKEN_ENV,
+    TRIGGERS,
+    am_alert,
+    bot_messages,
+    deliver,
+    group,
+    roots,
+    wait_for,
+    wait_for_reply_count,
+    wait_for_turns_to_end,
+)
 from tests.fakes.a2a_agent import steps
 
 pytestmark = [pytest.mark.slow, pytest.mark.shares_stacks]  # tests/support/stack.py: StackPool
@@ -171,3 +183,47 @@ def test_a_file_that_cannot_be_uploaded_is_named_instead(make_world, agent):
         "Not uploaded to the thread: a.png (could not be uploaded), remote.pdf (its address is not allowed)"
         in thread_texts(world, root)
     )
+
+
+def test_in_direct_messages_a_shared_file_reaches_the_agent_and_its_file_comes_back(make_world, agent):
+    agent.script([steps.text("Annotated."), steps.file_out("annotated.png", "image/png", PNG)])
+    world = make_world(
+        agent_url=agent.url,
+        channels=[],
+        direct_messages={"allowed_users": [defaults.ADA], "allowed_groups": [], "suggested_prompts": []},
+    )
+    im = world.slack.user_opens_app(defaults.ADA)
+    root = world.slack.user_shares_files(defaults.ADA, im, "annotate this", [("chart.png", PNG, "image/png")])
+
+    wait_for(
+        lambda: world.slack.files_in_thread(im, root)[1:], "the agent's file in the direct message thread"
+    )
+    wait_for_turns_to_end(world, 1)
+
+    [received] = agent.received
+    assert [part["filename"] for part in file_parts(received)] == ["chart.png"]
+    assert [f.name for f in world.slack.files_in_thread(im, root)] == ["chart.png", "annotated.png"]
+
+
+def test_in_an_alert_thread_a_reply_with_a_file_reaches_the_agent_and_its_file_comes_back(make_world, agent):
+    world = make_world(agent_url=agent.url, triggers=TRIGGERS, env={TRIGGER_TOKEN_ENV: TRIGGER_TOKEN})
+    assert deliver(world, group(am_alert())).status_code == 200
+    wait_for(lambda: roots(world), "the alert's root message")
+    [root] = [message.ts for message in roots(world)]
+    wait_for_turns_to_end(world, 1)
+
+    agent.script([steps.text("Here is the graph."), steps.file_out("latency.png", "image/png", PNG)])
+    world.slack.user_shares_files(
+        defaults.ADA,
+        world.channel,
+        "this is the trace",
+        [("trace.txt", b"GET /api 2s", "text/plain")],
+        thread_ts=root,
+    )
+    wait_for(
+        lambda: world.slack.files_in_thread(world.channel, root)[1:], "the agent's file in the alert thread"
+    )
+    wait_for_turns_to_end(world, 2)
+
+    assert [part["filename"] for part in file_parts(agent.received[-1])] == ["trace.txt"]
+    assert [f.name for f in world.slack.files_in_thread(world.channel, root)] == ["trace.txt", "latency.png"]
