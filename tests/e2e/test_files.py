@@ -5,11 +5,13 @@ turn goes on; a text file is redacted; an app without files:read says so; files 
 uploaded into the thread once, even when the completion's answer is lost."""
 
 import base64
+import signal
 
 import pytest
 
+from kourier.slack.outbox import PostKind
 from sessions import file_rules
-from sessions.models import Turn
+from sessions.models import PostIntent, Turn
 from simulator import defaults
 from tests.e2e.helpers import (
     TRIGGER_TOKEN,
@@ -227,3 +229,26 @@ def test_in_an_alert_thread_a_reply_with_a_file_reaches_the_agent_and_its_file_c
 
     assert [part["filename"] for part in file_parts(agent.received[-1])] == ["trace.txt"]
     assert [f.name for f in world.slack.files_in_thread(world.channel, root)] == ["trace.txt", "latency.png"]
+
+
+def test_a_worker_killed_mid_upload_leaves_the_file_in_the_thread_once(make_world, agent):
+    agent.script([steps.text("The chart."), steps.file_out("chart.png", "image/png", PNG)])
+    world = make_world(
+        agent_url=agent.url, beat=True, env={"SESSION_LEASE_SECONDS": "3", "RECOVERY_INTERVAL_SECONDS": "1"}
+    )
+    # Slack shares the file and its answer never comes back: the runner is killed while it waits.
+    world.slack.fail("files.completeUploadExternal", "timeout_after_apply")
+    root = world.mention("draw it")
+    world.slack.wait_until(lambda: world.slack.count("files.completeUploadExternal") == 1, timeout=30)
+    assert PostIntent.objects.get(kind=PostKind.FILE).state == PostIntent.State.INTENDED
+    world.stack.kill("worker", signal.SIGKILL)
+    world.stack.start_worker(name="worker2")
+    wait_for_turns_to_end(world, 1)
+    wait_for(
+        lambda: PostIntent.objects.get(kind=PostKind.FILE).state == PostIntent.State.CONFIRMED,
+        "the upload confirmed",
+    )
+
+    assert [f.name for f in world.slack.files_in_thread(world.channel, root)] == ["chart.png"]
+    assert world.slack.count("files.completeUploadExternal") == 1  # found in the thread, not shared again
+    assert world.slack.count("files.getUploadURLExternal") == 1
