@@ -45,6 +45,7 @@ class MessageView:
     subtype: str | None = None
     attachments: list[dict[str, Any]] = field(default_factory=list)  # another app's legacy attachments
     files: list[str] = field(default_factory=list)  # the names of the files it shares
+    file_ids: list[str] = field(default_factory=list)
 
     @property
     def is_bot(self) -> bool:
@@ -98,6 +99,7 @@ def message_view(state: SlackState, message: Message) -> MessageView:
         subtype=message.subtype,
         attachments=[dict(attachment) for attachment in message.attachments],
         files=[state.files[f].name for f in message.files if f in state.files],
+        file_ids=[f for f in message.files if f in state.files],
     )
 
 
