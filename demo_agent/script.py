@@ -201,7 +201,8 @@ def read_files(files: Sequence[SharedFile]) -> list[Step]:
         lines = shared.content.decode("utf-8", errors="replace").splitlines()
         errors = [line.strip() for line in lines if "ERROR" in line]
         shown = "; ".join(f"`{line[:80]}`" for line in errors[:3])
-        found = f"{len(errors)} say ERROR: {shown}" if errors else "none says ERROR"
+        verb = "says" if len(errors) == 1 else "say"
+        found = f"{len(errors)} {verb} ERROR: {shown}" if errors else "none says ERROR"
         said.append(f"*{shared.filename}* has {len(lines)} lines; {found}.")
     return [Say("I read the file you shared. "), Say(" ".join(said))]
 

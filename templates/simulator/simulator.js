@@ -327,7 +327,7 @@
       node.appendChild(el("img", {src: file.image, alt: file.title || file.name, class: "file-image"}));
     }
     const size = file.size >= 1000 ? `${Math.round(file.size / 1000)} KB` : `${file.size} B`;
-    node.appendChild(el("div", {class: "file-name"}, `📎 ${escapeHtml(file.name)} <span class="time">${escapeHtml(file.mimetype)} · ${size}</span>`));
+    node.appendChild(el("div", {class: "file-name"}, `<b>${escapeHtml(file.name)}</b> <span class="time">${escapeHtml(file.mimetype)} · ${size}</span>`));
     return node;
   }
 
@@ -491,6 +491,7 @@
   async function useShortcut(message) {
     try {
       await call("shortcuts", {as: state.person, channel: state.channel, ts: message.ts});
+      state.thread = message.ts;  // the turn it starts answers in the message's thread: open it
       await poll();
     } catch (error) {
       showActionError(error.message);

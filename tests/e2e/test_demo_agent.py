@@ -224,7 +224,7 @@ def test_a_shared_log_is_read_and_a_chart_comes_back_as_an_image_in_the_thread(w
         [("app.log", log, "text/plain")],
     )
     read = wait_for_reply(world, ts, "I read the file you shared")
-    assert "*app.log* has 3 lines; 1 say ERROR: `10:01 ERROR disk full on /var`." in read.text
+    assert "*app.log* has 3 lines; 1 says ERROR: `10:01 ERROR disk full on /var`." in read.text
 
     chart = world.mention("draw a chart")
     world.slack.wait_until(lambda: bool(world.slack.files_in_thread(world.channel, chart)), timeout=WAIT)
