@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from bindings.manifest import FilesSpec
 from kourier.redaction import redact_text
 
-# The fixed wordings (docs/prompt-format.md "Files").
+# The fixed wordings (docs/manifests.md, "Files").
 NOT_SENT_LINE = "Not sent to the agent: {files}"
 NOT_UPLOADED_LINE = "Not uploaded to the thread: {files}"
 TYPE_NOT_ALLOWED = "type not allowed"
