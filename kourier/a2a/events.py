@@ -194,8 +194,8 @@ class TaskEnded:
 @dataclass(frozen=True)
 class FileReturned:
     """A file the agent returned (a file part of an artifact or of its message): its bytes (``raw``),
-    or a ``url`` to fetch them from. ``key`` names it within the task (its artifact or message and its
-    place there), the same however often the task is read again."""
+    or a ``url`` to fetch them from. ``key`` names it within the task (its name and a digest of its
+    content), the same however often, and wherever, the task shows it."""
 
     key: str
     filename: str

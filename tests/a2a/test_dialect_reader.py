@@ -253,9 +253,16 @@ def test_a_file_part_of_an_artifact_is_returned_once_even_when_the_task_is_read_
     again = reader.feed(snapshot)
 
     files = [event for event in first + again if isinstance(event, FileReturned)]
-    assert files == [
-        FileReturned(key="artifact:a1:chart.png", filename="chart.png", media_type="image/png", raw=b"png")
-    ]
+    assert [(f.filename, f.media_type, f.raw) for f in files] == [("chart.png", "image/png", b"png")]
+
+
+def test_a_file_in_the_status_message_and_again_in_the_artifact_is_returned_once():
+    chart = FilePart(raw=b"png", media_type="image/png")
+    reader = a2a.reader()
+    events = reader.feed(status(TaskState.WORKING, chart)) + reader.feed(
+        artifact("a1", chart, last_chunk=True)
+    )
+    assert len([event for event in events if isinstance(event, FileReturned)]) == 1
 
 
 def test_a_file_part_by_url_without_a_name_or_type_gets_defaults():

@@ -17,6 +17,7 @@ The reader does no I/O: ``feed()`` one wire event, get the normalized events it 
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -242,7 +243,7 @@ class TurnReader:
         if usage is not None:
             self._call_usage[message.message_id] = usage
         self._read_tool_parts(message.parts, out)
-        self._read_file_parts(f"message:{message.message_id}", message.parts, out)
+        self._read_file_parts(message.parts, out)
 
     def _read_artifact(
         self, artifact_id: str, parts: Sequence[Part], append: bool, last_chunk: bool, out: list[AgentEvent]
@@ -250,13 +251,16 @@ class TurnReader:
         self._text.artifact_chunk(artifact_id, visible_text(parts), append=append, last_chunk=last_chunk)
         self._flush_text(out)
         self._read_tool_parts(parts, out)
-        self._read_file_parts(f"artifact:{artifact_id}", parts, out)
+        self._read_file_parts(parts, out)
 
-    def _read_file_parts(self, source: str, parts: Sequence[Part], out: list[AgentEvent]) -> None:
-        """Each file part once, keyed by where it is (a task read again shows it again)."""
-        files = [part for part in parts if isinstance(part, FilePart) and (part.raw is not None or part.url)]
-        for place, part in enumerate(files):
-            key = f"{source}:{part.filename or place}"
+    def _read_file_parts(self, parts: Sequence[Part], out: list[AgentEvent]) -> None:
+        """Each file once, keyed by its name and content: a task read again shows it again, and an
+        agent may send one file in its status message and again in its artifact (kagent does)."""
+        for part in parts:
+            if not isinstance(part, FilePart) or (part.raw is None and not part.url):
+                continue
+            content = hashlib.sha256(part.raw if part.raw is not None else (part.url or "").encode())
+            key = f"{part.filename or ''}:{content.hexdigest()[:32]}"
             if key in self._files_seen:
                 continue
             self._files_seen.add(key)
