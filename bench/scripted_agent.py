@@ -82,13 +82,16 @@ class Turns:
         self.pace = pace
         self.stamps: dict[str, float] = {}
         self.received: collections.Counter[int] = collections.Counter()
+        self.file_bytes = 0  # of the file parts the messages carried (bench/turns.py --file-bytes)
         self._lock = threading.Lock()
 
     def script_for(self, received: ReceivedMessage) -> list[steps.Step]:
         found = THREAD_NUMBER.search(received.text)
         thread = int(found.group(1)) if found else -1
+        shared = sum(len(part.get("raw") or "") * 3 // 4 for part in received.parts if "raw" in part)
         with self._lock:
             self.received[thread] += 1
+            self.file_bytes += shared
         texts = iter(chunk_texts(thread))
         script: list[steps.Step] = []
         for wait, kind, _ in TURN_SCRIPT:
@@ -125,13 +128,21 @@ def main() -> None:
 
     agent_module.listening_socket = listening_socket_with_room
     turns = Turns(args.pace)
-    agent = ScriptedAgent(protocol="1.0").start()
+    # Its card takes files, so that a mention's file (bench/turns.py --file-bytes) is sent to it.
+    agent = ScriptedAgent(protocol="1.0", input_modes=("text/*", "image/*", "application/pdf")).start()
     agent.on_message(turns.script_for)
     print(f"listening on {agent.url}", flush=True)
     sys.stdin.read()  # until the benchmark closes our stdin
     agent.stop()
     args.stamps.write_text(
-        json.dumps({"stamps": turns.stamps, "received": turns.received, "errors": len(agent.script_errors)})
+        json.dumps(
+            {
+                "stamps": turns.stamps,
+                "received": turns.received,
+                "file_bytes": turns.file_bytes,
+                "errors": len(agent.script_errors),
+            }
+        )
     )
 
 

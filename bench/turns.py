@@ -5,6 +5,8 @@
     .venv/bin/python bench/turns.py --sessions 100 --sessions-per-workspace 100 \
         --channels-per-workspace 10 --control-threads 5          # one workspace's burst (issue 31)
     .venv/bin/python bench/turns.py --sessions 100 --traces   # the same, traces exported (OTLP/HTTP)
+    .venv/bin/python bench/turns.py --sessions 20 --file-bytes 5000000 --file-type image/png
+                                        # each mention shares a 5 MB file (issue 30, point 6)
 
 Starts on 127.0.0.1:
 - the Slack fake (simulator) in this process, with its rate limits on and as Slack's (scaled only
@@ -416,10 +418,23 @@ def lighten_the_slack_fake() -> None:
     )
 
 
-def mention(slack: SlackFake, thread: Thread, retries: SlackRetries) -> None:
+def shared_file(size: int, media_type: str) -> tuple[str, bytes, str]:
+    """The file every mention shares with --file-bytes: a log's lines, or bytes of an image."""
+    if media_type.startswith("text/"):
+        line = b"2026-12-05 10:00:01 INFO request served in 12 ms path=/api/orders status=200\n"
+        return "bench.log", (line * (size // len(line) + 1))[:size], media_type
+    return "bench.png", b"\x89PNG\r\n\x1a\n" + os.urandom(max(size - 8, 0)), media_type
+
+
+def mention(
+    slack: SlackFake, thread: Thread, retries: SlackRetries, file: tuple[str, bytes, str] | None = None
+) -> None:
     text = f"<@{thread.workspace.bot_user_id}> bench thread {thread.number}: what broke in the last deploy?"
     thread.mentioned_at = time.time()
-    thread.root_ts = slack.user_says(thread.person, thread.channel, text)
+    if file is None:
+        thread.root_ts = slack.user_says(thread.person, thread.channel, text)
+    else:
+        thread.root_ts = slack.user_shares_files(thread.person, thread.channel, text, [file])
     for delivery in slack.deliveries(ts=thread.root_ts):
         retries.follow_up(delivery)
 
@@ -696,6 +711,11 @@ def report(args: argparse.Namespace, run: Run) -> str:
         + f"; agent pace x{args.pace:g}; {args.channels_per_workspace} channel(s) per workspace; "
         + ("NAIVE product (SLACK_CALL_BUDGETS=false)." if args.naive else "product as configured.")
     )
+    if args.file_bytes:
+        lines.append(
+            f"Each mention shared a {args.file_bytes:,}-byte {args.file_type} file; the agent got "
+            f"{agent_report.get('file_bytes', 0):,} bytes of files in all."
+        )
     lines.append("" if finished else f"\n**Timed out after {args.timeout:g} s: partial results.**")
     lines.append("")
     warm_up_team = threads[0].workspace.team_id
@@ -821,6 +841,11 @@ def main() -> None:
     )
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory and its logs")
     parser.add_argument(
+        "--file-bytes", type=int, default=0,
+        help="each mention (the warm-up's too) shares a file of this many bytes: a turn's cost with a file",
+    )  # fmt: skip
+    parser.add_argument("--file-type", default="image/png", help="its media type (text/plain: redacted)")
+    parser.add_argument(
         "--traces",
         action="store_true",
         help="the product exports OpenTelemetry traces "
@@ -872,7 +897,8 @@ def main() -> None:
                 )
             retries = SlackRetries(slack)
             print("warming up ...", file=sys.stderr)
-            mention(slack, threads[0], retries)
+            args.file = shared_file(args.file_bytes, args.file_type) if args.file_bytes else None
+            mention(slack, threads[0], retries, args.file)
             if not wait_for_turns(1, time.monotonic() + 60):
                 raise RuntimeError("the warm-up turn did not end in 60 s; see the logs (--keep)")
             time.sleep(SETTLE_SECONDS)
@@ -888,7 +914,7 @@ def main() -> None:
             controls = [t for t in threads if t.control]
             in_order = burst[: len(burst) // 2] + controls + burst[len(burst) // 2 :]
             with ThreadPoolExecutor(args.senders, thread_name_prefix="person") as people:
-                posts = [people.submit(mention, slack, thread, retries) for thread in in_order]
+                posts = [people.submit(mention, slack, thread, retries, args.file) for thread in in_order]
             for failed in {repr(post.exception()) for post in posts if post.exception()}:
                 print(f"a person could not post: {failed}", file=sys.stderr)
             finished = wait_for_turns(len(threads), deadline, lambda: retries.outstanding > 0)

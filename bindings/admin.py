@@ -22,6 +22,7 @@ from django.utils.html import format_html_join
 from django.utils.safestring import mark_safe
 
 from bindings import services
+from bindings.files_form import FILES_FIELDS
 from bindings.forms import BindingForm, ConnectionForm, ManifestForm
 from bindings.models import Binding, Connection
 from bindings.thread_context_form import THREAD_CONTEXT_FIELDS
@@ -216,6 +217,7 @@ class BindingAdmin(ManifestAdmin):
                     "acknowledgment_emoji",
                     "progress",
                     *THREAD_CONTEXT_FIELDS,
+                    *FILES_FIELDS,
                 ]
             },
         ),

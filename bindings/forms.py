@@ -14,6 +14,7 @@ from django.utils.html import escape
 
 from bindings import manifest, services
 from bindings.allow_for_thread_form import AllowForThreadFields
+from bindings.files_form import FILES_FIELD_PATHS, FilesFields, files_section, files_values
 from bindings.form_fields import HeadersField, ToolRulesField, TriggersField, split_list, tool_rules_text
 from bindings.manifest import BindingSpec, ConnectionSpec, ManifestWarning, Problem, secret_refs
 from bindings.models import Binding, Connection
@@ -49,6 +50,7 @@ BINDING_FIELD_PATHS = {
     "spec.chat.acknowledgment.emoji": "acknowledgment_emoji",
     "spec.chat.progress": "progress",
     **THREAD_CONTEXT_PATHS,
+    **FILES_FIELD_PATHS,
     "spec.interactions.askUser": "ask_user",
     "spec.interactions.toolApprovals": "tool_approvals",
     "spec.interactions.approverGroups": "approver_groups",
@@ -177,7 +179,7 @@ CREDENTIALS_NOT_SHOWN = (
 )
 
 
-class BindingForm(ThreadContextFields, ReplyExtrasFields, AllowForThreadFields, ManifestForm):
+class BindingForm(ThreadContextFields, FilesFields, ReplyExtrasFields, AllowForThreadFields, ManifestForm):
     field_paths = BINDING_FIELD_PATHS
     # Whether this form's user may change where the Binding's turns go (the admin: superusers only).
     may_change_agent = True
@@ -388,6 +390,7 @@ class BindingForm(ThreadContextFields, ReplyExtrasFields, AllowForThreadFields, 
                     },
                     "progress": given("progress"),
                     "threadContext": thread_context_section(cleaned_data),
+                    "files": files_section(cleaned_data),
                 },
                 "interactions": {
                     "askUser": cleaned_data.get("ask_user", False),
@@ -462,6 +465,7 @@ def form_values(spec: BindingSpec, *, masked: bool = True) -> dict[str, Any]:
         "acknowledgment_emoji": spec.chat.acknowledgment.emoji,
         "progress": spec.chat.progress.value,
         **thread_context_values(spec),
+        **files_values(spec),
         "ask_user": spec.interactions.ask_user,
         "tool_approvals": spec.interactions.tool_approvals,
         "approver_groups": ", ".join(spec.interactions.approver_groups),

@@ -39,6 +39,11 @@ class RefusedSecret(MissingSecret):
     row written around ``apply`` and the admin, or a setting changed since. Read as not set."""
 
 
+def default_file_types() -> list[str]:
+    """spec.chat.files.types when the manifest names none (a callable: a list default is shared)."""
+    return list(manifest.DEFAULT_FILE_TYPES)
+
+
 def _read_env(subject: str, path: str, reference: str, *, secret: bool = False) -> str:
     """The value of the variable or file the reference names (``{fromEnv}`` or ``{fromFile}``); a file
     is read again when it changes. ``secret``: a Connection's or trigger's secret, read only from a
@@ -183,6 +188,12 @@ class Binding(models.Model):
     thread_context_max_characters = models.PositiveIntegerField(
         default=manifest.DEFAULT_THREAD_CONTEXT_MAX_CHARACTERS
     )
+    # spec.chat.files (issue 30): the files that go to the agent and come back from it.
+    files_types = models.JSONField(default=default_file_types, blank=True)
+    files_max_file_bytes = models.PositiveBigIntegerField(default=manifest.DEFAULT_MAX_FILE_BYTES)
+    files_max_turn_bytes = models.PositiveBigIntegerField(default=manifest.DEFAULT_MAX_TURN_FILE_BYTES)
+    files_max_out = models.PositiveIntegerField(default=manifest.DEFAULT_MAX_FILES_OUT)
+    files_from_urls = models.JSONField(default=list, blank=True)
     ask_user = models.BooleanField(default=manifest.DEFAULT_ASK_USER)
     tool_approvals = models.BooleanField(default=manifest.DEFAULT_TOOL_APPROVALS)
     approver_groups = models.JSONField(default=list, blank=True)
@@ -269,6 +280,16 @@ class Binding(models.Model):
 
     def tool_rule_specs(self) -> tuple[manifest.ToolRule, ...]:
         return manifest.tool_rules(self.tool_rules)
+
+    def files_spec(self) -> manifest.FilesSpec:
+        """spec.chat.files as stored."""
+        return manifest.FilesSpec(
+            types=tuple(self.files_types),
+            max_file_bytes=self.files_max_file_bytes,
+            max_turn_bytes=self.files_max_turn_bytes,
+            max_files_out=self.files_max_out,
+            from_urls=tuple(self.files_from_urls),
+        )
 
     def kagent_ref(self) -> manifest.KagentRef | None:
         if not self.kagent_controller:

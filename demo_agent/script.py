@@ -11,6 +11,9 @@
 - "Slack: alert: ..." (an alert thread's first turn): investigates the alert with two tools.
 - "summarise this thread": says how many earlier messages of the thread it got and who wrote them
   (a mention under another app's message carries the thread so far: docs/prompt-format.md).
+- a message with a text file attached (a log, say): reads it and tells how many lines it has and
+  which of them say ERROR (the file came as a file part: docs/manifests.md "Files").
+- "draw a chart": answers with a bar chart, a PNG file, which Agent Kourier uploads into the thread.
 - anything else: a streamed answer with two tool calls, which says what else can be tried.
 
 The ids of a pause are derived from the task's id, so a continuation is checked without any state
@@ -24,6 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
+from .chart import bar_chart
+
 HITL_EXTENSION = "https://kagent.dev/extensions/hitl/v1"
 ALERT_PREFIX = "Slack: alert:"
 # kagent's denial result starts so (docs/kagent-dialect.md §2); a client shows it as a failed call.
@@ -34,8 +39,8 @@ ASK_USER_CALL_ID = "call_ask_user"
 TRY_NEXT = (
     "Try mentioning me with *plan a release* (a question), *restart the api* (a tool approval), "
     "*scale the api* (one tool, to allow for the thread), "
-    "*fail* (a failure), *run the slow report* (a turn to stop), *summarise this thread* in a thread (what I got of it), or fire the README's "
-    "trigger example (an alert thread)."
+    "*fail* (a failure), *run the slow report* (a turn to stop), *summarise this thread* in a thread (what I got of it), "
+    "*draw a chart* (a file back), attach a log (I read it), or fire the README's trigger example (an alert thread)."
 )
 # The thread so far a turn carries (sessions/thread_context.py): its intro, and each quoted line's author.
 THREAD_INTRO = re.compile(
@@ -108,7 +113,27 @@ class Wait:
     seconds: float
 
 
-Step: TypeAlias = Say | CallTool | ToolResult | AskUser | AskApproval | Fail | Wait
+@dataclass(frozen=True)
+class SendFile:
+    """A file the agent returns: an artifact of its own with one file part."""
+
+    filename: str
+    media_type: str
+    content: bytes
+
+
+@dataclass(frozen=True)
+class SharedFile:
+    """A file the message carried (a file part)."""
+
+    filename: str
+    media_type: str
+    content: bytes
+
+
+Step: TypeAlias = Say | CallTool | ToolResult | AskUser | AskApproval | Fail | Wait | SendFile
+
+CHART_VALUES = (3, 7, 4, 9, 6, 11, 8)
 
 # The slow report: this many parts, each a tool call that takes this long.
 SLOW_PARTS = 12
@@ -148,11 +173,22 @@ def ask_request_id(task_id: str) -> str:
     return f"ask-{task_id}"
 
 
-def first_turn(text: str, task_id: str) -> list[Step]:
+def first_turn(text: str, task_id: str, files: Sequence[SharedFile] = ()) -> list[Step]:
     """The steps for a message that starts a task."""
     if text.startswith(ALERT_PREFIX):
         return investigate(text)
     said = person_text(text).lower()
+    texts = [shared for shared in files if shared.media_type.startswith("text/")]
+    if texts:
+        return read_files(texts)
+    if "draw a chart" in said:
+        return [
+            Say("Here is the week's error count as a chart. "),
+            CallTool("call_chart", "render_chart", {"series": "errors", "days": len(CHART_VALUES)}),
+            ToolResult("call_chart", "render_chart", {"format": "png"}),
+            SendFile("errors-this-week.png", "image/png", bar_chart(CHART_VALUES)),
+            Say("The peak was on day 6 (11 errors)."),
+        ]
     if "plan a release" in said:
         return [
             Say("Happy to plan it. A few questions first."),
@@ -172,6 +208,19 @@ def first_turn(text: str, task_id: str) -> list[Step]:
     if re.search(r"\bfail\b", said):
         return [Say("Trying, as you asked… "), Fail("The demo agent failed on purpose.")]
     return answer(said)
+
+
+def read_files(files: Sequence[SharedFile]) -> list[Step]:
+    """What a shared text file says: its lines, and the ones that say ERROR (at most three shown)."""
+    said = []
+    for shared in files:
+        lines = shared.content.decode("utf-8", errors="replace").splitlines()
+        errors = [line.strip() for line in lines if "ERROR" in line]
+        shown = "; ".join(f"`{line[:80]}`" for line in errors[:3])
+        verb = "says" if len(errors) == 1 else "say"
+        found = f"{len(errors)} {verb} ERROR: {shown}" if errors else "none says ERROR"
+        said.append(f"*{shared.filename}* has {len(lines)} lines; {found}.")
+    return [Say("I read the file you shared. "), Say(" ".join(said))]
 
 
 def slow_report() -> list[Step]:

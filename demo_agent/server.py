@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import re
 import uuid
 from collections.abc import Sequence
@@ -55,6 +56,7 @@ from demo_agent.script import (
     CallTool,
     Fail,
     Say,
+    SendFile,
     Step,
     ToolResult,
     Wait,
@@ -84,7 +86,8 @@ def agent_card(url: str) -> AgentCard:
             streaming=True,
             extensions=[AgentExtension(uri=HITL_EXTENSION, description="kagent's human in the loop")],
         ),
-        default_input_modes=["text"],
+        # What Agent Kourier sends it of the files people share: logs and other text, images, PDFs.
+        default_input_modes=["text/*", "image/*", "application/pdf", "application/json"],
         default_output_modes=["text"],
         skills=[
             AgentSkill(
@@ -117,7 +120,7 @@ class DemoExecutor(AgentExecutor):
                     history=[message],
                 )
             )
-            steps = script.first_turn(_text_of(message), task_id)
+            steps = script.first_turn(_text_of(message), task_id, _files_of(message))
         else:
             try:
                 steps = script.continuation(_hitl_response(message), task_id)
@@ -168,6 +171,9 @@ class _Turn:
             elif isinstance(step, AskApproval):
                 await self.ask_approval(step)
                 return
+            elif isinstance(step, SendFile):
+                await self.end_model_turn()
+                await self.emit(self._artifact_event(str(uuid.uuid4()), [_file_part(step)], last_chunk=True))
             elif isinstance(step, Wait):
                 await self.end_model_turn()
                 await asyncio.sleep(step.seconds)
@@ -294,6 +300,22 @@ def _status(state: TaskState, message: Message | None = None) -> TaskStatus:
     if message is not None:
         status.message.CopyFrom(message)
     return status
+
+
+def _files_of(message: Message) -> list[script.SharedFile]:
+    return [
+        script.SharedFile(part.filename, part.media_type, part.raw)
+        for part in message.parts
+        if part.HasField("raw")
+    ]
+
+
+def _file_part(step: SendFile) -> dict[str, Any]:
+    return {
+        "raw": base64.b64encode(step.content).decode(),
+        "mediaType": step.media_type,
+        "filename": step.filename,
+    }
 
 
 def _text_of(message: Message) -> str:

@@ -14,15 +14,22 @@ from kourier import metrics
 from kourier.a2a import follow
 from kourier.a2a.client import A2AClient
 from kourier.a2a.dialects import Dialect, dialect_for
-from kourier.a2a.events import ApprovalRequest, Question, TaskEnded, TaskStarted, UnusablePause
+from kourier.a2a.events import (
+    ApprovalRequest,
+    FileReturned,
+    Question,
+    TaskEnded,
+    TaskStarted,
+    UnusablePause,
+)
 from kourier.a2a.factory import make_client
-from kourier.a2a.wire import Message, Role, TaskState, TextPart
+from kourier.a2a.wire import FilePart, Message, Role, TaskState, TextPart
 from kourier.db import in_database_thread
 from kourier.progress import Ending
 from kourier.slack.people import person_email, person_name
 from kourier.slack.thread_history import ThreadSoFar, ThreadUnread, read_thread_so_far
 
-from . import agent_log, notices, pauses, stops, thread_context, turns
+from . import agent_log, files_in, files_out, notices, pauses, stops, thread_context, turns
 from .agent_text import Author, Note, build_turn_text, strip_bot_mention
 from .display import TurnDisplay
 from .identity import identity_headers, is_person
@@ -140,6 +147,7 @@ class Conversation:
         self.task_id = work.task_id or None
         self.pause: Question | ApprovalRequest | UnusablePause | None = None
         self.slack = slack
+        self.files_returned: list[FileReturned] = []  # uploaded once the turn ends (files_out.py)
 
     async def run(self, message: Message) -> TurnEnd:
         try:
@@ -226,6 +234,9 @@ class Conversation:
         )
         async with aclosing(events):
             async for event in events:
+                if isinstance(event, FileReturned):
+                    self.files_returned.append(event)
+                    continue
                 if isinstance(event, TaskStarted):
                     await self._note_task(event.task_id, event.context_id)
                 elif isinstance(event, TaskEnded):
@@ -338,18 +349,28 @@ async def converse(work: turns.TurnWork, display: TurnDisplay, slack) -> TurnEnd
         protocol_version=work.agent.protocol_version,  # type: ignore[arg-type]  # validated on apply
         extensions=dialect.extensions,
     ) as agent:
-        message = await _message(work, dialect, slack)
-        return await Conversation(work, display, agent, dialect, slack).run(message)
+        message = await _message(work, dialect, slack, agent)
+        conversation = Conversation(work, display, agent, dialect, slack)
+        end = await conversation.run(message)
+    if conversation.files_returned:
+        await files_out.upload_files(work, slack, conversation.files_returned)
+    return end
 
 
-async def _message(work: turns.TurnWork, dialect: Dialect, slack) -> Message:
-    """What the turn sends: a person's message as text, or what answers the agent's pause (the
-    pauses handed in build it: sessions/pauses.py)."""
+async def _message(work: turns.TurnWork, dialect: Dialect, slack, agent: A2AClient) -> Message:
+    """What the turn sends: a person's message as text with the files it shares (files_in.py), or
+    what answers the agent's pause (the pauses handed in build it: sessions/pauses.py)."""
     if work.kind == Turn.Kind.MESSAGE:
+        files: tuple[FilePart, ...] = ()
+        # A task the agent already has was sent its files: they are not downloaded again.
+        if work.files and not work.task_id:
+            taken = await files_in.take_files(work, await files_in.input_modes(agent))
+            await files_in.tell_not_sent(work, slack, taken.refused)
+            files = taken.parts
         return Message(
             message_id=work.message_id,
             role=Role.USER,
-            parts=(TextPart(await _turn_text(work, slack)),),
+            parts=(TextPart(await _turn_text(work, slack)), *files),
             context_id=work.context_id or None,
         )
     answer = pauses.AnswerTurn(

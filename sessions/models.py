@@ -98,6 +98,9 @@ class Turn(models.Model):
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.MESSAGE)
     user_id = models.CharField(max_length=32, blank=True, help_text="Empty for a trigger's turn.")
     text = models.TextField()
+    # The files its message shares, as Slack named them (kourier/slack/files.SharedFile.as_json: id,
+    # name, media type, size, private URL), downloaded and sent to the agent when the turn runs.
+    files = models.JSONField(default=list, blank=True)
     answers = models.JSONField(
         null=True, blank=True, help_text="An answer turn's answers: one list of strings per question."
     )
@@ -218,6 +221,7 @@ class PostIntent(models.Model):
             (PostKind.PROMPT.value, "Prompt"),
             (PostKind.ALERT.value, "Alert message"),
             (PostKind.NOTE.value, "Note"),
+            (PostKind.FILE.value, "File uploaded"),
         ],
     )
     state = models.CharField(max_length=16, choices=State.choices, default=State.INTENDED)
@@ -227,6 +231,9 @@ class PostIntent(models.Model):
         help_text="A notice's fixed text (never an answer), so that beat's sweep can post a notice its "
         "turn could not.",
     )
+    # A file's upload (sessions/files_out.py): the Slack file id its ticket gave, recorded before its
+    # bytes are sent, so that a restarted runner looks for that file in the thread before uploading.
+    file_id = models.CharField(max_length=32, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     confirmed_at = models.DateTimeField(null=True, blank=True)
 

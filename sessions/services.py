@@ -352,6 +352,7 @@ def _new_turn(session: Session, message: ChatMessage, *, expired: bool) -> Turn:
         session=session,
         user_id=message.user_id,
         text=message.text,
+        files=[shared.as_json() for shared in message.files],
         state=Turn.State.EXPIRED if expired else Turn.State.QUEUED,
         message_id=message_id_for(session.connection_id, message.channel_id, message.ts),
         traceparent=tracing.current_traceparent(),  # Slack's event's (or the alert's) trace

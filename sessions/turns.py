@@ -7,17 +7,18 @@ from __future__ import annotations
 
 import functools
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from django.db import transaction
 from django.db.models import Case, Exists, OuterRef, Q, QuerySet, Sum, When
 from django.utils import timezone
 
-from bindings.manifest import Mentions, Output, ThreadReplies, UserIdentity
+from bindings.manifest import FilesSpec, Mentions, Output, ThreadReplies, UserIdentity
 from kourier.db import CompiledFirst
 from kourier.progress import ProgressMode, ThreadKind
 from kourier.slack import call_log
+from kourier.slack.files import SharedFile
 
 from . import pauses
 from .models import OPEN_TURN_STATES, Session, ThreadNote, Turn
@@ -177,6 +178,9 @@ class TurnWork:
     # A mention that started its session in a thread Kourier did not start carries the thread so far
     # within these bounds (spec.chat.threadContext; sessions/thread_context.py); None: it carries nothing.
     thread_context: Bounds | None = None
+    # The files its message shares (issue 30), and the Binding's bounds for files both ways.
+    files: tuple[SharedFile, ...] = ()
+    files_spec: FilesSpec = field(default_factory=FilesSpec)
 
 
 def start_turn(turn_id: int, *, now: datetime | None = None) -> TurnWork | None:
@@ -258,6 +262,8 @@ def start_turn(turn_id: int, *, now: datetime | None = None) -> TurnWork | None:
             # Read here, not in a hand-over of its own: one fewer per turn (docs/performance.md).
             budget_spent=_budget_spent(turn, binding, now),
             thread_context=_thread_context(turn, session, binding),
+            files=tuple(SharedFile.from_json(shared) for shared in turn.files),
+            files_spec=binding.files_spec(),
         )
 
 

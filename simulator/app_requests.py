@@ -45,7 +45,7 @@ class AppRequests:
             return []  # Slack sends channel events only to apps in the channel
         # "Messages sent to your app in direct message conversations are not dispatched via app_mention."
         mentions_app = not channel.is_im and workspace.app.bot_user_id in mentioned_users(message.text)
-        mention = events.app_mention_event(message, channel) if mentions_app else None
+        mention = events.app_mention_event(self._state, message, channel) if mentions_app else None
         plain = events.message_event(self._state, message, channel)
         by_choice: dict[DeliverWhich, list[dict[str, Any] | None]] = {
             "both": [mention, plain],

@@ -12,6 +12,7 @@ unknown path, 405 for a wrong verb). Nothing of what people write is logged.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
 import hmac
@@ -25,6 +26,7 @@ from . import demo
 from .emoji import is_known_emoji
 from .errors import FakeMisuse
 from .fake import SlackFake
+from .files import FileView
 from .mentions import typed_mentions_to_ids
 from .pipeline import HttpAnswer, HttpRequest
 from .views import CardView, EphemeralView, MessageView
@@ -32,6 +34,10 @@ from .views import CardView, EphemeralView, MessageView
 PREFIX = "/simulator/api/"
 HOME_WAIT_SECONDS = 5.0  # for the app to publish a Home tab the person opened
 MAX_TEXT_CHARACTERS = 40_000  # chat.postMessage's limit on text (msg_too_long past it)
+# Files attached on the page travel base64 in its JSON (the web process forwards 256 KB at most).
+MAX_PAGE_FILE_BYTES = 150_000
+MAX_PAGE_FILES = 3
+MAX_SHOWN_IMAGE_BYTES = 1_000_000  # an image shown inline as a data URL; larger ones by name only
 MAX_BODY_BYTES = 256 * 1024
 MAX_WAIT_SECONDS = 20.0  # a long poll's longest wait, well within the page's forwarding timeout
 
@@ -210,7 +216,8 @@ class SimulatorApi:
         person = self.directory.person(body.get("as"))
         channel = self.directory.channel(body.get("channel"))
         text = body.get("text")
-        if not isinstance(text, str) or not text.strip():
+        shared = _attached_files(body.get("files"))
+        if not isinstance(text, str) or (not text.strip() and not shared):
             raise Refusal("no_text", "Write something to send.")
         if len(text) > MAX_TEXT_CHARACTERS:
             raise Refusal("msg_too_long", f"A message holds at most {MAX_TEXT_CHARACTERS} characters.")
@@ -219,7 +226,12 @@ class SimulatorApi:
             self._existing_message(channel, thread_ts, "thread_not_found")
         groups = {handle: group_id for handle, (group_id, _) in self.directory.groups.items()}
         said = typed_mentions_to_ids(text, self.directory.mentionable(), groups)
-        ts = self._as_person(lambda: self.fake.user_says(person.id, channel, said, thread_ts))
+        if shared:
+            ts = self._as_person(
+                lambda: self.fake.user_shares_files(person.id, channel, said, shared, thread_ts)
+            )
+        else:
+            ts = self._as_person(lambda: self.fake.user_says(person.id, channel, said, thread_ts))
         return {"ts": ts, "text": said}
 
     def post_alert(self, request: HttpRequest) -> dict[str, Any]:
@@ -385,6 +397,7 @@ class SimulatorApi:
             "text": view.text,
             "blocks": view.blocks,
             "attachments": [_attachment(attachment) for attachment in view.attachments],
+            "files": [_file(self.fake.file(file_id)) for file_id in view.file_ids],
             "cards": [_card(card) for card in view.cards],
             "plan_title": view.plan_title,
             "streaming": view.streaming,
@@ -430,6 +443,44 @@ def _attachment(attachment: Mapping[str, Any]) -> dict[str, Any]:
         "title": str(attachment.get("title") or ""),
         "text": str(attachment.get("text") or attachment.get("fallback") or ""),
         "fields": [{"title": str(f.get("title") or ""), "value": str(f.get("value") or "")} for f in fields],
+    }
+
+
+def _attached_files(value: object) -> list[tuple[str, bytes, str]]:
+    """The files the page attached: [{name, type, content (base64)}], each checked."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or len(value) > MAX_PAGE_FILES:
+        raise Refusal("invalid_files", f"Attach at most {MAX_PAGE_FILES} files.")
+    found = []
+    for entry in value:
+        name, kind, content = (
+            entry.get(k) if isinstance(entry, dict) else None for k in ("name", "type", "content")
+        )
+        if not isinstance(name, str) or not name.strip() or not isinstance(content, str):
+            raise Refusal("invalid_files", "A file needs a name and its content.")
+        try:
+            raw = base64.b64decode(content, validate=True)
+        except ValueError:
+            raise Refusal("invalid_files", f"{name}: its content is not base64.") from None
+        if len(raw) > MAX_PAGE_FILE_BYTES:
+            raise Refusal(
+                "file_too_large", f"{name}: the page takes files up to {MAX_PAGE_FILE_BYTES // 1000} KB."
+            )
+        found.append(
+            (name.strip(), raw, kind if isinstance(kind, str) and "/" in kind else "application/octet-stream")
+        )
+    return found
+
+
+def _file(file: FileView) -> dict[str, Any]:
+    shown = file.mimetype.startswith("image/") and len(file.content) <= MAX_SHOWN_IMAGE_BYTES
+    return {
+        "name": file.name,
+        "title": file.title,
+        "mimetype": file.mimetype,
+        "size": len(file.content),
+        "image": f"data:{file.mimetype};base64,{base64.b64encode(file.content).decode()}" if shown else None,
     }
 
 

@@ -11,7 +11,7 @@ import secrets
 import threading
 from typing import Any, Literal
 
-from .shapes import message_json, rich_text_blocks
+from .shapes import files_json, message_json, rich_text_blocks
 from .state import Channel, EventTarget, Message, SlackState, Workspace
 
 SignMode = Literal["valid", "forged", "missing", "stale"]
@@ -75,7 +75,7 @@ def message_event(state: SlackState, message: Message, channel: Channel) -> dict
     return event
 
 
-def app_mention_event(message: Message, channel: Channel) -> dict[str, Any]:
+def app_mention_event(state: SlackState, message: Message, channel: Channel) -> dict[str, Any]:
     """The ``app_mention`` event: like the message event, but without channel_type or parent_user_id."""
     event: dict[str, Any] = {
         "type": "app_mention",
@@ -89,6 +89,8 @@ def app_mention_event(message: Message, channel: Channel) -> dict[str, Any]:
     }
     if message.client_msg_id:
         event["client_msg_id"] = message.client_msg_id
+    if message.files:
+        event["files"] = files_json(state, message.files)
     if message.bot_id:
         event["bot_id"] = message.bot_id
     if message.is_reply:

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import agent_view, events, home, interactivity, modals, streams
+from . import agent_view, events, files, home, interactivity, modals, streams
 from .app_requests import AppRequests, DeliverWhich, DeliveryOrder
 from .clock import Clock, SystemClock
 from .delivery import ACK_TIMEOUT, Deliverer, Delivery, Outgoing
@@ -109,6 +109,8 @@ class SlackFake:
         if not self._running:
             self._server.start()
             self._socket.start()
+            with self._state.lock:
+                self._state.files_base = f"http://{self.public_host}:{self._server.port}/"
             self._running = True
         return self
 
@@ -337,6 +339,7 @@ class SlackFake:
         usergroups_available: bool | None = None,
         stream_lifetime: float | None = None,
         home_tab_enabled: bool | None = None,
+        scopes: set[str] | None = None,
     ) -> Workspace:
         """Switch what a workspace (or the app in it) can do.
 
@@ -347,6 +350,9 @@ class SlackFake:
         ``usergroups_available=False``: usergroups.users.list answers plan_upgrade_required.
         ``stream_lifetime``: seconds from a stream's start until it expires.
         ``home_tab_enabled=False``: views.publish of a home view answers not_enabled.
+        ``scopes``: the app's file scopes (files:read, files:write; both by default): without files:read
+        a file's url_private answers Slack's sign-in page, without files:write the upload methods
+        answer missing_scope.
         """
         with self._state.lock:
             workspace = self.workspace(team)
@@ -362,6 +368,8 @@ class SlackFake:
                 workspace.stream_lifetime = stream_lifetime
             if home_tab_enabled is not None:
                 workspace.home_tab_enabled = home_tab_enabled
+            if scopes is not None:
+                workspace.scopes = set(scopes)
             return workspace
 
     def deliver_events_to(
@@ -694,6 +702,77 @@ class SlackFake:
             outgoing = self._requests.for_new_message(message, deliver, order)
         self._send(outgoing, concurrent)
         return message.ts
+
+    def user_shares_files(
+        self,
+        user: str,
+        channel: str,
+        text: str,
+        shared: list[tuple[str, bytes, str]],
+        thread_ts: str | None = None,
+        *,
+        deliver: DeliverWhich = "both",
+        unreachable: tuple[str, ...] = (),
+    ) -> str:
+        """A person posts a message with files attached, each ``(name, content, mimetype)``; returns its ts.
+
+        Slack sends a ``message`` event of subtype ``file_share`` with the ``files`` array (and the
+        ``app_mention``, with the same files, when the text mentions the app). The files named in
+        ``unreachable`` are gone by the time the app asks for them (their private URL answers 404)."""
+        if not shared:
+            raise FakeMisuse("a file_share message shares at least one file")
+        with self._state.lock:
+            person = self._member(user, channel)
+            added = [
+                files.add_shared_file(self._state, person.team_id, user, name, content, mimetype)
+                for name, content, mimetype in shared
+            ]
+            for file in added:
+                file.reachable = file.name not in unreachable
+            message = self._state.add_message(
+                Message(
+                    channel=channel,
+                    ts=self._state.next_ts(),
+                    team_id=person.team_id,
+                    text=text,
+                    blocks=rich_text_blocks(text) if text else [],
+                    user=user,
+                    client_msg_id=str(uuid.uuid4()),
+                    thread_ts=self._thread_root(channel, thread_ts),
+                    subtype="file_share",
+                    files=[file.id for file in added],
+                )
+            )
+            outgoing = self._requests.for_new_message(message, deliver, "app_mention_first")
+        self._send(outgoing)
+        return message.ts
+
+    def file(self, file_id: str) -> files.FileView:
+        """A file as Slack holds it: its name, title, media type and bytes, and whether it was shared."""
+        with self._state.lock:
+            found = self._state.files.get(file_id)
+            if found is None:
+                raise KeyError(f"no file {file_id}")
+            return files.file_view(found)
+
+    def files_in_thread(self, channel: str, thread_ts: str) -> list[files.FileView]:
+        """Every file shared in the thread, in the order shared (the app's uploads and people's)."""
+        with self._state.lock:
+            root = self._state.message(channel, thread_ts)
+            if root is None:
+                raise KeyError(f"no message {thread_ts} in {channel}")
+            thread = [root, *self._state.replies(root)]
+            return [
+                files.file_view(self._state.files[f])
+                for m in thread
+                for f in m.files
+                if f in self._state.files
+            ]
+
+    def make_file_unreachable(self, file_id: str) -> None:
+        """Slack stops serving the file (deleted, or its host fails): its url_private answers 404."""
+        with self._state.lock:
+            self._state.files[file_id].reachable = False
 
     def bot_says(
         self,
@@ -1083,7 +1162,22 @@ class SlackFake:
         for prefix, handle in self._mounts.items():
             if request.path.startswith(prefix):
                 return handle(request)
+        if request.path.startswith(files.DOWNLOAD_PREFIX):
+            return self._files_request(files.serve_private_url, request)
+        if request.path.startswith(files.UPLOAD_PREFIX):
+            return self._files_request(files.receive_upload, request)
         return self._api.handle(request)
+
+    def _files_request(
+        self, handle: Callable[[SlackState, HttpRequest], HttpAnswer], request: HttpRequest
+    ) -> HttpAnswer:
+        """A request for a file's bytes, recorded like a call ("files-pri" or "upload"), with its status."""
+        answer = handle(self._state, request)
+        kind = "files-pri" if request.path.startswith(files.DOWNLOAD_PREFIX) else "upload"
+        recorded = {"path": request.path, "authorization": "authorization" in request.headers}
+        error = None if answer.status == 200 else f"http_{answer.status}"
+        self._api.record(RecordedCall(kind, recorded, None, self._state.now(), answer.status, error, None))
+        return answer
 
     def _notify_changed(self) -> None:
         with self._api.changed:

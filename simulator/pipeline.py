@@ -92,7 +92,7 @@ class WebApi:
         with self.state.lock:
             self._calls.clear()
 
-    def _record(self, call: RecordedCall) -> None:
+    def record(self, call: RecordedCall) -> None:
         with self.changed:
             self._calls.append(call)
             self.changed.notify_all()
@@ -152,7 +152,7 @@ class WebApi:
             self._on_events(workspace, call.events)
         if fault is not None:  # applied, and now its answer is lost
             return self._inject(fault, method, args, workspace, now, response=body, applied=error is None)
-        self._record(
+        self.record(
             RecordedCall(method, args, workspace.team_id, now, 200, error, body, applied=error is None)
         )
         return _json_answer(200, body)
@@ -198,14 +198,14 @@ class WebApi:
         if self.open_socket is None:
             raise RuntimeError("the fake's Socket Mode server is not running")
         body = {"ok": True, "url": self.open_socket(workspace)}
-        self._record(RecordedCall(method, args, team_id, now, 200, None, body, applied=True))
+        self.record(RecordedCall(method, args, team_id, now, 200, None, body, applied=True))
         return _json_answer(200, body)
 
     def _refuse(
         self, method: str, args: dict[str, Any], team_id: str | None, now: float, refusal: SlackError
     ) -> HttpAnswer:
         body = refusal.body()
-        self._record(RecordedCall(method, args, team_id, now, 200, refusal.error, body))
+        self.record(RecordedCall(method, args, team_id, now, 200, refusal.error, body))
         return _json_answer(200, body)
 
     def _rate_limited(
@@ -218,9 +218,7 @@ class WebApi:
         fault: str | None,
     ) -> HttpAnswer:
         body = {"ok": False, "error": "ratelimited"}
-        self._record(
-            RecordedCall(method, args, workspace.team_id, now, 429, "ratelimited", body, fault=fault)
-        )
+        self.record(RecordedCall(method, args, workspace.team_id, now, 429, "ratelimited", body, fault=fault))
         return _json_answer(429, body, {"Retry-After": str(retry_after)})
 
     def _inject(
@@ -238,7 +236,7 @@ class WebApi:
         if fault.error == "ratelimited":
             return self._rate_limited(method, args, workspace, now, fault.retry_after, fault="ratelimited")
         if fault.error in TRANSPORT_FAULTS:
-            self._record(
+            self.record(
                 RecordedCall(method, args, team_id, now, None, fault.error, response, fault.error, applied)
             )
             transport: Transport = "hold" if fault.error.startswith("timeout") else "disconnect"
@@ -250,7 +248,7 @@ class WebApi:
             else {"ok": False, "error": _body_error(fault), **fault.extra}
         )
         recorded = body if isinstance(body, dict) else None
-        self._record(RecordedCall(method, args, team_id, now, status, fault.error, recorded, fault.error))
+        self.record(RecordedCall(method, args, team_id, now, status, fault.error, recorded, fault.error))
         if isinstance(body, str):
             return HttpAnswer(status, body.encode(), {"Content-Type": "text/html; charset=utf-8"})
         return _json_answer(status, body)
@@ -262,7 +260,7 @@ class WebApi:
         except ValueError:
             payload = None
         if not isinstance(payload, dict):
-            self._record(RecordedCall("response_url", {}, None, now, 400, "invalid_payload", None))
+            self.record(RecordedCall("response_url", {}, None, now, 400, "invalid_payload", None))
             return HttpAnswer(400, b"invalid_payload", {"Content-Type": "text/plain"})
         with self.state.lock:
             status, body, team_id, emitted = interactivity.apply_response_url(
@@ -271,7 +269,7 @@ class WebApi:
         if emitted and team_id is not None:
             self._on_events(self.state.workspace(team_id), emitted)
         error = None if status == 200 else str(body.get("error"))
-        self._record(
+        self.record(
             RecordedCall("response_url", payload, team_id, now, status, error, body, applied=error is None)
         )
         return _json_answer(status, body)

@@ -40,6 +40,8 @@ DEFAULT_BUDGETS: dict[str, Budget] = {
     "conversations.history": Budget(TIER_3),
     "chat.appendStream": Budget(TIER_4),
     "chat.postEphemeral": Budget(TIER_4),
+    "files.getUploadURLExternal": Budget(TIER_4),
+    "files.completeUploadExternal": Budget(TIER_4),
     "conversations.members": Budget(TIER_4),
     "users.info": Budget(TIER_4),
     "views.open": Budget(TIER_4),

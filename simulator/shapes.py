@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .state import Message, SlackState, User, Workspace
+from .state import Message, SlackFile, SlackState, User, Workspace
 
 _MENTION = re.compile(r"<@([UW][A-Z0-9]+)(?:\|[^>]*)?>")
 
@@ -55,6 +55,8 @@ def message_json(state: SlackState, message: Message, *, include_metadata: bool 
     blocks = visible_blocks(message)
     if blocks:
         body["blocks"] = blocks
+    if message.files:
+        body["files"] = files_json(state, message.files)
     if message.attachments:
         body["attachments"] = [dict(attachment, id=n) for n, attachment in enumerate(message.attachments, 1)]
     if message.thread_ts:
@@ -163,3 +165,52 @@ def rich_text_blocks(text: str) -> list[dict[str, Any]]:
             "elements": [{"type": "rich_text_section", "elements": elements}],
         }
     ]
+
+
+# Slack's filetype for the media types the fake is shown (Slack infers it from the name and content).
+_FILETYPES = {
+    "text/plain": "text",
+    "image/png": "png",
+    "image/jpeg": "jpg",
+    "image/gif": "gif",
+    "application/pdf": "pdf",
+    "application/zip": "zip",
+    "application/json": "json",
+}
+
+
+def filetype_of(file: SlackFile) -> str:
+    if file.mimetype in _FILETYPES:
+        return _FILETYPES[file.mimetype]
+    return file.name.rsplit(".", 1)[-1].lower() if "." in file.name else "binary"
+
+
+def private_url(state: SlackState, file: SlackFile, *, download: bool = False) -> str:
+    middle = "download/" if download else ""
+    return f"{state.files_base}files-pri/{file.team_id}-{file.id}/{middle}{file.name}"
+
+
+def file_json(state: SlackState, file: SlackFile) -> dict[str, Any]:
+    """A file object as message events, conversations.replies and files.completeUploadExternal show it."""
+    return {
+        "id": file.id,
+        "created": file.created,
+        "timestamp": file.created,
+        "name": file.name,
+        "title": file.title,
+        "mimetype": file.mimetype,
+        "filetype": filetype_of(file),
+        "pretty_type": filetype_of(file).upper(),
+        "user": file.user,
+        "user_team": file.team_id,
+        "size": len(file.content or b""),
+        "mode": "hosted",
+        "is_external": False,
+        "is_public": False,
+        "url_private": private_url(state, file),
+        "url_private_download": private_url(state, file, download=True),
+    }
+
+
+def files_json(state: SlackState, file_ids: list[str]) -> list[dict[str, Any]]:
+    return [file_json(state, state.files[file_id]) for file_id in file_ids if file_id in state.files]

@@ -62,6 +62,9 @@ class Workspace:
     stream_lifetime: float = DEFAULT_STREAM_LIFETIME
     custom_emoji: set[str] = field(default_factory=set)
     events: EventTarget | None = None
+    # The app's bot scopes that decide what the fake lets it do with files (files.py): without files:read
+    # a url_private answers the sign-in page, without files:write the upload methods answer missing_scope.
+    scopes: set[str] = field(default_factory=lambda: {"files:read", "files:write"})
 
 
 @dataclass
@@ -170,6 +173,7 @@ class Message:
     deleted: bool = False
     stream: Stream | None = None
     reply_ts: list[str] = field(default_factory=list)  # on a root: its replies, oldest first
+    files: list[str] = field(default_factory=list)  # the ids of the files it shares (files.py)
 
     @property
     def is_reply(self) -> bool:
@@ -178,6 +182,24 @@ class Message:
     @property
     def root_ts(self) -> str:
         return self.thread_ts if self.thread_ts is not None else self.ts
+
+
+@dataclass
+class SlackFile:
+    """A file in the workspace: one a person shared, or one the app uploaded (files.py)."""
+
+    id: str
+    team_id: str
+    name: str
+    title: str
+    mimetype: str
+    user: str
+    created: int
+    content: bytes | None = None  # None until its bytes arrive at the upload URL
+    declared_length: int | None = None  # files.getUploadURLExternal's length
+    upload_token: str | None = None
+    completed: bool = False
+    reachable: bool = True  # False: Slack no longer serves it (deleted, or its host fails)
 
 
 @dataclass
@@ -248,6 +270,9 @@ class SlackState:
         self.response_urls: dict[str, ResponseUrl] = {}
         self.modals = Modals()  # modal_state.py: trigger_ids handed out, views open
         self.home_views: dict[tuple[str, str], Any] = {}  # home.py: (team, user) → the published HomeView
+        self.files: dict[str, SlackFile] = {}  # files.py, by id
+        # Where url_private and upload URLs point: the fake's own address (Slack's files.slack.com).
+        self.files_base = "http://127.0.0.1/"
         self._ts = TsFactory(clock)
         self._serial = itertools.count(1)
 

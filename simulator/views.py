@@ -44,6 +44,8 @@ class MessageView:
     reply_count: int
     subtype: str | None = None
     attachments: list[dict[str, Any]] = field(default_factory=list)  # another app's legacy attachments
+    files: list[str] = field(default_factory=list)  # the names of the files it shares
+    file_ids: list[str] = field(default_factory=list)
 
     @property
     def is_bot(self) -> bool:
@@ -96,6 +98,8 @@ def message_view(state: SlackState, message: Message) -> MessageView:
         reply_count=len(state.replies(message)),
         subtype=message.subtype,
         attachments=[dict(attachment) for attachment in message.attachments],
+        files=[state.files[f].name for f in message.files if f in state.files],
+        file_ids=[f for f in message.files if f in state.files],
     )
 
 

@@ -37,3 +37,8 @@ SUGGESTED_PROMPT_MAX_LENGTH = 300  # ours: a prompt is a line, not a document
 MAX_ALLOWED_USERS = 500
 MAX_ALLOWED_GROUPS = 10  # as approverGroups
 MAX_DAILY_TOKENS = 10**12
+
+# spec.chat.files (issue 30): the most a Binding may let through.
+MAX_FILE_BYTES = 100 * 1024 * 1024  # a file held in a worker's memory while it goes to the agent
+MAX_FILES_OUT = 20
+MAX_FILE_TYPES = 50

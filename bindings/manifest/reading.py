@@ -22,6 +22,7 @@ from .limits import (
 from .problems import ManifestWarning, Problem, Validation, subject_for
 from .reading_agent import dialect_of, read_agent
 from .reading_direct_messages import read_direct_messages
+from .reading_files import read_files
 from .reading_interactions import read_interactions
 from .reading_thread_context import read_thread_context
 from .reading_triggers import read_triggers
@@ -69,7 +70,7 @@ BINDING_FIELDS = (
     "directMessages",
 )
 BUDGET_FIELDS = ("dailyTokensPerChannel",)
-CHAT_FIELDS = ("threadReplies", "acknowledgment", "progress", "threadContext")
+CHAT_FIELDS = ("threadReplies", "acknowledgment", "progress", "threadContext", "files")
 ACKNOWLEDGMENT_FIELDS = ("enabled", "emoji")
 SESSION_FIELDS = ("threadTTL",)
 REPLIES_FIELDS = ("allowMentions", "maxMessages")
@@ -340,13 +341,15 @@ def _read_chat(check: Checker, value: Any) -> ChatSpec | None:
             return None
         emoji = text
     thread_context = read_thread_context(check, value_at(chat, "threadContext"))
-    if thread_context is None:
+    files = read_files(check, value_at(chat, "files"))
+    if thread_context is None or files is None:
         return None
     return ChatSpec(
         thread_replies=thread_replies,
         acknowledgment=AcknowledgmentSpec(enabled=enabled, emoji=emoji),
         progress=progress,
         thread_context=thread_context,
+        files=files,
     )
 
 

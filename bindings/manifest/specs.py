@@ -106,6 +106,13 @@ DEFAULT_MAX_MESSAGES = 10  # no normal answer reaches it: 10 messages of 12,000 
 DEFAULT_THREAD_CONTEXT_ENABLED = True
 DEFAULT_THREAD_CONTEXT_MAX_MESSAGES = 50
 DEFAULT_THREAD_CONTEXT_MAX_CHARACTERS = 12_000
+# Issue 30: files a person shares go to the agent within these bounds, and files the agent returns
+# are uploaded into the thread (sessions/files_in.py, sessions/files_out.py). Media types as the
+# agent card names them ("image/*" for a family); sizes in bytes.
+DEFAULT_FILE_TYPES = ("image/*", "application/pdf", "text/*", "application/json")
+DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
+DEFAULT_MAX_TURN_FILE_BYTES = 20 * 1024 * 1024
+DEFAULT_MAX_FILES_OUT = 5
 
 
 # Beyond the spec (issue 33): the Slack app's slash command, as its app manifest declares it.
@@ -166,11 +173,25 @@ class ThreadContextSpec:
 
 
 @dataclass(frozen=True)
+class FilesSpec:
+    """``spec.chat.files``: which files a person shares reach the agent (``types``, ``maxFileBytes``,
+    ``maxTurnBytes``), and how many the agent's answer may put in the thread (``maxFilesOut``), from
+    the bytes it sends or from a URL under one of ``fromUrls``."""
+
+    types: tuple[str, ...] = DEFAULT_FILE_TYPES
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    max_turn_bytes: int = DEFAULT_MAX_TURN_FILE_BYTES
+    max_files_out: int = DEFAULT_MAX_FILES_OUT
+    from_urls: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class ChatSpec:
     thread_replies: ThreadReplies = DEFAULT_THREAD_REPLIES
     acknowledgment: AcknowledgmentSpec = field(default_factory=AcknowledgmentSpec)
     progress: ProgressMode = DEFAULT_PROGRESS
     thread_context: ThreadContextSpec = field(default_factory=ThreadContextSpec)
+    files: FilesSpec = field(default_factory=FilesSpec)
 
 
 @dataclass(frozen=True)

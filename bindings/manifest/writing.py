@@ -19,6 +19,7 @@ from .specs import (
     BindingSpec,
     ConnectionSpec,
     DirectMessagesSpec,
+    FilesSpec,
     Kind,
     Spec,
     StopBy,
@@ -87,6 +88,7 @@ def binding_manifest(spec: BindingSpec) -> dict[str, Any]:
                 "acknowledgment": _Flow(enabled=ack.enabled, emoji=ack.emoji),
                 "progress": spec.chat.progress.value,
                 **_thread_context_manifest(spec.chat.thread_context),
+                **_files_manifest(spec.chat.files),
             },
             "interactions": {
                 "askUser": interactions.ask_user,
@@ -134,6 +136,21 @@ def _thread_context_manifest(thread_context: ThreadContextSpec) -> dict[str, Any
             maxMessages=thread_context.max_messages,
             maxCharacters=thread_context.max_characters,
         )
+    }
+
+
+def _files_manifest(files: FilesSpec) -> dict[str, Any]:
+    """Written only when it differs from the default, so an export stays as it was."""
+    if files == FilesSpec():
+        return {}
+    return {
+        "files": {
+            "types": _FlowList(files.types),
+            "maxFileBytes": files.max_file_bytes,
+            "maxTurnBytes": files.max_turn_bytes,
+            "maxFilesOut": files.max_files_out,
+            **({"fromUrls": _FlowList(files.from_urls)} if files.from_urls else {}),
+        }
     }
 
 

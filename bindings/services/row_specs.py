@@ -44,6 +44,7 @@ def binding_spec(binding: Binding) -> BindingSpec:
                 max_messages=binding.thread_context_max_messages,
                 max_characters=binding.thread_context_max_characters,
             ),
+            files=binding.files_spec(),
         ),
         interactions=manifest.InteractionsSpec(
             ask_user=binding.ask_user,

@@ -33,6 +33,7 @@ def parse_agent_card(raw: Any) -> AgentCard:
         if isinstance(extension, dict) and isinstance(extension.get("uri"), str)
     )
     name = raw.get("name")
+    modes = raw.get("defaultInputModes")
     return AgentCard(
         name=name if isinstance(name, str) else None,
         protocol_version=version,
@@ -40,6 +41,7 @@ def parse_agent_card(raw: Any) -> AgentCard:
         extensions=extensions,
         streaming=bool(capabilities.get("streaming")),
         raw=raw,
+        input_modes=tuple(m for m in modes if isinstance(m, str)) if isinstance(modes, list) else (),
     )
 
 

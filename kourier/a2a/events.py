@@ -191,6 +191,27 @@ class TaskEnded:
     message: str | None = None
 
 
+@dataclass(frozen=True)
+class FileReturned:
+    """A file the agent returned (a file part of an artifact or of its message): its bytes (``raw``),
+    or a ``url`` to fetch them from. ``key`` names it within the task (its name and a digest of its
+    content), the same however often, and wherever, the task shows it."""
+
+    key: str
+    filename: str
+    media_type: str
+    raw: bytes | None = None
+    url: str | None = None
+
+
 AgentEvent = (
-    TaskStarted | TextDelta | ToolCall | ToolResult | Question | ApprovalRequest | UnusablePause | TaskEnded
+    TaskStarted
+    | TextDelta
+    | ToolCall
+    | ToolResult
+    | Question
+    | ApprovalRequest
+    | UnusablePause
+    | TaskEnded
+    | FileReturned
 )

@@ -184,3 +184,4 @@ class AgentCard:
     extensions: tuple[str, ...] = ()
     streaming: bool = False
     raw: Mapping[str, Any] = field(default_factory=dict)
+    input_modes: tuple[str, ...] = ()  # defaultInputModes: the media types the agent takes

@@ -69,6 +69,8 @@ DEFAULT_LIMITS: Mapping[str, Limit] = {
     "conversations.history": Limit(TIER_3),
     "chat.appendStream": Limit(TIER_4),
     "chat.postEphemeral": Limit(TIER_4),
+    "files.getUploadURLExternal": Limit(TIER_4),
+    "files.completeUploadExternal": Limit(TIER_4),
     "conversations.members": Limit(TIER_4),
     "users.info": Limit(TIER_4),
     "views.open": Limit(TIER_4),

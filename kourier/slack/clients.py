@@ -98,7 +98,14 @@ logger = logging.getLogger(__name__)
 SLACK_TIMEOUT_SECONDS = 10
 # Calls that create something Slack shows: repeating one whose answer was lost could show it twice.
 NOT_REPEATABLE_METHODS = frozenset(
-    {"chat.postMessage", "chat.postEphemeral", "chat.startStream", "chat.appendStream"}
+    {
+        "chat.postMessage",
+        "chat.postEphemeral",
+        "chat.startStream",
+        "chat.appendStream",
+        # A repeat shares the file twice; sessions/files_out.py looks for it in the thread instead.
+        "files.completeUploadExternal",
+    }
 )
 
 

@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .files import SharedFile, read_shared_files
+
 # Subtypes that change or remove an existing message, or that are not a person's message.
 _NOT_A_NEW_MESSAGE = frozenset(
     {
@@ -50,6 +52,7 @@ class ChatMessage:
     # Slack sent it again: no earlier delivery was acknowledged (X-Slack-Retry-Num, or Socket Mode's
     # retry_attempt, which Bolt passes on as that header).
     redelivered: bool = False
+    files: tuple[SharedFile, ...] = ()  # what it shares (a file_share message, a mention with files)
 
     @property
     def root_ts(self) -> str:
@@ -194,6 +197,7 @@ def read_message_event(
         text=text,
         mentions_bot=bool(bot_user_id) and bool(mention_pattern(bot_user_id).search(text)),
         direct=event.get("channel_type") == "im",
+        files=read_shared_files(event.get("files")),
     )
 
 

@@ -48,6 +48,7 @@ class PostKind(enum.StrEnum):
     PROMPT = "prompt"  # a question put to the channel
     ALERT = "alert"  # an alert message: the root of an alert thread
     NOTE = "note"  # an alert thread's note: an alert joined, fired again, resolved, held back
+    FILE = "file"  # a file the agent returned, uploaded into the thread (sessions/files_out.py)
 
 
 class IntentState(enum.Enum):

@@ -320,6 +320,34 @@
     return node;
   }
 
+  // A shared file as Slack shows it: an image inline, any other file as its name and size.
+  function renderFile(file) {
+    const node = el("div", {class: "file"});
+    if (file.image) {
+      node.appendChild(el("img", {src: file.image, alt: file.title || file.name, class: "file-image"}));
+    }
+    const size = file.size >= 1000 ? `${Math.round(file.size / 1000)} KB` : `${file.size} B`;
+    node.appendChild(el("div", {class: "file-name"}, `<b>${escapeHtml(file.name)}</b> <span class="time">${escapeHtml(file.mimetype)} · ${size}</span>`));
+    return node;
+  }
+
+  function readAsBase64(file) {
+    return new Promise((resolve, reject) => {
+      const reader = new FileReader();
+      reader.onload = () => resolve(String(reader.result).split(",", 2)[1] || "");
+      reader.onerror = () => reject(new Error(`${file.name} could not be read.`));
+      reader.readAsDataURL(file);
+    });
+  }
+
+  async function attachedFiles(input) {
+    const files = [];
+    for (const file of (input && input.files) || []) {
+      files.push({name: file.name, type: file.type || "application/octet-stream", content: await readAsBase64(file)});
+    }
+    return files;
+  }
+
   function renderMessage(message, inThread) {
     const node = el("div", {
       class: `message${message.only_visible_to_you ? " ephemeral" : ""}${message.author.is_bot ? " bot" : ""}`,
@@ -335,6 +363,7 @@
     if (message.cards.length) node.appendChild(renderCards(message));
     if (message.text) node.appendChild(el("div", {class: "text"}, mrkdwn(message.text) + (message.edited ? ' <span class="time">(edited)</span>' : "")));
     for (const attachment of message.attachments || []) node.appendChild(renderAttachment(attachment));
+    for (const file of message.files || []) node.appendChild(renderFile(file));
     if (hasShownBlocks(message)) {
       const blocks = el("div", {class: "blocks"});
       for (const block of message.blocks) {
@@ -462,6 +491,7 @@
   async function useShortcut(message) {
     try {
       await call("shortcuts", {as: state.person, channel: state.channel, ts: message.ts});
+      state.thread = message.ts;  // the turn it starts answers in the message's thread: open it
       await poll();
     } catch (error) {
       showActionError(error.message);
@@ -513,7 +543,7 @@
     }
   }
 
-  async function send(textarea, errorBox, threadTs) {
+  async function send(textarea, errorBox, threadTs, fileInput) {
     const text = textarea.value;
     errorBox.textContent = "";
     if (!threadTs && text.startsWith("/")) {  // a slash command, typed in the message box as in Slack
@@ -527,8 +557,12 @@
       return;
     }
     try {
-      const answer = await call("messages", {as: state.person, channel: state.channel, text, thread_ts: threadTs || null});
+      const files = await attachedFiles(fileInput);
+      const body = {as: state.person, channel: state.channel, text, thread_ts: threadTs || null};
+      if (files.length) body.files = files;
+      const answer = await call("messages", body);
       textarea.value = "";
+      if (fileInput) fileInput.value = "";
       // The thread of a message that mentions the bot is where its answer streams in: open it.
       if (!threadTs && answer.text.includes(`<@${state.world.bot.id}>`)) state.thread = answer.ts;
       await poll();
@@ -580,8 +614,8 @@
     });
     state.channel = state.world.channels[0].id;
     $("channel-name").textContent = "#" + state.world.channels[0].name;
-    $("composer").addEventListener("submit", (event) => { event.preventDefault(); send($("message"), $("message-error"), null); });
-    $("reply-composer").addEventListener("submit", (event) => { event.preventDefault(); send($("reply"), $("reply-error"), state.thread); });
+    $("composer").addEventListener("submit", (event) => { event.preventDefault(); send($("message"), $("message-error"), null, $("message-file")); });
+    $("reply-composer").addEventListener("submit", (event) => { event.preventDefault(); send($("reply"), $("reply-error"), state.thread, $("reply-file")); });
     submitOnEnter($("message"), $("composer"));
     submitOnEnter($("reply"), $("reply-composer"));
     $("close-thread").addEventListener("click", () => { state.thread = null; render(); });

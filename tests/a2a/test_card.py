@@ -87,3 +87,16 @@ def test_a_card_that_is_not_an_object():
 )
 def test_same_origin(first, second, same):
     assert same_origin(first, second) is same
+
+
+def test_a_card_names_the_media_types_the_agent_takes():
+    card = parse_agent_card(
+        {
+            "name": "a",
+            "url": "http://a/",
+            "protocolVersion": "0.3.0",
+            "defaultInputModes": ["text", "image/*", 3],
+        }
+    )
+    assert card.input_modes == ("text", "image/*")
+    assert parse_agent_card({"name": "a", "url": "http://a/"}).input_modes == ()

@@ -4,8 +4,19 @@ import pytest
 
 from kourier.a2a.dialects import a2a
 from kourier.a2a.dialects.reader import is_placeholder_response, reports_failure
-from kourier.a2a.events import TaskEnded, TaskStarted, TextDelta, ToolCall, ToolResult
-from kourier.a2a.wire import ArtifactUpdate, DataPart, Message, Role, StatusUpdate, Task, TaskState, TextPart
+from kourier.a2a.events import FileReturned, TaskEnded, TaskStarted, TextDelta, ToolCall, ToolResult
+from kourier.a2a.wire import (
+    Artifact,
+    ArtifactUpdate,
+    DataPart,
+    FilePart,
+    Message,
+    Role,
+    StatusUpdate,
+    Task,
+    TaskState,
+    TextPart,
+)
 from tests.a2a.transcripts import read
 
 T, C = "task-1", "ctx-1"
@@ -232,3 +243,36 @@ def test_placeholders_written_while_a_call_waits_for_people_are_not_results(resp
 )
 def test_which_results_report_a_failure(response, failed):
     assert reports_failure(response) is failed
+
+
+def test_a_file_part_of_an_artifact_is_returned_once_even_when_the_task_is_read_again():
+    chart = FilePart(raw=b"png", media_type="image/png", filename="chart.png")
+    reader = a2a.reader()
+    first = reader.feed(artifact("a1", chart, last_chunk=True))
+    snapshot = Task(T, C, TaskState.COMPLETED, artifacts=(Artifact("a1", (chart,)),))
+    again = reader.feed(snapshot)
+
+    files = [event for event in first + again if isinstance(event, FileReturned)]
+    assert [(f.filename, f.media_type, f.raw) for f in files] == [("chart.png", "image/png", b"png")]
+
+
+def test_a_file_in_the_status_message_and_again_in_the_artifact_is_returned_once():
+    chart = FilePart(raw=b"png", media_type="image/png")
+    reader = a2a.reader()
+    events = reader.feed(status(TaskState.WORKING, chart)) + reader.feed(
+        artifact("a1", chart, last_chunk=True)
+    )
+    assert len([event for event in events if isinstance(event, FileReturned)]) == 1
+
+
+def test_a_file_part_by_url_without_a_name_or_type_gets_defaults():
+    [event] = [
+        e
+        for e in a2a.reader().feed(artifact("a2", FilePart(url="https://x.example/f"), last_chunk=True))
+        if isinstance(e, FileReturned)
+    ]
+    assert (event.url, event.media_type, event.raw) == (
+        "https://x.example/f",
+        "application/octet-stream",
+        None,
+    )

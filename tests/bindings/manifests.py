@@ -139,6 +139,13 @@ def every_field(
                 "acknowledgment": {"enabled": False, "emoji": "eyes"},
                 "progress": "activity",
                 "threadContext": {"enabled": False, "maxMessages": 20, "maxCharacters": 4000},
+                "files": {
+                    "types": ["image/png", "text/*"],
+                    "maxFileBytes": 2_000_000,
+                    "maxTurnBytes": 3_000_000,
+                    "maxFilesOut": 2,
+                    "fromUrls": ["https://files.example.com/"],
+                },
             },
             "interactions": {
                 "askUser": True,

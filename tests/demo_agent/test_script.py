@@ -11,6 +11,8 @@ from demo_agent.script import (
     CallTool,
     Fail,
     Say,
+    SendFile,
+    SharedFile,
     ToolResult,
     Wait,
     continuation,
@@ -134,3 +136,16 @@ def test_the_slow_report_works_for_minutes_a_tool_call_at_a_time_before_it_says_
     assert len(calls) == len(waits) == SLOW_PARTS
     assert isinstance(steps[-1], Say)
     assert "slow report is ready" in steps[-1].text
+
+
+def test_a_shared_text_file_is_read_and_its_error_lines_named():
+    log = SharedFile("app.log", "text/plain", b"ok\nERROR one\nfine\nERROR two\n")
+    steps = first_turn("Slack: Ada (U1): look", "t1", [log])
+    assert steps[-1] == Say("*app.log* has 4 lines; 2 say ERROR: `ERROR one`; `ERROR two`.")
+
+
+def test_drawing_a_chart_returns_a_png_file():
+    steps = first_turn("Slack: Ada (U1): draw a chart", "t1")
+    [sent] = [step for step in steps if isinstance(step, SendFile)]
+    assert (sent.filename, sent.media_type) == ("errors-this-week.png", "image/png")
+    assert sent.content.startswith(b"\x89PNG")

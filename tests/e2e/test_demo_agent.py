@@ -213,3 +213,22 @@ def test_the_slow_report_is_stopped_with_the_stop_button_and_the_demo_agent_canc
         lambda: bot_messages(world, ts)[-1].text == stopped_line(defaults.GRACE), timeout=WAIT
     )
     assert "The slow report is ready" not in " ".join(m.text for m in bot_messages(world, ts))
+
+
+def test_a_shared_log_is_read_and_a_chart_comes_back_as_an_image_in_the_thread(world):
+    log = b"10:00 INFO boot\n10:01 ERROR disk full on /var\n10:02 INFO retry\n"
+    ts = world.slack.user_shares_files(
+        defaults.ADA,
+        world.channel,
+        f"{world.slack.bot_mention} what went wrong?",
+        [("app.log", log, "text/plain")],
+    )
+    read = wait_for_reply(world, ts, "I read the file you shared")
+    assert "*app.log* has 3 lines; 1 says ERROR: `10:01 ERROR disk full on /var`." in read.text
+
+    chart = world.mention("draw a chart")
+    world.slack.wait_until(lambda: bool(world.slack.files_in_thread(world.channel, chart)), timeout=WAIT)
+    wait_for_turns_to_end(world, 2)
+    [image] = world.slack.files_in_thread(world.channel, chart)
+    assert (image.name, image.mimetype) == ("errors-this-week.png", "image/png")
+    assert image.content.startswith(b"\x89PNG\r\n\x1a\n")

@@ -83,7 +83,7 @@ def served(transactional_db: None, tmp_path: Path) -> Iterator[str]:
         log.close()
 
 
-def test_a_visitor_tries_every_feature_in_demo(served: str, chromium: str) -> None:
+def test_a_visitor_tries_every_feature_in_demo(served: str, chromium: str, tmp_path: Path) -> None:
     from playwright.sync_api import expect, sync_playwright
 
     expect.set_options(timeout=BROWSER_TIMEOUT_MS)
@@ -101,6 +101,7 @@ def test_a_visitor_tries_every_feature_in_demo(served: str, chromium: str) -> No
             fire_the_readme_trigger_and_see_the_alert_thread(page, served)
             use_the_command_the_shortcut_and_the_home_tab(page)
             call_the_agent_into_the_thread_of_another_apps_alert(page)
+            share_a_log_with_a_mention_and_get_a_chart_back(page, tmp_path)
         finally:
             browser.close()
 
@@ -226,6 +227,32 @@ def call_the_agent_into_the_thread_of_another_apps_alert(page: Any) -> None:
     expect(thread).to_contain_text(
         "I got 2 earlier messages of this thread. They were written by Alertmanager (app), Grace Hopper."
     )
+
+
+def share_a_log_with_a_mention_and_get_a_chart_back(page: Any, tmp_path: Path) -> None:
+    """Issue 30: a file attached to a mention reaches the agent, which reads it; a chart it draws shows
+    in the thread as an image. The README's screenshot is this thread (KOURIER_SCREENSHOTS: where)."""
+    from playwright.sync_api import expect
+
+    for opened in ("#close-home", "#close-thread"):
+        if page.locator(opened).is_visible():
+            page.locator(opened).click()
+    act_as(page, "Ada Lovelace")
+    log = tmp_path / "api.log"
+    log.write_text("10:00 INFO api up\n10:02 ERROR upstream timeout on /orders\n10:03 INFO retry ok\n")
+    page.get_by_label("Attach files to the message").set_input_files(str(log))
+    say(page, "@Agent Kourier what went wrong here?")
+    thread = page.locator("#thread-messages")
+    expect(thread.locator(".file-name").first).to_contain_text("api.log")
+    expect(thread).to_contain_text("1 says ERROR")
+    page.get_by_label("Reply", exact=True).fill("@Agent Kourier draw a chart")
+    page.get_by_label("Reply", exact=True).press("Enter")
+    image = thread.locator("img.file-image")
+    expect(image).to_have_count(1)
+    expect(image).to_have_attribute("alt", "errors-this-week.png")
+    folder = Path(os.environ.get("KOURIER_SCREENSHOTS") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    page.locator("#thread").screenshot(path=folder / "files-in-a-thread.png")
 
 
 def use_the_command_the_shortcut_and_the_home_tab(page: Any) -> None:

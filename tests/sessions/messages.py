@@ -1,5 +1,6 @@
 """People's messages in a bound channel, as the Slack adapter reads them, for the sessions app's tests."""
 
+from kourier.slack.files import SharedFile
 from kourier.slack.incoming import ChatMessage
 
 CHANNEL = "C0000000001"
@@ -14,5 +15,8 @@ def said(
     channel=CHANNEL,
     user="U0ADA",
     redelivered=False,
+    files: tuple[SharedFile, ...] = (),
 ) -> ChatMessage:
-    return ChatMessage("T1", channel, ts, thread_ts, user, text, mentions_bot, redelivered=redelivered)
+    return ChatMessage(
+        "T1", channel, ts, thread_ts, user, text, mentions_bot, redelivered=redelivered, files=files
+    )

@@ -7,6 +7,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from bindings import directory
+from kourier.slack.files import SharedFile
 from sessions import pauses, services, turns
 from sessions.models import Session, ThreadNote, Turn
 from sessions.routing import Route
@@ -31,6 +32,20 @@ def test_a_mention_starts_a_session_and_queues_its_turn(binding, django_capture_
     assert (session.channel_id, session.thread_ts, session.context_id) == (CHANNEL, "1700000001.000100", "")
     assert (turn.state, turn.user_id, turn.session) == (Turn.State.QUEUED, "U0ADA", session)
     assert enqueued(callbacks) == [("drive_session", (session.id,))]  # one message per turn
+
+
+@pytest.mark.requires_postgres("a top-level mention's turn is inserted in one statement there")
+def test_the_files_a_message_shares_are_kept_with_its_turn(binding, monkeypatch):
+    monkeypatch.setenv(binding.connection.bot_token_env, "xoxb-test")
+    shared = SharedFile("F1", "app.log", "text/plain", 12, "https://files.slack.com/files-pri/T1-F1/app.log")
+    services.route_message(binding.connection, said(files=(shared,)))
+    services.route_message(
+        binding.connection,
+        said("and this", ts="1700000002.000100", thread_ts="1700000001.000100", files=(shared,)),
+    )
+
+    assert [turn.files for turn in Turn.objects.order_by("message_ts")] == [[shared.as_json()]] * 2
+    assert turns.start_turn(Turn.objects.order_by("message_ts").first().pk).files == (shared,)
 
 
 def test_the_same_message_delivered_again_is_one_turn(binding, django_capture_on_commit_callbacks):

@@ -3,6 +3,7 @@ bad input is refused with Slack's error names before anything is stored or sent.
 
 from __future__ import annotations
 
+import base64
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -404,3 +405,38 @@ def test_slacks_own_stop_on_a_stream_is_only_the_recipients_and_ends_the_apps_ap
         400,
         "cannot_do_that",
     )  # no longer streams
+
+
+def test_a_file_attached_on_the_page_is_shared_and_an_image_shows_inline(
+    api: httpx.Client, demo_fake: SlackFake, receiver: Receiver
+) -> None:
+    png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
+    content = base64.b64encode(png).decode()
+    said = say(
+        api, text="@Agent Kourier look", files=[{"name": "a.png", "type": "image/png", "content": content}]
+    )
+
+    assert said.status_code == 200
+    mention = next(e for e in receiver.events() if e["type"] == "app_mention")
+    assert [f["name"] for f in mention["files"]] == ["a.png"]
+    [shown] = api.get("channel", params={"as": GRACE, "channel": CHANNEL}).json()["messages"]
+    [file] = shown["files"]
+    assert (file["name"], file["mimetype"], file["size"]) == ("a.png", "image/png", len(png))
+    assert file["image"] == f"data:image/png;base64,{content}"
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        ([{"name": "a.txt", "type": "text/plain", "content": "!!"}], (400, "invalid_files")),
+        ([{"type": "text/plain", "content": ""}], (400, "invalid_files")),
+        ([{"name": "a.txt", "content": base64.b64encode(b"x" * 150_001).decode()}], (400, "file_too_large")),
+        ([{"name": f"{n}.txt", "content": ""} for n in range(4)], (400, "invalid_files")),
+    ],
+)
+def test_a_file_the_page_cannot_attach_is_refused_and_nothing_is_sent(
+    api: httpx.Client, demo_fake: SlackFake, receiver: Receiver, files: list, expected: tuple[int, str]
+) -> None:
+    assert refusal(say(api, text="hi", files=files)) == expected
+    assert demo_fake.messages(CHANNEL) == []
+    assert receiver.received == []

@@ -17,16 +17,18 @@ The reader does no I/O: ``feed()`` one wire event, get the normalized events it 
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kourier.a2a.events import AgentEvent, TaskEnded, TaskStarted, ToolCall, ToolResult
+from kourier.a2a.events import AgentEvent, FileReturned, TaskEnded, TaskStarted, ToolCall, ToolResult
 from kourier.a2a.text import ReplyText
 from kourier.a2a.usage import TokenCount, per_call_usage, task_total_usage
 from kourier.a2a.wire import (
     ArtifactUpdate,
     DataPart,
+    FilePart,
     Message,
     Part,
     Role,
@@ -136,6 +138,7 @@ class TurnReader:
         self._ended = False
         self._call_usage: dict[str, TokenCount] = {}  # by message id: a message is one model call
         self._task_total: TokenCount | None = None
+        self._files_seen: set[str] = set()
 
     @property
     def ended(self) -> bool:
@@ -240,6 +243,7 @@ class TurnReader:
         if usage is not None:
             self._call_usage[message.message_id] = usage
         self._read_tool_parts(message.parts, out)
+        self._read_file_parts(message.parts, out)
 
     def _read_artifact(
         self, artifact_id: str, parts: Sequence[Part], append: bool, last_chunk: bool, out: list[AgentEvent]
@@ -247,6 +251,28 @@ class TurnReader:
         self._text.artifact_chunk(artifact_id, visible_text(parts), append=append, last_chunk=last_chunk)
         self._flush_text(out)
         self._read_tool_parts(parts, out)
+        self._read_file_parts(parts, out)
+
+    def _read_file_parts(self, parts: Sequence[Part], out: list[AgentEvent]) -> None:
+        """Each file once, keyed by its name and content: a task read again shows it again, and an
+        agent may send one file in its status message and again in its artifact (kagent does)."""
+        for part in parts:
+            if not isinstance(part, FilePart) or (part.raw is None and not part.url):
+                continue
+            content = hashlib.sha256(part.raw if part.raw is not None else (part.url or "").encode())
+            key = f"{part.filename or ''}:{content.hexdigest()[:32]}"
+            if key in self._files_seen:
+                continue
+            self._files_seen.add(key)
+            out.append(
+                FileReturned(
+                    key=key,
+                    filename=part.filename or f"file-{len(self._files_seen)}",
+                    media_type=part.media_type or "application/octet-stream",
+                    raw=part.raw,
+                    url=part.url,
+                )
+            )
 
     def _read_tool_parts(self, parts: Sequence[Part], out: list[AgentEvent]) -> None:
         for part in parts:

@@ -49,6 +49,7 @@ class ScriptedAgent:
         version: str = "0.0.1",
         streaming: bool = True,
         public_host: str = "",
+        input_modes: Iterable[str] = ("text",),
     ) -> None:
         """``public_host``: the host name its URL and card give (else 127.0.0.1, where it listens), for
         the egress proxy test, whose proxy alone resolves it."""
@@ -63,6 +64,7 @@ class ScriptedAgent:
         self._version = version
         self._streaming = streaming
         self._extensions = tuple(extensions)
+        self._input_modes = tuple(input_modes)  # the card's defaultInputModes
         self._recorder = Recorder()
         self._scripts = ScriptBook()
         self._runtime = AgentRuntime(
@@ -96,6 +98,7 @@ class ScriptedAgent:
             version=self._version,
             streaming=self._streaming,
             extensions=self._extensions,
+            input_modes=self._input_modes,
         )
         self.card = card_json(card, self.protocol)
         self._handler = DefaultRequestHandler(

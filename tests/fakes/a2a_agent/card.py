@@ -39,6 +39,7 @@ def build_agent_card(
     version: str,
     streaming: bool,
     extensions: Iterable[str | CardExtension],
+    input_modes: Iterable[str] = ("text",),
 ) -> AgentCard:
     return AgentCard(
         name=name,
@@ -51,7 +52,7 @@ def build_agent_card(
             streaming=streaming,
             extensions=[_card_extension(extension) for extension in extensions],
         ),
-        default_input_modes=["text"],
+        default_input_modes=list(input_modes),
         default_output_modes=["text"],
         # Skills are required by the spec (the SDK warns about every card without one).
         skills=[AgentSkill(id="chat", name="chat", description="Answers chat messages", tags=["chat"])],

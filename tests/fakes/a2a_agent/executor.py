@@ -26,6 +26,7 @@ from tests.fakes.a2a_agent.rendering import RENDERERS, Event, Renderer
 from tests.fakes.a2a_agent.steps import (
     TURN_CONTENT,
     DropConnection,
+    FileOut,
     Finish,
     Garbage,
     InputRequired,
@@ -146,6 +147,8 @@ class _Execution:
             elif isinstance(step, Finish):
                 await self.renderer.finish(step)
                 return
+            elif isinstance(step, FileOut):
+                await self.renderer.file_artifact(step)
             elif isinstance(step, Sleep):
                 await asyncio.sleep(step.seconds)
             elif isinstance(step, WaitFor):

@@ -27,6 +27,7 @@ one kind of agent emits. Four styles (docs/kagent-dialect.md §1; the captures i
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeAlias
@@ -49,6 +50,7 @@ from tests.fakes.a2a_agent.parts import (
     thought_part,
 )
 from tests.fakes.a2a_agent.steps import (
+    FileOut,
     Finish,
     InputRequired,
     Text,
@@ -141,6 +143,15 @@ class Renderer:
     async def finish(self, step: Finish) -> None:
         await self.end_turn()
         await self._status(FINAL_STATES[step.state], self._text_message(step.text))
+
+    async def file_artifact(self, step: FileOut) -> None:
+        """A file the agent returns: an artifact of its own, whole in one update."""
+        part: JsonPart = {"mediaType": step.media_type, "filename": step.filename}
+        if step.raw is not None:
+            part["raw"] = base64.b64encode(step.raw).decode()
+        else:
+            part["url"] = step.url or ""
+        await self._artifact(new_id(), [part], last_chunk=True)
 
     # --- building blocks ---
 

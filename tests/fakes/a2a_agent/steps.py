@@ -152,6 +152,16 @@ class Garbage:
 
 
 @dataclass(frozen=True)
+class FileOut:
+    """An artifact of its own holding one file part: the bytes (``raw``) or a ``url``."""
+
+    filename: str
+    media_type: str
+    raw: bytes | None = None
+    url: str | None = None
+
+
+@dataclass(frozen=True)
 class HttpStatus:
     """A bare HTTP error (e.g. a proxy's 502). Only for `ScriptedAgent.fail_next_call`."""
 
@@ -171,6 +181,7 @@ Step: TypeAlias = (
     | DropConnection
     | JsonRpcError
     | Garbage
+    | FileOut
 )
 WireFault: TypeAlias = JsonRpcError | Garbage | HttpStatus
 
@@ -186,6 +197,7 @@ STEP_TYPES: tuple[type, ...] = (
     DropConnection,
     JsonRpcError,
     Garbage,
+    FileOut,
 )
 TURN_CONTENT = (Text, Thought, ToolCall)
 
@@ -275,6 +287,10 @@ def jsonrpc_error(code: int, message: str, data: Any = None) -> JsonRpcError:
 
 def garbage(payload: str = Garbage.payload) -> Garbage:
     return Garbage(payload)
+
+
+def file_out(filename: str, media_type: str, raw: bytes | None = None, *, url: str | None = None) -> FileOut:
+    return FileOut(filename, media_type, raw, url)
 
 
 def http_status(status: int, body: str = "") -> HttpStatus:

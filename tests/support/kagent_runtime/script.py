@@ -9,6 +9,7 @@ received and which tools ran come back as ``ModelRequest`` and ``ToolRun`` value
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -58,6 +59,8 @@ class Turn:
     text: str = ""
     calls: Sequence[Call] = ()
     usage: Usage | None = None
+    # Files the model answers with, (media type, bytes) each: inline data parts of its content.
+    files: Sequence[tuple[str, bytes]] = ()
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,10 @@ class Script:
                         "usage": {"input": turn.usage.input, "output": turn.usage.output}
                         if turn.usage
                         else None,
+                        "files": [
+                            {"mime_type": kind, "data": base64.b64encode(data).decode()}
+                            for kind, data in turn.files
+                        ],
                     }
                     for turn in self.turns
                 ],
@@ -147,6 +154,15 @@ class ModelRequest:
     @property
     def text(self) -> str:
         return "".join(part["text"] for part in self.parts if "text" in part)
+
+    @property
+    def files(self) -> list[tuple[str, bytes]]:
+        """The inline data the model received (files a message carried), (media type, bytes) each."""
+        return [
+            (part["inline_data"]["mime_type"], base64.b64decode(part["inline_data"]["data"]))
+            for part in self.parts
+            if "inline_data" in part
+        ]
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ kagent's OpenAI adapter does (deltas, then the whole turn with its function call
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import AsyncGenerator
 from pathlib import Path
@@ -87,6 +88,12 @@ class ScriptedModel(BaseLlm):
         parts = ([types.Part.from_text(text=text)] if text else []) + [
             types.Part(function_call=c) for c in calls
         ]
+        parts += [
+            types.Part(
+                inline_data=types.Blob(mime_type=file["mime_type"], data=base64.b64decode(file["data"]))
+            )
+            for file in turn.get("files") or []
+        ]
         usage = turn.get("usage")
         yield LlmResponse(
             content=types.Content(role="model", parts=parts),
@@ -122,6 +129,16 @@ def new_contents(contents: list[types.Content]) -> list[dict[str, Any]]:
                 )
             elif part.text is not None:
                 received.append({"text": part.text})
+            elif part.inline_data is not None:
+                data = part.inline_data.data or b""
+                received.append(
+                    {
+                        "inline_data": {
+                            "mime_type": part.inline_data.mime_type,
+                            "data": base64.b64encode(data).decode(),
+                        }
+                    }
+                )
     return received
 
 
