@@ -4,6 +4,7 @@ A real forward proxy (proxy.py, its own process) is the only way out: the Slack 
 give host names under ``.kourier.test`` in their URLs, which only the proxy resolves, so a client that
 went direct would fail to connect and its feature would fail. The proxy logs each host it carried."""
 
+import base64
 import socket
 import ssl
 from urllib.parse import urlsplit
@@ -103,6 +104,35 @@ def test_a_mention_over_socket_mode_is_answered_with_the_websocket_through_the_p
     assert answer.text == "answer to hello"
     link = f"{SLACK_HOST}:{slack_fake.socket_port}"
     assert {host_of(slack_fake.url), link, host_of(agent.url)} <= egress_proxy.hosts()
+
+
+def test_a_shared_file_is_downloaded_and_the_agents_file_uploaded_through_the_proxy(
+    make_world, make_a2a_agent, egress_proxy, slack_fake
+):
+    """The file's private URL and the upload URL name the Slack host only the proxy resolves: a
+    download or upload that went direct would fail, and the file would be named as not sent."""
+    chart = b"\x89PNG\r\n\x1a\n" + bytes(range(32))
+    agent = make_a2a_agent(protocol="1.0", public_host=AGENT_HOST, input_modes=("text/plain",))
+    agent.script([steps.text("Read it."), steps.file_out("chart.png", "image/png", chart)])
+    world = make_world(agent_url=agent.url, env=through(egress_proxy))
+
+    root = world.slack.user_shares_files(
+        defaults.ADA,
+        world.channel,
+        f"{world.slack.bot_mention} what failed?",
+        [("boot.log", b"boot ok\n", "text/plain")],
+    )
+    def uploaded():
+        return [file for file in world.slack.files_in_thread(world.channel, root) if file.name == "chart.png"]
+
+    world.slack.wait_until(uploaded, timeout=WAIT)
+    wait_for_turns_to_end(world, 1)
+
+    [received] = agent.received
+    [log] = [part for part in received.parts if "raw" in part]
+    assert (log["filename"], base64.b64decode(log["raw"])) == ("boot.log", b"boot ok\n")
+    assert [file.content for file in uploaded()] == [chart]
+    assert {host_of(slack_fake.url), host_of(agent.url)} <= egress_proxy.hosts()
 
 
 def test_feedback_to_kagents_controller_goes_through_the_proxy(
