@@ -48,6 +48,7 @@ from kourier.a2a.errors import (
     StreamDropped,
     jsonrpc_error_from_payload,
 )
+from kourier.a2a.request_body import RequestBody, json_request, streamed_request
 from kourier.a2a.wire import AgentCard, Message, StreamEvent, Task, ends_stream
 
 logger = logging.getLogger(__name__)
@@ -223,12 +224,26 @@ class A2AClient:
     def send_streaming(self, message: Message) -> EventStream:
         """Send a message and stream what the agent does with it (SendStreamingMessage / message/stream)."""
         return EventStream(
-            self._stream(lambda codec: (codec.send_streaming_method, codec.send_params(message)))
+            self._stream(
+                lambda codec: (
+                    codec.send_streaming_method,
+                    lambda request_id: streamed_request(
+                        request_id, codec.send_streaming_method, message, codec.send_params
+                    ),
+                )
+            )
         )
 
     def subscribe(self, task_id: str) -> EventStream:
         """Follow a running task again (SubscribeToTask / tasks/resubscribe), e.g. after a dropped stream."""
-        return EventStream(self._stream(lambda codec: (codec.subscribe_method, task_params(task_id))))
+        return EventStream(
+            self._stream(
+                lambda codec: (
+                    codec.subscribe_method,
+                    lambda request_id: json_request(request_id, codec.subscribe_method, task_params(task_id)),
+                )
+            )
+        )
 
     async def get_task(self, task_id: str, history_length: int | None = None) -> Task:
         codec, _ = await self._resolve()
@@ -314,26 +329,29 @@ class A2AClient:
         return response
 
     async def _stream(
-        self, request_of: Callable[[Codec], tuple[str, dict[str, Any]]]
+        self, request_of: Callable[[Codec], tuple[str, Callable[[str], RequestBody]]]
     ) -> AsyncGenerator[StreamEvent, None]:
+        """``request_of`` names the method and makes the request's body for a request id."""
         codec, rpc_url = await self._resolve()
-        method, params = request_of(codec)
+        method, body_of = request_of(codec)
         with _counted(method) as request, self._card_doubted():
-            async with contextlib.aclosing(self._stream_events(codec, rpc_url, method, params)) as events:
+            async with contextlib.aclosing(self._stream_events(codec, rpc_url, method, body_of)) as events:
                 async for event in events:
                     # A reader stops at the last event: the stream is complete, not abandoned.
                     request.complete = ends_stream(event)
                     yield event
 
     async def _stream_events(
-        self, codec: Codec, rpc_url: str, method: str, params: dict[str, Any]
+        self, codec: Codec, rpc_url: str, method: str, body_of: Callable[[str], RequestBody]
     ) -> AsyncGenerator[StreamEvent, None]:
         request_id = str(uuid.uuid4())
+        body = body_of(request_id)
         request = self._http.build_request(
             "POST",
             rpc_url,
-            json={"jsonrpc": "2.0", "id": request_id, "method": method, "params": params},
+            content=body.chunks(),  # a file's base64 is written as it is sent, not held whole
             headers={
+                **body.headers(),
                 **codec.headers(self.extensions),
                 "Accept": "text/event-stream",
                 "Cache-Control": "no-store",

@@ -15,6 +15,7 @@ through the caller's client (clients.py: budgets, retries); the bytes go to the 
 
 from __future__ import annotations
 
+import io
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -161,12 +162,13 @@ async def _read_body(answer: httpx.Response, shared: SharedFile, max_bytes: int)
     declared = answer.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > max_bytes:
         raise FileNotDownloaded(FileNotDownloaded.TOO_BIG)
-    body = bytearray()
+    # BytesIO, not a bytearray: its value is handed on without a copy, so the file is held once.
+    body = io.BytesIO()
     async for chunk in answer.aiter_raw(_CHUNK):
-        if len(body) + len(chunk) > max_bytes:
+        if body.tell() + len(chunk) > max_bytes:
             raise FileNotDownloaded(FileNotDownloaded.TOO_BIG)
-        body += chunk
-    return bytes(body)
+        body.write(chunk)
+    return body.getvalue()
 
 
 # The upload.

@@ -122,6 +122,7 @@ def test_a_shared_file_is_downloaded_and_the_agents_file_uploaded_through_the_pr
         f"{world.slack.bot_mention} what failed?",
         [("boot.log", b"boot ok\n", "text/plain")],
     )
+
     def uploaded():
         return [file for file in world.slack.files_in_thread(world.channel, root) if file.name == "chart.png"]
 
