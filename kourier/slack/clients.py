@@ -326,6 +326,7 @@ class KourierAsyncWebClient(AsyncWebClient):
                 api_method, now, channel=channel, max_wait=attempts.max_wait(now)
             )
             if wait := attempts.wait_for_slot(reservation, self._clock()):
+                tracing.annotate(budget_wait_ms=round(wait * 1000))
                 await self._sleep(wait)
             try:
                 return await super().api_call(api_method, **kwargs)

@@ -47,6 +47,22 @@ tracing.flush()
 print(json.dumps({"kept": kept}))
 """
 
+FOLDED_PROBE = """
+import asyncio, django
+django.setup()
+from kourier import shared_cache, tracing
+from kourier.slack.budgets import Budget
+assert tracing.configure("kourier-probe")
+
+async def call():
+    with tracing.span("slack.chat.postMessage"):
+        await Budget("T-probe").areserve("chat.postMessage", 0.0, channel="C1", max_wait=0)
+        await shared_cache.aget("probe-key")
+
+asyncio.run(call())
+tracing.flush()
+"""
+
 
 def run_probe(code: str, **env: str) -> subprocess.CompletedProcess[str]:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
@@ -55,6 +71,24 @@ def run_probe(code: str, **env: str) -> subprocess.CompletedProcess[str]:
         [sys.executable, "-c", "import json\n" + code],
         cwd=REPO_ROOT, env=environ, capture_output=True, text=True, timeout=60, check=True,
     )  # fmt: skip
+
+
+def test_a_budget_reservation_is_folded_into_its_slack_calls_span_other_redis_commands_are_not(redis_url):
+    with otlp_receiver() as receiver:
+        run_probe(
+            FOLDED_PROBE,
+            OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url,
+            OTEL_BSP_SCHEDULE_DELAY="50",
+            REDIS_URL=redis_url,
+            CACHE_KEY_PREFIX="tracing-probe",
+        )
+        spans = receiver.wait_for(
+            lambda spans: any(s.name == "slack.chat.postMessage" for s in spans), timeout=30
+        )
+
+    call = next(span for span in spans if span.name == "slack.chat.postMessage")
+    under_the_call = [span.name for span in spans if span.parent_span_id == call.span_id]
+    assert under_the_call == ["GET"]  # the cache read; the reservation's EVALSHA made no span
 
 
 @pytest.mark.parametrize(
