@@ -152,10 +152,13 @@ def _plugin_findings(line: str) -> Iterator[str]:
     an id, a template, a sequence or no word at all (its own filters, the ones that need no file)."""
     for plugin in _PLUGINS:
         if isinstance(plugin, high_entropy_strings.HighEntropyStringsPlugin):
+            # n characters hold at most log2(n) bits each: a word no longer than 2 ** limit never
+            # passes the limit, so its entropy (most of the time a long log took) is not computed.
+            shortest = 2**plugin.entropy_limit
             found: Iterator[str] = (
                 word
                 for word in _UNQUOTED_WORDS[plugin.secret_type].findall(line)
-                if plugin.calculate_shannon_entropy(word) > plugin.entropy_limit
+                if len(word) > shortest and plugin.calculate_shannon_entropy(word) > plugin.entropy_limit
             )
         elif isinstance(plugin, keyword.KeywordDetector):
             found = plugin.analyze_string(line, keyword.CONFIG_DENYLIST_REGEX_TO_GROUP)
