@@ -17,6 +17,11 @@ from typing import Any
 from xml.sax.saxutils import escape
 
 LANES = ("Turns", "Agent", "Slack writes", "Questions", "Notices", "Presses", "Audit")
+# The row under the lanes where the quiet stretches are drawn: nothing ran and nothing happened.
+WAITS = "Waits"
+# A quiet stretch is drawn when it is this share of the whole axis or more: where a slow answer's
+# time went, at a glance, and not every pause between two writes.
+WAIT_SHARE = 0.05
 WIDTH, LABELS, LANE_HEIGHT, TOP, BOTTOM = 960, 110, 30, 24, 28
 TEXT_SHOWN = 80  # characters of a message shown to those who may read it
 
@@ -112,14 +117,16 @@ def _agent_mark(event: dict[str, Any]) -> Mark:
 
 def render_svg(marks: Sequence[Mark], *, with_text: bool) -> str:
     """The timeline as an inline SVG: one lane per kind, time left to right, spans as bars and moments
-    as ticks; each mark's tooltip gives its time from the start, its duration and the wait before it."""
+    as ticks, and under them the quiet stretches with their length; each mark's tooltip gives its time
+    from the start, its duration and the wait before it."""
     if not marks:
         return '<p class="timeline-empty">Nothing happened in this thread yet.</p>'
     begin = marks[0].start
     finish = max((mark.end or mark.start) for mark in marks)
     total = max((finish - begin).total_seconds(), 0.001)
     plot = WIDTH - LABELS - 10
-    height = TOP + LANE_HEIGHT * len(LANES) + BOTTOM
+    rows = (*LANES, WAITS)
+    height = TOP + LANE_HEIGHT * len(rows) + BOTTOM
 
     def x(at: datetime) -> float:
         return LABELS + plot * (at - begin).total_seconds() / total
@@ -128,13 +135,13 @@ def render_svg(marks: Sequence[Mark], *, with_text: bool) -> str:
         f'<svg class="session-timeline" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" '
         f'height="{height}" viewBox="0 0 {WIDTH} {height}" role="img" aria-label="Timeline of the thread">'
     ]
-    for index, lane in enumerate(LANES):
+    for index, lane in enumerate(rows):
         y = TOP + index * LANE_HEIGHT
         parts.append(f'<text x="4" y="{y + 18}" font-size="12">{lane}</text>')
         parts.append(
             f'<line x1="{LABELS}" y1="{y + LANE_HEIGHT}" x2="{WIDTH - 10}" y2="{y + LANE_HEIGHT}" stroke="#ddd"/>'
         )
-    axis_y = TOP + LANE_HEIGHT * len(LANES)
+    axis_y = TOP + LANE_HEIGHT * len(rows)
     for tick in range(6):
         seconds = total * tick / 5
         tick_x = LABELS + plot * tick / 5
@@ -169,8 +176,31 @@ def render_svg(marks: Sequence[Mark], *, with_text: bool) -> str:
         else:
             parts.append(f'<circle cx="{x(mark.start):.1f}" cy="{y + 14}" r="4" fill="{colour}"/>')
         parts.append("</g>")
+    waits_y = TOP + rows.index(WAITS) * LANE_HEIGHT
+    for quiet_from, quiet_to in quiet_stretches(marks, min_seconds=total * WAIT_SHARE):
+        seconds = (quiet_to - quiet_from).total_seconds()
+        left, width = x(quiet_from), max(x(quiet_to) - x(quiet_from), 2.0)
+        parts.append(
+            f'<g class="wait"><title>{escape(f"nothing for {_duration(seconds)}")}</title>'
+            f'<rect x="{left:.1f}" y="{waits_y + 7}" width="{width:.1f}" height="14" fill="#9e9e9e" opacity="0.5"/>'
+            f'<text x="{left + width / 2:.1f}" y="{waits_y + 18}" font-size="10" text-anchor="middle">'
+            f"{_duration(seconds)}</text></g>"
+        )
     parts.append("</svg>")
     return "".join(parts)
+
+
+def quiet_stretches(marks: Sequence[Mark], *, min_seconds: float) -> list[tuple[datetime, datetime]]:
+    """The stretches of at least ``min_seconds`` in which no mark ran or happened (``marks`` in time
+    order): between the end of everything before and the next mark's start."""
+    stretches = []
+    busy_until: datetime | None = None
+    for mark in marks:
+        if busy_until is not None and (mark.start - busy_until).total_seconds() >= min_seconds > 0:
+            stretches.append((busy_until, mark.start))
+        ends = mark.end or mark.start
+        busy_until = ends if busy_until is None else max(busy_until, ends)
+    return stretches
 
 
 def _duration(seconds: float) -> str:

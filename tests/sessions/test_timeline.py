@@ -114,3 +114,27 @@ def test_text_with_markup_is_escaped():
 
 def test_a_thread_with_nothing_yet_says_so():
     assert "Nothing happened" in timeline.render_svg([], with_text=True)
+
+
+def test_a_long_quiet_stretch_is_drawn_with_its_length_and_short_pauses_are_not():
+    # Posted at +2 s for 0.1 s, then nothing until the update at +25 s: the wait for the agent.
+    marks = [
+        timeline.Mark("Slack writes", T0 + timedelta(seconds=2), T0 + timedelta(seconds=2.1), "post"),
+        timeline.Mark("Slack writes", T0 + timedelta(seconds=2.3), None, "reaction"),
+        timeline.Mark("Slack writes", T0 + timedelta(seconds=25), T0 + timedelta(seconds=25.2), "update"),
+    ]
+
+    drawn = timeline.render_svg(marks, with_text=False)
+
+    assert timeline.quiet_stretches(marks, min_seconds=1) == [
+        (T0 + timedelta(seconds=2.3), T0 + timedelta(seconds=25))
+    ]
+    assert drawn.count('class="wait"') == 1
+    assert "nothing for 22.7 s" in drawn
+
+
+def test_a_stretch_a_long_mark_covers_is_not_quiet():
+    turn = timeline.Mark("Turns", T0, T0 + timedelta(seconds=30), "turn")
+    write = timeline.Mark("Slack writes", T0 + timedelta(seconds=29), None, "update")
+
+    assert timeline.quiet_stretches([turn, write], min_seconds=1) == []
