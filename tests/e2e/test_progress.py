@@ -34,6 +34,7 @@ from simulator import defaults
 from tests.e2e.helpers import assert_acked, wait_for_turns_to_end
 from tests.factories import BindingFactory
 from tests.fakes.a2a_agent import steps
+from tests.fakes.a2a_agent.gates import Gate
 from tests.support.alerts import alert_name, fire_alert
 
 pytestmark = [pytest.mark.slow, pytest.mark.shares_stacks]  # tests/support/stack.py: StackPool
@@ -248,9 +249,22 @@ def test_each_progress_mode_in_a_chat_thread(modes_world):
 
 def test_each_progress_mode_in_an_alert_thread(modes_world, a2a_agent):
     world = modes_world()
+    # The first call waits until each thread's reply is posted: a post may wait its turn in the
+    # channel's budget (alert posts go first), and must still show the first call, not a later one.
+    posted = Gate()
+    held_after_the_first_call = [*MAIN[:2], steps.wait_for(posted), *MAIN[2:]]
+    a2a_agent.on_message(
+        lambda received: (
+            held_after_the_first_call
+            if received.text.startswith(ALERT_TURN) and alert_name(received.text) == "main"
+            else script_for(received)
+        )
+    )
     threads = {mode: alert(world, mode, "main") for mode in MODES}
     many = alert(world, "steps", "many")
     silent = alert(world, "steps-and-activity", "silentfail")
+    world.slack.wait_until(lambda: all(thread.replies() for thread in threads.values()), timeout=WAIT)
+    posted.open()
     wait_for_turns(world, 5)
 
     assert {s.kind for s in Session.objects.all()} == {ThreadKind.ALERT}
