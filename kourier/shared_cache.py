@@ -26,6 +26,8 @@ from django.core.cache.backends.base import BaseCache
 from django.core.cache.backends.redis import RedisCache, RedisCacheClient
 from django.core.signals import setting_changed
 
+from kourier import tracing
+
 R = TypeVar("R")
 
 
@@ -120,8 +122,14 @@ def run_script(script: str, keys: list[str], args: list[Any]) -> Any:
 
 
 async def arun(fn: Callable[[], R]) -> R:
-    """``fn`` (cache work) on the running loop's executor, with the caller's context variables."""
-    context = contextvars.copy_context()
+    """``fn`` (cache work) on the running loop's executor, with the caller's context variables.
+
+    Its Redis commands make no spans of their own when tracing is on (``tracing.folded``): async
+    code's bookkeeping (a Slack call's budget slot, a reply's plan, the stop word a running turn
+    reads each second, cached names) was most of a turn's spans and of what tracing cost it
+    (docs/performance.md, section g); the span it serves (a Slack call, the turn) tells the wait."""
+    with tracing.folded():
+        context = contextvars.copy_context()
     return await asyncio.get_running_loop().run_in_executor(None, context.run, fn)
 
 

@@ -139,9 +139,8 @@ def _span(name: str, traceparent: str, attributes: dict[str, Any]) -> Iterator[A
 
 def folded() -> contextlib.AbstractContextManager[Any]:
     """No spans of the instrumented clients for the ``with`` block (a no-op when tracing is off): its
-    work is told as an attribute of the current span instead. A Slack call's budget reservation is a
-    Redis command per call; as spans of their own they were most of what a turn's trace cost
-    (docs/performance.md, section g). Executor hops (``shared_cache.arun``) carry it along."""
+    work belongs to the current span (``shared_cache.arun``'s Redis bookkeeping; a context copied
+    inside the block, as an executor hop's is, keeps it)."""
     if _tracer is None:
         return _no_span
     from opentelemetry.instrumentation.utils import suppress_instrumentation

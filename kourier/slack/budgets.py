@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.core.checks import Error, register
 
-from kourier import shared_cache, tracing
+from kourier import shared_cache
 
 logger = logging.getLogger(__name__)
 
@@ -323,16 +323,15 @@ class Budget:
     async def areserve(
         self, method: str, now: float, *, channel: str | None = None, max_wait: float, take: bool = True
     ) -> Reservation:
-        with tracing.folded():  # the wait it gives is the Slack call span's attribute, not a span
-            return await shared_cache.arun(
-                lambda: self.reserve(method, now, channel=channel, max_wait=max_wait, take=take)
-            )
+        # No span of its own (shared_cache.arun): the wait it gives is the Slack call span's attribute.
+        return await shared_cache.arun(
+            lambda: self.reserve(method, now, channel=channel, max_wait=max_wait, take=take)
+        )
 
     async def ablock(
         self, method: str, until: float, retry_after: float, *, channel: str | None = None
     ) -> None:
-        with tracing.folded():  # the 429 is the Slack call span's event, not a span of its own
-            await shared_cache.arun(lambda: self.block(method, until, retry_after, channel=channel))
+        await shared_cache.arun(lambda: self.block(method, until, retry_after, channel=channel))
 
 
 # The block's end only moves later. KEYS: the block. ARGV: until, seconds to keep it.
