@@ -112,7 +112,7 @@ class ConnectionAdmin(ManifestAdmin):
                 "fields": ["bot_token_env", "signing_secret_env", "app_token_env", "secrets"],
             },
         ),
-        ("Slack app", {"fields": ["slash_command"]}),
+        ("Slack app", {"fields": ["slash_command", "agent_sessions"]}),
         ("Learned from Slack", {"fields": ["team_id", "bot_user_id"]}),
         ("History", {"fields": ["created_at", "updated_at"]}),
     ]

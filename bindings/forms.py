@@ -29,6 +29,7 @@ CONNECTION_FIELD_PATHS = {
     "spec.signingSecret": "signing_secret_env",
     "spec.appToken": "app_token_env",
     "spec.slashCommand": "slash_command",
+    "spec.agentSessions": "agent_sessions",
 }
 
 BINDING_FIELD_PATHS = {
@@ -148,6 +149,12 @@ class ConnectionForm(ManifestForm):
         required=False,
         help_text=f"spec.slashCommand: the Slack app's slash command (empty: {manifest.DEFAULT_SLASH_COMMAND}).",
     )
+    agent_sessions = forms.BooleanField(
+        label="Slack agent sessions",
+        required=False,
+        help_text="spec.agentSessions: each turn shows as a Slack agent session, whose own stop control "
+        "stops it (the Slack app subscribes to agent_session_stopped). Off: the Working… card's Stop button.",
+    )
 
     class Meta:
         model = Connection
@@ -156,7 +163,7 @@ class ConnectionForm(ManifestForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if self.instance.pk:
-            for name in ("bot_token_env", "signing_secret_env", "app_token_env", "slash_command"):
+            for name in ("bot_token_env", "signing_secret_env", "app_token_env", "slash_command", "agent_sessions"):
                 self.initial.setdefault(name, getattr(self.instance, name))
 
     def check(self, cleaned_data: dict[str, Any]) -> manifest.Validation:
@@ -170,6 +177,8 @@ class ConnectionForm(ManifestForm):
                 spec[key] = secret_refs.as_manifest(cleaned_data[name])
         if cleaned_data.get("slash_command"):
             spec["slashCommand"] = cleaned_data["slash_command"]
+        if cleaned_data.get("agent_sessions"):
+            spec["agentSessions"] = True
         return services.check_connection(_document(manifest.Kind.CONNECTION, cleaned_data.get("name"), spec))
 
 

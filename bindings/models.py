@@ -98,6 +98,13 @@ class Connection(models.Model):
         default=manifest.DEFAULT_SLASH_COMMAND,
         help_text="The Slack app's slash command, as its app manifest names it (/kourier unless renamed there).",
     )
+    agent_sessions = models.BooleanField(
+        "Slack agent sessions",
+        default=False,
+        help_text="Show each turn as a Slack agent session: its status follows the turn and Slack's own "
+        "stop control stops it (the app must subscribe to agent_session_stopped). Off: the Working… "
+        "card's Stop button.",
+    )
     team_id = models.CharField(max_length=32, blank=True)
     bot_user_id = models.CharField(max_length=32, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

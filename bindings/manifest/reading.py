@@ -53,7 +53,7 @@ from .specs import (
     ThreadReplies,
 )
 
-CONNECTION_FIELDS = ("botToken", "signingSecret", "appToken", "slashCommand")
+CONNECTION_FIELDS = ("botToken", "signingSecret", "appToken", "slashCommand", "agentSessions")
 BINDING_FIELDS = (
     "connection",
     "channels",
@@ -167,9 +167,12 @@ def _read_connection(check: Checker, name: str | None, value: Any) -> Connection
     )
     app_token_env = None if app_token is MISSING else check.env_reference(app_token, "spec.appToken")
     slash_command = _slash_command(check, value_at(spec, "slashCommand"))
+    agent_sessions = check.boolean(value_at(spec, "agentSessions"), "spec.agentSessions", False)
     if name is None or bot_token_env is None or signing_secret_env is None or slash_command is None:
         return None
-    return ConnectionSpec(name, bot_token_env, signing_secret_env, app_token_env, slash_command)
+    return ConnectionSpec(
+        name, bot_token_env, signing_secret_env, app_token_env, slash_command, agent_sessions=agent_sessions
+    )
 
 
 # Slack's own rule for a command's name: a slash, then lowercase letters, digits, - and _, 32 at most.
@@ -457,7 +460,7 @@ _FIELD_ORDER = [
     "spec.interactions.toolApprovals", "spec.interactions.approverGroups", "spec.interactions.timeout",
     "spec.interactions.separateApprover", "spec.interactions.tools", "spec.interactions.denyReasons", "spec.interactions.remindBefore",
     "spec.interactions.allowForThread",
-    "spec.session", "spec.triggers", "spec.replies", "spec.budget", "spec.feedback", "spec.stopBy", "spec.directMessages", "spec.botToken", "spec.signingSecret", "spec.appToken", "spec.slashCommand", "spec",
+    "spec.session", "spec.triggers", "spec.replies", "spec.budget", "spec.feedback", "spec.stopBy", "spec.directMessages", "spec.botToken", "spec.signingSecret", "spec.appToken", "spec.slashCommand", "spec.agentSessions", "spec",
 ]  # fmt: skip
 
 

@@ -126,6 +126,9 @@ class ConnectionSpec:
     signing_secret_env: str
     app_token_env: str | None = None  # Socket Mode when set
     slash_command: str = DEFAULT_SLASH_COMMAND  # the one command the listeners answer
+    # Beyond the spec (issue 33): Slack's agent sessions, whose status follows each turn and whose
+    # native stop stops it (kourier/slack/agent_sessions.py). Off: the Stop button alone.
+    agent_sessions: bool = False
 
 
 @dataclass(frozen=True)

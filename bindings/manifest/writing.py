@@ -40,6 +40,8 @@ def connection_manifest(spec: ConnectionSpec) -> dict[str, Any]:
         body["appToken"] = _secret(spec.app_token_env)
     if spec.slash_command != DEFAULT_SLASH_COMMAND:  # beyond the spec: written only when set
         body["slashCommand"] = spec.slash_command
+    if spec.agent_sessions:
+        body["agentSessions"] = True
     return {
         "apiVersion": API_VERSION,
         "kind": Kind.CONNECTION.value,

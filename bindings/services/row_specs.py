@@ -15,6 +15,7 @@ def connection_spec(connection: Connection) -> ConnectionSpec:
         signing_secret_env=connection.signing_secret_env,
         app_token_env=connection.app_token_env or None,
         slash_command=connection.slash_command,
+        agent_sessions=connection.agent_sessions,
     )
 
 

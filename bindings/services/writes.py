@@ -15,7 +15,7 @@ from bindings.models import Binding, BindingChannel, Connection, direct_messages
 from bindings.services.actors import actor_kind
 from bindings.services.row_specs import binding_spec
 
-_CONNECTION_FIELDS = ["name", "bot_token_env", "signing_secret_env", "app_token_env", "slash_command"]
+_CONNECTION_FIELDS = ["name", "bot_token_env", "signing_secret_env", "app_token_env", "slash_command", "agent_sessions"]
 
 
 def connection_fields(spec: ConnectionSpec) -> dict[str, Any]:
@@ -25,6 +25,7 @@ def connection_fields(spec: ConnectionSpec) -> dict[str, Any]:
         "signing_secret_env": spec.signing_secret_env,
         "app_token_env": spec.app_token_env or "",
         "slash_command": spec.slash_command,
+        "agent_sessions": spec.agent_sessions,
     }
 
 

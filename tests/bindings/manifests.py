@@ -114,6 +114,7 @@ def every_field(
             "signingSecret": {"fromEnv": "ACME_SIGNING_SECRET"},
             "appToken": {"fromEnv": "ACME_APP_TOKEN"},
             "slashCommand": "/ask-acme",
+            "agentSessions": True,
         },
     }
     in_channels = {

@@ -569,6 +569,11 @@ def test_every_refusal_of_a_document_is_reported_in_field_order():
             id="slash command not a string",
         ),
         pytest.param(
+            varied(CONNECTION, "spec.agentSessions", "yes"),
+            ['Connection "acme": spec.agentSessions: must be true or false (got "yes")'],
+            id="agent sessions not a boolean",
+        ),
+        pytest.param(
             varied(CONNECTION, "spec.appToken", {"fromEnv": "SLACK_APP_TOKEN", "fromFile": "/x"}),
             ['Connection "acme": spec.appToken: must hold one of fromEnv and fromFile, not both'],
             id="both sources in a reference",
@@ -1013,6 +1018,13 @@ def test_a_connection_keeps_the_default_slash_command_unwritten():
 
     assert spec.slash_command == "/kourier"
     assert "slashCommand" not in manifest.dump_manifests([spec])
+
+
+def test_a_connection_leaves_slacks_agent_sessions_off_and_unwritten_unless_asked():
+    [spec] = manifest.validate(documents(CONNECTION)).connections
+
+    assert spec.agent_sessions is False
+    assert "agentSessions" not in manifest.dump_manifests([spec])
 
 
 def test_changed_fields_are_named_by_their_manifest_paths():
