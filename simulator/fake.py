@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import agent_view, events, files, home, interactivity, modals, streams
+from . import agent_sessions, agent_view, events, files, home, interactivity, modals, streams
 from .app_requests import AppRequests, DeliverWhich, DeliveryOrder
 from .clock import Clock, SystemClock
 from .delivery import ACK_TIMEOUT, Deliverer, Delivery, Outgoing
@@ -340,6 +340,8 @@ class SlackFake:
         stream_lifetime: float | None = None,
         home_tab_enabled: bool | None = None,
         scopes: set[str] | None = None,
+        agent_sessions: bool | None = None,
+        agent_session_stopped_subscribed: bool | None = None,
     ) -> Workspace:
         """Switch what a workspace (or the app in it) can do.
 
@@ -353,6 +355,9 @@ class SlackFake:
         ``scopes``: the app's file scopes (files:read, files:write; both by default): without files:read
         a file's url_private answers Slack's sign-in page, without files:write the upload methods
         answer missing_scope.
+        ``agent_sessions=False``: agents.sessions.setStatus answers feature_disabled.
+        ``agent_session_stopped_subscribed=False``: it answers with the warning that the app does not
+        subscribe to agent_session_stopped (people see a loading indicator they cannot press).
         """
         with self._state.lock:
             workspace = self.workspace(team)
@@ -370,6 +375,10 @@ class SlackFake:
                 workspace.home_tab_enabled = home_tab_enabled
             if scopes is not None:
                 workspace.scopes = set(scopes)
+            if agent_sessions is not None:
+                workspace.agent_sessions_enabled = agent_sessions
+            if agent_session_stopped_subscribed is not None:
+                workspace.agent_session_stopped_subscribed = agent_session_stopped_subscribed
             return workspace
 
     def deliver_events_to(
@@ -862,6 +871,30 @@ class SlackFake:
             if user is not None and recipient and user != recipient:
                 raise FakeMisuse(f"only {recipient}, whom the stream is shown to, can stop it")
             streams.end_stream(message.stream, "stopped_by_user", self._state.now())
+
+    def agent_session_status(self, channel: str, thread_ts: str) -> str | None:
+        """The thread's agent session status as the app last set it; None: it has no session."""
+        with self._state.lock:
+            return agent_sessions.session_status(self._state, channel, thread_ts)
+
+    def agent_session_history(self, channel: str, thread_ts: str) -> list[str]:
+        with self._state.lock:
+            return [s.status for s in self._state.agent_sessions.get((channel, thread_ts), [])]
+
+    def user_stops_agent_session(self, user: str, channel: str, thread_ts: str) -> list[Delivery]:
+        """A person viewing the thread (a member of the channel or not) presses Slack's stop control of its agent session, which shows only
+        while the session is processing and the app subscribes to the stop: the thread's streams stop
+        and the app is sent agent_session_stopped."""
+        with self._state.lock:
+            person = self._user(user)
+            workspace = self._state.workspace(self._channel(channel).team_id)
+            if agent_sessions.session_status(self._state, channel, thread_ts) != "processing":
+                raise FakeMisuse(f"the agent session of {thread_ts} in {channel} is not processing: no stop shows")
+            if not workspace.agent_session_stopped_subscribed:
+                raise FakeMisuse("the app does not subscribe to agent_session_stopped: the indicator has no stop")
+            event = agent_sessions.stop_session(self._state, self._channel(channel), thread_ts, person.id)
+            outgoing = self._requests.for_channel_event(self._channel(channel), event)
+        return self._send(outgoing)
 
     def press_button(
         self,

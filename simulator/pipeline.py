@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import parse_qsl
 
-from . import agent_view, home, interactivity, methods, modals, streams
+from . import agent_sessions, agent_view, home, interactivity, methods, modals, streams
 from .errors import SlackError
 from .faults import TRANSPORT_FAULTS, Fault, FaultPlan
 from .rate_limits import RateLimiter
@@ -25,7 +25,7 @@ from .web_api import METHODS, Args, Call, normalize_json_arguments
 Transport = Literal["respond", "hold", "disconnect"]
 EventSink = Callable[[Workspace, list[dict[str, Any]]], None]
 # Importing the method modules registers them; name them so the registry's contents are explicit.
-REGISTERING_MODULES = (methods, modals, streams, agent_view, home)
+REGISTERING_MODULES = (methods, modals, streams, agent_view, agent_sessions, home)
 
 
 @dataclass(frozen=True)

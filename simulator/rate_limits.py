@@ -34,6 +34,7 @@ DEFAULT_BUDGETS: dict[str, Budget] = {
     "reactions.remove": Budget(TIER_2),
     "usergroups.users.list": Budget(TIER_2),
     "chat.update": Budget(TIER_3),
+    "agents.sessions.setStatus": Budget(TIER_3),
     "chat.delete": Budget(TIER_3),
     "reactions.add": Budget(TIER_3),
     "conversations.replies": Budget(TIER_3),

@@ -59,6 +59,9 @@ class Workspace:
     assistant_status_support: AssistantStatusSupport = "ok"
     usergroups_available: bool = True  # User Groups need a paid plan
     home_tab_enabled: bool = True  # features.app_home.home_tab_enabled (views.publish: not_enabled)
+    # Agent sessions (agent_sessions.py): the workspace has them, and the app subscribes to the stop.
+    agent_sessions_enabled: bool = True
+    agent_session_stopped_subscribed: bool = True
     stream_lifetime: float = DEFAULT_STREAM_LIFETIME
     custom_emoji: set[str] = field(default_factory=set)
     events: EventTarget | None = None
@@ -264,6 +267,8 @@ class SlackState:
         self.messages: dict[str, dict[str, Message]] = {}
         self.ephemerals: list[Ephemeral] = []
         self.assistant_statuses: dict[tuple[str, str], list[AssistantStatus]] = {}
+        # agent_sessions.py: each (channel, thread root)'s session statuses, oldest first.
+        self.agent_sessions: dict[tuple[str, str], list[Any]] = {}
         # The agent surface (agent_view.py): prompts per im, titles per (im, thread root).
         self.suggested_prompts: dict[str, Any] = {}
         self.thread_titles: dict[tuple[str, str], str] = {}

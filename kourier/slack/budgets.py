@@ -63,6 +63,7 @@ DEFAULT_LIMITS: Mapping[str, Limit] = {
     "reactions.remove": Limit(TIER_2),
     "usergroups.users.list": Limit(TIER_2),
     "chat.update": Limit(TIER_3),
+    "agents.sessions.setStatus": Limit(TIER_3),
     "chat.delete": Limit(TIER_3),
     "reactions.add": Limit(TIER_3),
     "conversations.replies": Limit(TIER_3),
