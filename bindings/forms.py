@@ -163,7 +163,13 @@ class ConnectionForm(ManifestForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if self.instance.pk:
-            for name in ("bot_token_env", "signing_secret_env", "app_token_env", "slash_command", "agent_sessions"):
+            for name in (
+                "bot_token_env",
+                "signing_secret_env",
+                "app_token_env",
+                "slash_command",
+                "agent_sessions",
+            ):
                 self.initial.setdefault(name, getattr(self.instance, name))
 
     def check(self, cleaned_data: dict[str, Any]) -> manifest.Validation:

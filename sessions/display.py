@@ -7,6 +7,7 @@ from kourier import metrics
 from kourier.a2a.events import AgentEvent, TextDelta
 from kourier.db import in_database_thread
 from kourier.progress import Card, CardStatus, Ending, Progress, ThreadKind
+from kourier.slack.agent_sessions import AgentSession
 from kourier.slack.blocks import feedback_block, stop_block
 from kourier.slack.status import AssistantStatus
 from kourier.slack.writer import MESSAGE_TEXT_LIMIT, ReplyTarget, SlackReply
@@ -24,9 +25,17 @@ class TurnDisplay:
     nothing is shown until ``end`` posts the answer.
     """
 
-    def __init__(self, reply: SlackReply, progress: Progress | None, *, max_messages: int) -> None:
+    def __init__(
+        self,
+        reply: SlackReply,
+        progress: Progress | None,
+        *,
+        max_messages: int,
+        agent_session: AgentSession | None = None,
+    ) -> None:
         self.reply = reply
         self.progress = progress
+        self.agent_session = agent_session
         self.text = ""
         # The answer's text is kept up to a message past what the reply may post, never more: a
         # runaway answer costs the worker no more memory than that (the writer cuts and says so).
@@ -37,6 +46,8 @@ class TurnDisplay:
         self._ended = False
 
     async def begin(self) -> None:
+        if self.agent_session is not None and await self.agent_session.processing():
+            self.reply.drop_working_blocks()  # Slack shows its own stop: one control, not two
         await self.reply.begin()
         self._arm()
 
@@ -57,6 +68,13 @@ class TurnDisplay:
             return
         self._ended = True
         self.close()
+        try:
+            await self._end_reply(outcome, notice_follows)
+        finally:
+            if self.agent_session is not None:
+                await self.agent_session.active()
+
+    async def _end_reply(self, outcome: Ending, notice_follows: bool) -> None:
         if self.progress is None:
             if outcome is Ending.COMPLETED:
                 await self.reply.finish(self.text, closing_blocks=self.closing_blocks)
@@ -139,7 +157,10 @@ def display_for(work: turns.TurnWork, slack, turn_id: int) -> TurnDisplay:
         working_blocks=[stop_block(turn_id, stops.STOP_ACTION)],
         on_stopped_by_user=_StoppedInSlack(work) if chat else None,
     )
-    display = TurnDisplay(reply, progress, max_messages=work.max_messages)
+    session = None
+    if work.agent_sessions:
+        session = AgentSession(slack, work.channel_id, work.thread_ts, connection_key=str(work.connection_id))
+    display = TurnDisplay(reply, progress, max_messages=work.max_messages, agent_session=session)
     if work.feedback:
         display.closing_blocks = [feedback_block(work.turn_id)]
     return display

@@ -36,6 +36,7 @@ STOP_SIGNAL_SECONDS = 24 * 3600
 # Which control stopped a turn, as audited: the Stop button, or Slack's own stop on a stream.
 STOP_BUTTON = "stop-button"
 SLACK_STREAM_STOP = "slack-stream-stop"
+SLACK_SESSION_STOP = "slack-agent-session-stop"  # the stop control of Slack's agent session
 
 
 class StopResult(enum.Enum):
@@ -114,6 +115,20 @@ def _only_the_requester(turns: QuerySet[Turn], user_id: str) -> bool:
         return False
     stop_by, requester = found
     return stop_by == StopBy.REQUESTER and is_person(requester) and requester != user_id
+
+
+def running_turn_in(connection_id: int, channel_id: str, thread_ts: str) -> int | None:
+    """The turn that runs in a thread, which Slack's agent session stop names by its thread alone."""
+    return (
+        Turn.objects.filter(
+            connection_id=connection_id,
+            channel_id=channel_id,
+            session__thread_ts=thread_ts,
+            state=Turn.State.RUNNING,
+        )
+        .values_list("pk", flat=True)
+        .first()
+    )
 
 
 def stop_signal_key(turn_id: int, started_at: datetime | None) -> str:

@@ -181,6 +181,8 @@ class TurnWork:
     # The files its message shares (issue 30), and the Binding's bounds for files both ways.
     files: tuple[SharedFile, ...] = ()
     files_spec: FilesSpec = field(default_factory=FilesSpec)
+    # The Connection's spec.agentSessions: the thread's Slack agent session follows the turn.
+    agent_sessions: bool = False
 
 
 def start_turn(turn_id: int, *, now: datetime | None = None) -> TurnWork | None:
@@ -259,6 +261,7 @@ def start_turn(turn_id: int, *, now: datetime | None = None) -> TurnWork | None:
             accepted_at=turn.created_at,
             started_at=turn.started_at or now,
             feedback=binding.feedback,
+            agent_sessions=connection.agent_sessions,
             # Read here, not in a hand-over of its own: one fewer per turn (docs/performance.md).
             budget_spent=_budget_spent(turn, binding, now),
             thread_context=_thread_context(turn, session, binding),

@@ -24,7 +24,7 @@ from typing import Any
 
 from .errors import SlackError, invalid_arguments
 from .methods import read_thread_ts
-from .state import Channel, SlackState, Workspace
+from .state import Channel
 from .web_api import Call, web_method
 
 MAX_SUGGESTED_PROMPTS = 4
@@ -35,26 +35,6 @@ class SuggestedPrompts:
     title: str | None
     prompts: tuple[tuple[str, str], ...]  # (title, message)
     set_at: float
-
-
-def opened_im(state: SlackState, workspace: Workspace, user: str) -> Channel:
-    """The person's direct-message conversation with the app, opened now if it was not yet."""
-    for channel in state.channels.values():
-        if (
-            channel.is_im
-            and channel.team_id == workspace.team_id
-            and sorted(channel.members) == sorted([user, workspace.app.bot_user_id])
-        ):
-            return channel
-    channel = Channel(
-        id=state.new_id("D"),
-        team_id=workspace.team_id,
-        name=state.new_id("D"),
-        members=[user, workspace.app.bot_user_id],
-        is_im=True,
-    )
-    state.channels[channel.id] = channel
-    return channel
 
 
 def app_home_opened_event(user: str, channel: Channel, event_ts: str) -> dict[str, Any]:

@@ -39,6 +39,7 @@ from .state import (
     User,
     UserGroup,
     Workspace,
+    opened_im,
 )
 from .views import EphemeralView, MessageView, ephemeral_view, message_view, thread_view
 
@@ -593,6 +594,12 @@ class SlackFake:
                 raise KeyError(f"no message {ts} in {channel}")
             return message_view(self._state, message)
 
+    def app_messages_to(self, user: str) -> list[MessageView]:
+        """What the app wrote in the person's direct messages with it, oldest first."""
+        with self._state.lock:
+            im = opened_im(self._state, self.workspace(self._user(user).team_id), user)
+        return [message for message in self.messages(im.id) if message.bot_id]
+
     def messages(self, channel: str) -> list[MessageView]:
         """The channel's top-level messages, oldest first (thread replies are in ``thread``)."""
         with self._state.lock:
@@ -641,7 +648,7 @@ class SlackFake:
         with self._state.lock:
             person = self._user(user)
             workspace = self.workspace(team or person.team_id)
-            channel = agent_view.opened_im(self._state, workspace, user)
+            channel = opened_im(self._state, workspace, user)
             event = agent_view.app_home_opened_event(user, channel, self._state.next_ts())
             outgoing = self._requests.for_channel_event(channel, event)
         self._send(outgoing)
@@ -653,7 +660,7 @@ class SlackFake:
         with self._state.lock:
             person = self._user(user)
             workspace = self.workspace(team or person.team_id)
-            channel = agent_view.opened_im(self._state, workspace, user)
+            channel = opened_im(self._state, workspace, user)
             event = home.app_home_opened_event(self._state, workspace, user, channel.id)
             outgoing = self._requests.for_channel_event(channel, event)
         return self._send(outgoing)
@@ -889,9 +896,13 @@ class SlackFake:
             person = self._user(user)
             workspace = self._state.workspace(self._channel(channel).team_id)
             if agent_sessions.session_status(self._state, channel, thread_ts) != "processing":
-                raise FakeMisuse(f"the agent session of {thread_ts} in {channel} is not processing: no stop shows")
+                raise FakeMisuse(
+                    f"the agent session of {thread_ts} in {channel} is not processing: no stop shows"
+                )
             if not workspace.agent_session_stopped_subscribed:
-                raise FakeMisuse("the app does not subscribe to agent_session_stopped: the indicator has no stop")
+                raise FakeMisuse(
+                    "the app does not subscribe to agent_session_stopped: the indicator has no stop"
+                )
             event = agent_sessions.stop_session(self._state, self._channel(channel), thread_ts, person.id)
             outgoing = self._requests.for_channel_event(self._channel(channel), event)
         return self._send(outgoing)

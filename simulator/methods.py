@@ -17,7 +17,7 @@ from .blocks import MAX_BLOCKS_PER_MESSAGE, block_problems, metadata_error
 from .emoji import is_known_emoji
 from .errors import SlackError, invalid_arguments
 from .shapes import auth_test_json, message_json, rendered_text, user_json
-from .state import ASSISTANT_STATUS_TIMEOUT, AssistantStatus, Channel, Ephemeral, Message
+from .state import ASSISTANT_STATUS_TIMEOUT, AssistantStatus, Channel, Ephemeral, Message, opened_im
 from .web_api import Call, web_method
 
 MAX_POSTED_TEXT = 40_000  # chat.postMessage truncates longer text, with the warning message_truncated
@@ -163,7 +163,9 @@ def auth_test(call: Call) -> dict[str, Any]:
 
 @web_method("chat.postMessage")
 def chat_post_message(call: Call) -> dict[str, Any]:
-    channel = call.postable_channel()
+    # A person's user id as the channel: the message goes to their direct messages with the app.
+    person = call.state.user_in(call.workspace.team_id, call.args.text("channel") or "")
+    channel = opened_im(call.state, call.workspace, person.id) if person else call.postable_channel()
     content = read_content(call, truncate_text_at=MAX_POSTED_TEXT)
     if content.empty:
         raise SlackError("no_text")

@@ -342,3 +342,23 @@ def _base36(number: int) -> str:
         text = digits[remainder] + text
         if number == 0:
             return text
+
+
+def opened_im(state: SlackState, workspace: Workspace, user: str) -> Channel:
+    """The person's direct-message conversation with the app, opened now if it was not yet."""
+    for channel in state.channels.values():
+        if (
+            channel.is_im
+            and channel.team_id == workspace.team_id
+            and sorted(channel.members) == sorted([user, workspace.app.bot_user_id])
+        ):
+            return channel
+    channel = Channel(
+        id=state.new_id("D"),
+        team_id=workspace.team_id,
+        name=state.new_id("D"),
+        members=[user, workspace.app.bot_user_id],
+        is_im=True,
+    )
+    state.channels[channel.id] = channel
+    return channel

@@ -4,15 +4,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('bindings', '0015_binding_files'),
+        ("bindings", "0015_binding_files"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='connection',
-            name='agent_sessions',
-            field=models.BooleanField(default=False, help_text="Show each turn as a Slack agent session: its status follows the turn and Slack's own stop control stops it (the app must subscribe to agent_session_stopped). Off: the Working… card's Stop button.", verbose_name='Slack agent sessions'),
+            model_name="connection",
+            name="agent_sessions",
+            field=models.BooleanField(
+                default=False,
+                help_text="Show each turn as a Slack agent session: its status follows the turn and Slack's own stop control stops it (the app must subscribe to agent_session_stopped). Off: the Working… card's Stop button.",
+                verbose_name="Slack agent sessions",
+            ),
         ),
     ]

@@ -15,7 +15,14 @@ from bindings.models import Binding, BindingChannel, Connection, direct_messages
 from bindings.services.actors import actor_kind
 from bindings.services.row_specs import binding_spec
 
-_CONNECTION_FIELDS = ["name", "bot_token_env", "signing_secret_env", "app_token_env", "slash_command", "agent_sessions"]
+_CONNECTION_FIELDS = [
+    "name",
+    "bot_token_env",
+    "signing_secret_env",
+    "app_token_env",
+    "slash_command",
+    "agent_sessions",
+]
 
 
 def connection_fields(spec: ConnectionSpec) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from interactions.commands import answer_command
 from interactions.home import publish_home
 from interactions.presses import receive_press, typed_reply_author_may_answer
 from interactions.registry import ACTIONS as PROMPT_ACTIONS
-from interactions.stops import receive_stop_press
+from interactions.stops import receive_session_stop, receive_stop_press
 from kourier.db import in_database_thread
 from kourier.slack.blocks import FEEDBACK_ACTIONS
 from kourier.slack.clients import async_web_client, connection_workspace
@@ -40,6 +40,7 @@ from kourier.slack.incoming import (
     read_app_opened,
     read_message_event,
     read_modal,
+    read_session_stop,
     read_submit,
 )
 from kourier.slack.people import forget_channel_members
@@ -184,6 +185,17 @@ def _build_app(connection: Connection) -> AsyncApp:
 
     app.event("app_home_opened")(take_app_opened)
     app.event("assistant_thread_started")(take_app_opened)
+
+    async def take_session_stop(event: dict) -> None:
+        stop = read_session_stop(event)
+        if isinstance(stop, UnreadableEvent):
+            logger.warning(
+                "slack.event_unreadable", extra={"reason": stop.reason, "connection_id": connection_id}
+            )
+            return
+        await receive_session_stop(stop, connection_id=connection_id, bot_token=connection.bot_token())
+
+    app.event("agent_session_stopped")(take_session_stop)
 
     async def ignore_other_events(ack, event: dict) -> None:
         # Slack retries events that are not answered 2xx; the ones we don't use are acked and dropped.

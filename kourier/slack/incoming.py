@@ -256,6 +256,24 @@ def read_app_opened(event: Mapping[str, Any]) -> AppOpened | IgnoredEvent | Unre
 
 
 @dataclass(frozen=True)
+class SessionStop:
+    """A person pressed Slack's stop control of a thread's agent session (agent_session_stopped)."""
+
+    user_id: str
+    channel_id: str
+    thread_ts: str
+
+
+def read_session_stop(event: Mapping[str, Any]) -> SessionStop | UnreadableEvent:
+    """Reads agent_session_stopped; its streaming_message_ts (the streams Slack stopped) is not
+    needed: the turn's own stream learns it from its next write."""
+    problem = _field_problem(event, required=("user", "channel", "thread_ts"), optional=())
+    if problem is not None:
+        return UnreadableEvent(f"agent_session_stopped: {problem}")
+    return SessionStop(event["user"], event["channel"], event["thread_ts"])
+
+
+@dataclass(frozen=True)
 class SubmitPress:
     """A press of a prompt's Submit button: who pressed what, where, with the prompt's inputs."""
 

@@ -264,6 +264,10 @@ class SlackReply:
         """Whether this reply has written anything to Slack."""
         return self._writes_made > 0
 
+    def drop_working_blocks(self) -> None:
+        """The reply shows no blocks under its Working… card (Slack's own stop control shows instead)."""
+        self._working_blocks = []
+
     # -- progress writes ----------------------------------------------------------------------------
 
     async def begin(self) -> None:

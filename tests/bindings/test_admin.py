@@ -89,7 +89,11 @@ def test_a_connection_is_added_from_variable_names(admin_client):
 
 
 def test_a_connection_takes_slacks_agent_sessions_when_ticked_and_leaves_them_off_otherwise(admin_client):
-    fields = {"bot_token_env": "ACME_BOT_TOKEN", "signing_secret_env": "ACME_SIGNING_SECRET", "app_token_env": ""}
+    fields = {
+        "bot_token_env": "ACME_BOT_TOKEN",
+        "signing_secret_env": "ACME_SIGNING_SECRET",
+        "app_token_env": "",
+    }
     add = reverse("admin:bindings_connection_add")
 
     assert admin_client.post(add, {"name": "acme", **fields, "agent_sessions": "on"}).status_code == 302

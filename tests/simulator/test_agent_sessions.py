@@ -51,7 +51,9 @@ def test_a_workspace_without_agent_sessions_answers_feature_disabled(
 ) -> None:
     slack_fake.configure_workspace(agent_sessions=False)
 
-    error = slack_error(slack_client.agents_sessions_setStatus, channel_id=CHANNEL_ID, thread_ts=root, status="active")
+    error = slack_error(
+        slack_client.agents_sessions_setStatus, channel_id=CHANNEL_ID, thread_ts=root, status="active"
+    )
 
     assert error == "feature_disabled"
     assert slack_fake.agent_session_status(CHANNEL_ID, root) is None
@@ -62,7 +64,9 @@ def test_an_app_not_subscribed_to_the_stop_is_warned_and_its_indicator_has_no_st
 ) -> None:
     slack_fake.configure_workspace(agent_session_stopped_subscribed=False)
 
-    answer = slack_client.agents_sessions_setStatus(channel_id=CHANNEL_ID, thread_ts=root, status="processing")
+    answer = slack_client.agents_sessions_setStatus(
+        channel_id=CHANNEL_ID, thread_ts=root, status="processing"
+    )
 
     assert answer["warning"] == NO_STOP_SUBSCRIPTION
     with pytest.raises(FakeMisuse):
@@ -83,7 +87,11 @@ def test_the_stop_ends_the_threads_streams_and_tells_the_app_which_it_stopped_le
     app_fake: SlackFake, receiver: Receiver, slack_client: WebClient, root: str
 ) -> None:
     stream = slack_client.chat_startStream(
-        channel=CHANNEL_ID, thread_ts=root, recipient_user_id=ADA, recipient_team_id=TEAM_ID, markdown_text="hi"
+        channel=CHANNEL_ID,
+        thread_ts=root,
+        recipient_user_id=ADA,
+        recipient_team_id=TEAM_ID,
+        markdown_text="hi",
     )["ts"]
     slack_client.agents_sessions_setStatus(channel_id=CHANNEL_ID, thread_ts=root, status="processing")
 

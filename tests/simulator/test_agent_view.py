@@ -107,3 +107,18 @@ def test_without_assistant_write_both_methods_answer_missing_scope(
     app_fake.configure_workspace(assistant_status="missing_scope")
     error = slack_error(slack_client.assistant_threads_setSuggestedPrompts, channel_id=im, prompts=PROMPTS)
     assert error == "missing_scope"
+
+
+def test_a_message_posted_to_a_persons_user_id_lands_in_their_direct_messages_with_the_app(
+    slack_fake: SlackFake, slack_client: WebClient
+) -> None:
+    answer = slack_client.chat_postMessage(
+        channel=ADA, text="Only members of this channel can stop the agent."
+    )
+
+    im = slack_fake.user_opens_app(ADA)
+    assert answer["channel"] == im
+    assert [m.text for m in slack_fake.app_messages_to(ADA)] == [
+        "Only members of this channel can stop the agent."
+    ]
+    assert slack_fake.app_messages_to(GRACE) == []
