@@ -129,6 +129,9 @@ def display_for(work: turns.TurnWork, slack, turn_id: int) -> TurnDisplay:
             slack, work.channel_id, work.thread_ts, connection_key=str(work.connection_id)
         )
     chat = thread is ThreadKind.CHAT
+    session = None
+    if work.agent_sessions:
+        session = AgentSession(slack, work.channel_id, work.thread_ts, connection_key=str(work.connection_id))
     reply = SlackReply(
         slack,
         ReplyTarget(
@@ -155,11 +158,8 @@ def display_for(work: turns.TurnWork, slack, turn_id: int) -> TurnDisplay:
         max_messages=work.max_messages,
         # A posted and updated reply carries the Stop button while the turn runs; a stream cannot.
         working_blocks=[stop_block(turn_id, stops.STOP_ACTION)],
-        on_stopped_by_user=_StoppedInSlack(work) if chat else None,
+        on_stopped_by_user=_StoppedInSlack(work, session) if chat else None,
     )
-    session = None
-    if work.agent_sessions:
-        session = AgentSession(slack, work.channel_id, work.thread_ts, connection_key=str(work.connection_id))
     display = TurnDisplay(reply, progress, max_messages=work.max_messages, agent_session=session)
     if work.feedback:
         display.closing_blocks = [feedback_block(work.turn_id)]
@@ -168,12 +168,17 @@ def display_for(work: turns.TurnWork, slack, turn_id: int) -> TurnDisplay:
 
 class _StoppedInSlack:
     """Slack's own stop on a chat thread's stream (``stopped_by_user``): only the person the stream
-    is shown to has it, so the turn is stopped as theirs (sessions/stops.py)."""
+    is shown to has it, so the turn is stopped as theirs (sessions/stops.py). Where the thread's agent
+    session shows Slack's stop control, the press comes as agent_session_stopped too, naming whoever
+    pressed: that stops the turn, not the stream's word."""
 
-    def __init__(self, work: turns.TurnWork) -> None:
+    def __init__(self, work: turns.TurnWork, session: AgentSession | None) -> None:
         self.work = work
+        self.session = session
 
     async def __call__(self) -> None:
+        if self.session is not None and self.session.shows_stop:
+            return
         await in_database_thread(stops.request_stop)(
             self.work.turn_id,
             connection_id=self.work.connection_id,

@@ -40,6 +40,9 @@ class AgentSession:
         self._thread_ts = thread_ts
         self._connection_key = connection_key
         self._processing = False
+        # Slack shows people its stop control: a press of it comes as agent_session_stopped, naming
+        # the person, even when it also stopped the turn's stream.
+        self.shows_stop = False
 
     async def processing(self) -> bool:
         """Marks the session processing; True when Slack now shows people its stop control."""
@@ -56,6 +59,7 @@ class AgentSession:
                     "slack.agent_session_stop_unsubscribed", extra={"connection": self._connection_key}
                 )
             return False
+        self.shows_stop = True
         return True
 
     async def active(self) -> None:

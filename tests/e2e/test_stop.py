@@ -2,11 +2,15 @@
 Working… reply through the real door (HTTP) or the socket process (Socket Mode), the worker cancels
 the agent's task (CancelTask), ends the reply as Stopped and tells the thread who stopped it, in one
 line, audited once; someone outside the channel, a second press and a press after the end are each
-told why, privately, and change nothing. On a chat thread's stream, Slack's own stop does the same."""
+told why, privately, and change nothing. On a chat thread's stream, Slack's own stop does the same.
+With Slack's agent sessions (the Connection's spec.agentSessions), the thread's session is processing
+while the turn runs, the stop control Slack shows there stops it instead of a Stop button, and the
+session is active again once it ends."""
 
 import pytest
 
 from audit.models import AuditEvent
+from bindings.models import Connection
 from sessions import stops
 from sessions.models import Turn
 from simulator import defaults
@@ -14,7 +18,7 @@ from tests.e2e.helpers import WAIT, bot_messages
 from tests.fakes.a2a_agent.gates import Gate
 from tests.fakes.a2a_agent.steps import text, wait_for
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.shares_stacks]  # tests/support/stack.py: StackPool
 
 OUTSIDER = "U0EVE"  # in the workspace, not in the channel
 
@@ -142,3 +146,88 @@ def test_slacks_own_stop_on_a_streamed_reply_stops_the_turn_as_the_persons(make_
     assert (turn.outcome, turn.stopped_by) == (Turn.Outcome.STOPPED, defaults.ADA)
     assert len(a2a_agent.calls("CancelTask")) == 1
     assert AuditEvent.objects.get(action="turn.stopped").details["control"] == stops.SLACK_STREAM_STOP
+
+
+def with_agent_sessions(world):
+    Connection.objects.filter(pk=world.connection.pk).update(agent_sessions=True)
+    return world
+
+
+def processing_with_its_first_words(world, thread_ts):
+    """The turn's reply, once the agent's first words show and the thread's session is processing."""
+
+    def shown():
+        replies = [m for m in bot_messages(world, thread_ts) if "Looking at the logs" in m.text]
+        processing = world.slack.agent_session_status(world.channel, thread_ts) == "processing"
+        return replies[0] if replies and processing else None
+
+    world.slack.wait_until(lambda: shown() is not None, timeout=WAIT)
+    return shown()
+
+
+def test_slacks_agent_session_stop_stops_the_turn_in_place_of_the_stop_button(make_world, slow_agent):
+    world = with_agent_sessions(make_world(agent_url=slow_agent.url, output="live"))
+    world.slack.add_user(OUTSIDER, "Eve Outsider")
+    world.slack.configure_workspace(streams_enabled=False)  # a posted and updated reply, as Stop's own
+    ts = world.mention("why is the disk full?")
+    reply = processing_with_its_first_words(world, ts)
+    assert stop_values(reply) == []  # Slack shows its own stop: the card carries no second one
+
+    world.slack.user_stops_agent_session(OUTSIDER, world.channel, ts)
+    world.slack.wait_until(
+        lambda: [m.text for m in world.slack.app_messages_to(OUTSIDER)] == [stops.ONLY_MEMBERS_STOP],
+        timeout=WAIT,
+    )
+    assert not AuditEvent.objects.filter(action="turn.stopped").exists()
+
+    [delivery] = world.slack.user_stops_agent_session(defaults.GRACE, world.channel, ts)
+    world.slack.wait_until(
+        lambda: bot_messages(world, ts)[-1].text == f"Stopped by <@{defaults.GRACE}>.", timeout=WAIT
+    )
+    world.slack.wait_until(
+        lambda: world.slack.agent_session_status(world.channel, ts) == "active", timeout=WAIT
+    )
+    world.slack.wait_until(lambda: Turn.objects.get(message_ts=ts).outcome != "", timeout=WAIT)
+    turn = Turn.objects.get(message_ts=ts)
+    assert (turn.outcome, turn.stopped_by) == (Turn.Outcome.STOPPED, defaults.GRACE)
+    assert len(slow_agent.calls("CancelTask")) == 1
+
+    # Slack delivers the stop again (its retry after a slow answer): nothing runs, nothing changes.
+    assert world.slack.redeliver(delivery).status == 200
+    assert world.slack.agent_session_status(world.channel, ts) == "active"
+    assert told(world, defaults.GRACE) == []
+    assert len(slow_agent.calls("CancelTask")) == 1
+    events = AuditEvent.objects.filter(action="turn.stopped")
+    assert [(event.actor_id, event.details["control"]) for event in events] == [
+        (defaults.GRACE, stops.SLACK_SESSION_STOP)
+    ]
+
+
+def test_slacks_agent_session_stop_over_socket_mode_stops_a_streamed_reply_as_the_pressers(
+    make_socket_world, slow_agent
+):
+    world = with_agent_sessions(make_socket_world(agent_url=slow_agent.url, output="live"))
+    ts = world.mention("why is the disk full?")
+    processing_with_its_first_words(world, ts)
+
+    world.slack.user_stops_agent_session(defaults.GRACE, world.channel, ts)  # not Ada, who asked
+
+    world.slack.wait_until(
+        lambda: bot_messages(world, ts)[-1].text == f"Stopped by <@{defaults.GRACE}>.", timeout=WAIT
+    )
+    world.slack.wait_until(
+        lambda: world.slack.agent_session_status(world.channel, ts) == "active", timeout=WAIT
+    )
+    world.slack.wait_until(lambda: Turn.objects.get(message_ts=ts).outcome != "", timeout=WAIT)
+    turn = Turn.objects.get(message_ts=ts)
+    assert (turn.outcome, turn.stopped_by) == (Turn.Outcome.STOPPED, defaults.GRACE)
+    assert AuditEvent.objects.get(action="turn.stopped").details["control"] == stops.SLACK_SESSION_STOP
+
+
+def test_a_workspace_without_agent_sessions_keeps_the_stop_button(make_world, slow_agent):
+    world = with_agent_sessions(make_world(agent_url=slow_agent.url, output="live"))
+    world.slack.configure_workspace(agent_sessions=False)
+
+    stops_and_refuses(world, slow_agent)
+
+    assert world.slack.agent_session_status(world.channel, Turn.objects.get().message_ts) is None
