@@ -124,6 +124,7 @@ class SimulatorApi:
             ("POST", "home"): self.open_home,
             ("POST", "home-actions"): self.use_home_control,
             ("POST", "stream-stops"): self.stop_stream,
+            ("POST", "session-stops"): self.stop_session,
         }
 
     def handle(self, request: HttpRequest) -> HttpAnswer:
@@ -201,9 +202,12 @@ class SimulatorApi:
             shown = self._message(root)
             shown["replies"] = sorted(replies, key=lambda m: float(m["ts"]))
             shown["status"] = self.fake.assistant_status(channel, root.ts)
+            shown["session"] = self.fake.agent_session_status(channel, root.ts)
             messages.append(shown)
         messages += [
-            self._ephemeral(e) | {"replies": [], "status": None} for e in ephemerals if not e.thread_ts
+            self._ephemeral(e) | {"replies": [], "status": None, "session": None}
+            for e in ephemerals
+            if not e.thread_ts
         ]
         messages.sort(key=lambda m: float(m["ts"]))
         version = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:16]
@@ -352,6 +356,17 @@ class SimulatorApi:
         self._existing_message(channel, ts, "message_not_found")
         self._as_person(lambda: self.fake.user_stops_stream(channel, ts, user=person.id))
         return {}
+
+    def stop_session(self, request: HttpRequest) -> dict[str, Any]:
+        """Slack's stop control of a thread's agent session, shown while it is processing: the app is
+        sent agent_session_stopped."""
+        body = _json_body(request)
+        person = self.directory.person(body.get("as"))
+        channel = self.directory.channel(body.get("channel"))
+        ts = self._required_ts(body, "thread_ts")
+        self._existing_message(channel, ts, "thread_not_found")
+        deliveries = self._as_person(lambda: self.fake.user_stops_agent_session(person.id, channel, ts))
+        return {"status": deliveries[0].status if deliveries else None}
 
     # Helpers.
 

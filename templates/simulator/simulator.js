@@ -290,6 +290,15 @@
     return bar;
   }
 
+  async function stopSession(root) {
+    try {
+      await call("session-stops", {as: state.person, channel: state.channel, thread_ts: root.ts});
+      poll();
+    } catch (error) {
+      showActionError(error.message);
+    }
+  }
+
   async function stopStream(message) {
     try {
       await call("stream-stops", {as: state.person, channel: state.channel, ts: message.ts});
@@ -442,7 +451,15 @@
     }
     pane.hidden = false;
     renderList($("thread-messages"), "thread", [root, ...root.replies], true);
-    $("thread-status").textContent = root.status ? `${state.world.bot.name} ${root.status}` : "";
+    const status = $("thread-status");
+    status.textContent = root.status ? `${state.world.bot.name} ${root.status}` : "";
+    // Slack's agent session: while the app says it is processing, the thread offers Slack's own stop.
+    if (root.session === "processing") {
+      const stop = el("button", {type: "button", class: "session-stop"}, "Stop");
+      stop.addEventListener("click", () => stopSession(root));
+      status.appendChild(el("span", {class: "session-processing"}, `${state.world.bot.name} is processing… `));
+      status.appendChild(stop);
+    }
   }
 
   function openThread(ts) {

@@ -440,3 +440,24 @@ def test_a_file_the_page_cannot_attach_is_refused_and_nothing_is_sent(
     assert refusal(say(api, text="hi", files=files)) == expected
     assert demo_fake.messages(CHANNEL) == []
     assert receiver.received == []
+
+
+def test_slacks_stop_of_an_agent_session_shows_while_it_processes_and_tells_the_app(
+    api: httpx.Client, bot: WebClient, receiver: Receiver
+) -> None:
+    root = say(api, text="@Agent Kourier why is the disk full?").json()["ts"]
+    body = {"as": GRACE, "channel": CHANNEL, "thread_ts": root}
+
+    assert refusal(api.post("session-stops", json=body)) == (400, "cannot_do_that")  # no session yet
+    bot.agents_sessions_setStatus(channel_id=CHANNEL, thread_ts=root, status="processing")
+    [shown] = api.get("channel", params={"as": GRACE, "channel": CHANNEL}).json()["messages"]
+    assert shown["session"] == "processing"
+    assert refusal(api.post("session-stops", json={**body, "thread_ts": "1.000001"})) == (
+        400,
+        "thread_not_found",
+    )
+
+    assert api.post("session-stops", json=body).json() == {"ok": True, "status": 200}
+
+    stopped = next(e for e in receiver.events() if e["type"] == "agent_session_stopped")
+    assert (stopped["user"], stopped["channel"], stopped["thread_ts"]) == (GRACE, CHANNEL, root)
