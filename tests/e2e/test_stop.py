@@ -165,6 +165,17 @@ def processing_with_its_first_words(world, thread_ts):
     return shown()
 
 
+def ended_as_stopped_by(world, ts: str, user: str) -> None:
+    """The thread told who stopped the turn, its session active again, and the turn ended as stopped."""
+    world.slack.wait_until(lambda: bot_messages(world, ts)[-1].text == f"Stopped by <@{user}>.", timeout=WAIT)
+    world.slack.wait_until(
+        lambda: world.slack.agent_session_status(world.channel, ts) == "active", timeout=WAIT
+    )
+    world.slack.wait_until(lambda: Turn.objects.get(message_ts=ts).outcome != "", timeout=WAIT)
+    turn = Turn.objects.get(message_ts=ts)
+    assert (turn.outcome, turn.stopped_by) == (Turn.Outcome.STOPPED, user)
+
+
 def test_slacks_agent_session_stop_stops_the_turn_in_place_of_the_stop_button(make_world, slow_agent):
     world = with_agent_sessions(make_world(agent_url=slow_agent.url, output="live"))
     world.slack.add_user(OUTSIDER, "Eve Outsider")
@@ -181,15 +192,7 @@ def test_slacks_agent_session_stop_stops_the_turn_in_place_of_the_stop_button(ma
     assert not AuditEvent.objects.filter(action="turn.stopped").exists()
 
     [delivery] = world.slack.user_stops_agent_session(defaults.GRACE, world.channel, ts)
-    world.slack.wait_until(
-        lambda: bot_messages(world, ts)[-1].text == f"Stopped by <@{defaults.GRACE}>.", timeout=WAIT
-    )
-    world.slack.wait_until(
-        lambda: world.slack.agent_session_status(world.channel, ts) == "active", timeout=WAIT
-    )
-    world.slack.wait_until(lambda: Turn.objects.get(message_ts=ts).outcome != "", timeout=WAIT)
-    turn = Turn.objects.get(message_ts=ts)
-    assert (turn.outcome, turn.stopped_by) == (Turn.Outcome.STOPPED, defaults.GRACE)
+    ended_as_stopped_by(world, ts, defaults.GRACE)
     assert len(slow_agent.calls("CancelTask")) == 1
 
     # Slack delivers the stop again (its retry after a slow answer): nothing runs, nothing changes.
@@ -212,15 +215,7 @@ def test_slacks_agent_session_stop_over_socket_mode_stops_a_streamed_reply_as_th
 
     world.slack.user_stops_agent_session(defaults.GRACE, world.channel, ts)  # not Ada, who asked
 
-    world.slack.wait_until(
-        lambda: bot_messages(world, ts)[-1].text == f"Stopped by <@{defaults.GRACE}>.", timeout=WAIT
-    )
-    world.slack.wait_until(
-        lambda: world.slack.agent_session_status(world.channel, ts) == "active", timeout=WAIT
-    )
-    world.slack.wait_until(lambda: Turn.objects.get(message_ts=ts).outcome != "", timeout=WAIT)
-    turn = Turn.objects.get(message_ts=ts)
-    assert (turn.outcome, turn.stopped_by) == (Turn.Outcome.STOPPED, defaults.GRACE)
+    ended_as_stopped_by(world, ts, defaults.GRACE)
     assert AuditEvent.objects.get(action="turn.stopped").details["control"] == stops.SLACK_SESSION_STOP
 
 
