@@ -71,13 +71,25 @@ def configure(service_name: str, *, environ: Mapping[str, str] = os.environ) -> 
     provider = TracerProvider(resource=resource, sampler=doors_only_sampler())
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     trace.set_tracer_provider(provider)
-    DjangoInstrumentor().instrument()
-    CeleryInstrumentor().instrument()
-    HTTPXClientInstrumentor().instrument()
-    RedisInstrumentor().instrument()
+    left_out = disabled_instrumentations(environ)
+    for name, instrumentor in (
+        ("django", DjangoInstrumentor),
+        ("celery", CeleryInstrumentor),
+        ("httpx", HTTPXClientInstrumentor),
+        ("redis", RedisInstrumentor),
+    ):
+        if name not in left_out:
+            instrumentor().instrument()
     _tracer = trace.get_tracer("kourier")
     logging.getLogger(__name__).info("tracing.on", extra={"service": resource.attributes[SERVICE_NAME]})
     return True
+
+
+def disabled_instrumentations(environ: Mapping[str, str]) -> frozenset[str]:
+    """The instrumentations ``OTEL_PYTHON_DISABLED_INSTRUMENTATIONS`` leaves out (OpenTelemetry's own
+    variable, comma-separated entry-point names: django, celery, httpx, redis); Kourier's own spans stay."""
+    names = environ.get("OTEL_PYTHON_DISABLED_INSTRUMENTATIONS", "")
+    return frozenset(name.strip().lower() for name in names.split(",") if name.strip())
 
 
 def doors_only_sampler() -> Any:

@@ -147,3 +147,33 @@ def test_a_client_call_outside_any_trace_is_no_trace_of_its_own_but_one_inside_a
     assert decision(SpanKind.SERVER) is Decision.RECORD_AND_SAMPLE  # Slack's event at the door
     assert decision(SpanKind.CONSUMER) is Decision.RECORD_AND_SAMPLE  # a task a worker takes
     assert decision(SpanKind.INTERNAL) is Decision.RECORD_AND_SAMPLE  # the turn, the alert's delivery
+
+
+INSTRUMENTED_PROBE = """
+import django
+django.setup()
+from kourier import tracing
+assert tracing.configure("kourier-probe")
+from opentelemetry.instrumentation.celery import CeleryInstrumentor
+from opentelemetry.instrumentation.django import DjangoInstrumentor
+from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
+from opentelemetry.instrumentation.redis import RedisInstrumentor
+print(json.dumps({name: kind().is_instrumented_by_opentelemetry for name, kind in (
+    ("django", DjangoInstrumentor), ("celery", CeleryInstrumentor),
+    ("httpx", HTTPXClientInstrumentor), ("redis", RedisInstrumentor))}))
+"""
+
+
+def test_the_instrumentations_otels_variable_disables_are_left_out_and_the_others_set_up():
+    done = run_probe(
+        INSTRUMENTED_PROBE,
+        OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:9",
+        OTEL_PYTHON_DISABLED_INSTRUMENTATIONS=" Redis, celery",
+    )
+
+    assert json.loads(done.stdout.splitlines()[-1]) == {
+        "django": True,
+        "celery": False,
+        "httpx": True,
+        "redis": False,
+    }
