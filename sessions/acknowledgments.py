@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 
-from kourier import metrics
+from kourier import metrics, tracing
 from kourier.db import in_database_thread
 from kourier.slack.clients import (
     SlackBudgetDeferred,
@@ -51,6 +51,7 @@ class Acknowledgment:
     emoji: str
     bot_token: str
     accepted_at: datetime  # when the message was taken as a turn
+    traceparent: str = ""  # the turn's (its row's): the reaction is a call of the turn's trace
 
 
 # What an acknowledgment reads of a turn, its Binding and its Connection (``_acknowledgment``), and
@@ -63,6 +64,7 @@ _READ = (
     "created_at",
     "acknowledged",
     "state",
+    "traceparent",
     "connection__name",
     "connection__bot_token_env",
     "session__binding__acknowledgment_enabled",
@@ -82,6 +84,7 @@ def _acknowledgment(turn: Turn) -> Acknowledgment | None:
         emoji=binding.acknowledgment_emoji,
         bot_token=turn.connection.bot_token(),
         accepted_at=turn.created_at,
+        traceparent=turn.traceparent,
     )
 
 
@@ -167,7 +170,14 @@ async def acknowledge_waiting_turns(session_id: int) -> None:
     """Adds the reaction to every turn of the session that waits or runs without one."""
     for ack in await in_database_thread(claim)(session_id):
         try:
-            with patience(settings.SLACK_REACTION_WAIT_SECONDS):
+            with (
+                tracing.span(
+                    "kourier.acknowledgment",
+                    traceparent=ack.traceparent,
+                    attributes={"kourier.turn_id": ack.turn_id},
+                ),
+                patience(settings.SLACK_REACTION_WAIT_SECONDS),
+            ):
                 await add_reaction(_slack(ack), ack.channel_id, ack.message_ts, ack.emoji)
         except SlackBudgetDeferred:
             logger.info("turn.acknowledgment_skipped", extra={"turn_id": ack.turn_id})

@@ -29,10 +29,11 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import contextvars
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AbstractAsyncContextManager
 
 from django.conf import settings
@@ -40,6 +41,13 @@ from django.conf import settings
 from kourier import metrics
 
 logger = logging.getLogger(__name__)
+
+
+def _in_a_context_of_its_own(work: Coroutine[object, None, None], loop: asyncio.AbstractEventLoop) -> None:
+    """Starts ``work`` on the loop in an empty context. run_coroutine_threadsafe would give it a copy
+    of the calling thread's: the Celery task's, whose span (with tracing on) a session's runner would
+    then carry long after that task ended, into every turn and log line of the session."""
+    contextvars.Context().run(asyncio.run_coroutine_threadsafe, work, loop)
 
 
 class LoopFull(Exception):
@@ -95,13 +103,13 @@ class TurnLoop:
         with self._lock:
             if session_id in self._sessions:
                 self._again.add(session_id)
-                asyncio.run_coroutine_threadsafe(self._acknowledge(session_id), self.loop)
+                _in_a_context_of_its_own(self._acknowledge(session_id), self.loop)
                 return False
             if self._closing or len(self._sessions) >= self.max_sessions:
                 raise LoopFull(session_id)
             self._sessions[session_id] = threading.Event()
             metrics.sessions_running(len(self._sessions))
-        asyncio.run_coroutine_threadsafe(self._run(session_id), self.loop)
+        _in_a_context_of_its_own(self._run(session_id), self.loop)
         return True
 
     async def _acknowledge(self, session_id: int) -> None:

@@ -52,7 +52,8 @@ def test_a_mention_is_one_trace_from_slacks_event_through_the_worker_into_the_ag
             )
             names = {s.name for s in ours.values()}
             modelled = any("call_llm" in name or "generate_content" in name for name in names)
-            return joined and modelled and {"slack.event", "kourier.turn"} <= names
+            acknowledged = {"kourier.acknowledgment", "slack.reactions.add", "slack.reactions.remove"}
+            return joined and modelled and {"slack.event", "kourier.turn", *acknowledged} <= names
 
         spans = [s for s in receiver.wait_for(whole, timeout=WAIT) if s.trace_id == trace_id]
 
@@ -67,6 +68,14 @@ def test_a_mention_is_one_trace_from_slacks_event_through_the_worker_into_the_ag
     assert turn_span.attributes["kourier.binding"] == world.binding.name
     slack_calls = [s for s in spans if s.service == WORKER and s.name.startswith("slack.")]
     assert slack_calls
+    # The acknowledgment's reaction, added before the turn runs, is a call of the turn's trace too.
+    acknowledgment = next(s for s in spans if s.name == "kourier.acknowledgment")
+    assert (acknowledgment.parent_span_id, acknowledgment.attributes) == (
+        event.span_id,
+        {"kourier.turn_id": turn.pk},
+    )
+    added = next(s for s in slack_calls if s.name == "slack.reactions.add")
+    assert added.parent_span_id == acknowledgment.span_id
     assert all(s.attributes["slack.outcome"] == "ok" for s in slack_calls)
     agent_spans = [s for s in spans if s.service == AGENT]
     # The agent's spans hang under the worker's A2A request: its traceparent reached the agent.

@@ -1,4 +1,5 @@
 import asyncio
+import contextvars
 import threading
 
 import pytest
@@ -148,3 +149,22 @@ def test_a_crashed_runner_lets_its_session_go(make_loop):
     assert crashed.wait(WAIT)
     loop.hand_over(timeout=WAIT)  # waits for the session to be let go
     assert loop.running == []
+
+
+def test_a_session_runs_in_a_context_of_its_own_not_the_celery_tasks_that_drove_it(make_loop):
+    """A task's context (its trace span, with tracing on) ends with the task: the runner, which may run
+    long after, does not carry it."""
+    where = contextvars.ContextVar("where", default="nowhere")
+    seen: list[str] = []
+    done = threading.Event()
+
+    async def run_session(session_id: int) -> None:
+        seen.append(where.get())
+        done.set()
+
+    loop = make_loop(run_session=run_session)
+    where.set("in the celery task")
+    loop.drive(1)
+
+    assert done.wait(WAIT)
+    assert seen == ["nowhere"]
