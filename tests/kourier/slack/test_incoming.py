@@ -4,10 +4,12 @@ from kourier.slack.incoming import (
     AppOpened,
     ChatMessage,
     IgnoredEvent,
+    SessionStop,
     UnreadableEvent,
     is_redelivery,
     read_app_opened,
     read_message_event,
+    read_session_stop,
     why_unreadable,
 )
 
@@ -198,3 +200,29 @@ def test_an_assistant_thread_started_reads_as_the_app_opened_in_its_thread():
 )
 def test_a_delivery_is_a_redelivery_when_slack_numbers_its_retry(headers, again):
     assert is_redelivery(headers) is again
+
+
+SESSION_STOPPED = {
+    "type": "agent_session_stopped",
+    "channel": "C1",
+    "thread_ts": "1700000001.000100",
+    "user": "U0GRACE",
+    "event_ts": "1700000009.000200",
+    "streaming_message_ts": ["1700000002.000300"],
+}
+
+
+def test_slacks_agent_session_stop_reads_as_who_stopped_which_thread():
+    assert read_session_stop(SESSION_STOPPED) == SessionStop("U0GRACE", "C1", "1700000001.000100")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "reason"),
+    [
+        ("thread_ts", None, "agent_session_stopped: no thread_ts"),
+        ("user", "", "agent_session_stopped: no user"),
+        ("channel", ["C1"], "agent_session_stopped: channel is not a string"),
+    ],
+)
+def test_an_agent_session_stop_without_its_thread_person_or_channel_is_unreadable(field, value, reason):
+    assert read_session_stop({**SESSION_STOPPED, field: value}) == UnreadableEvent(reason)
