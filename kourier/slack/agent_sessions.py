@@ -4,14 +4,22 @@ active once the turn ends, stops or waits for a person.
 
 Slack does not move the status when a person presses stop: the turn's end does (or, when nothing
 runs in the thread any more, the stop's listener: ``settle``).
+
+Each status waits at most ``SLACK_REACTION_WAIT_SECONDS`` for its slot in the workspace's budget
+(Tier 3), as the acknowledgment's reaction does: a burst of turns is not held up for it. A turn whose
+*processing* found no slot keeps its Stop button; a session left *processing* because its *active*
+found none is moved by the thread's next turn, or by a press of its stop (``settle``).
 """
 
 from __future__ import annotations
 
 import logging
 
+from django.conf import settings
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
+
+from .clients import patience
 
 logger = logging.getLogger(__name__)
 
@@ -75,9 +83,10 @@ class AgentSession:
     async def _set(self, status: str) -> list[str] | None:
         """The call's warnings, or None when it failed."""
         try:
-            response = await self._client.agents_sessions_setStatus(
-                channel_id=self._channel_id, thread_ts=self._thread_ts, status=status
-            )
+            with patience(settings.SLACK_REACTION_WAIT_SECONDS):
+                response = await self._client.agents_sessions_setStatus(
+                    channel_id=self._channel_id, thread_ts=self._thread_ts, status=status
+                )
         except SlackApiError as exc:
             error = exc.response.get("error", "")
             if error in SESSIONS_UNAVAILABLE_ERRORS and self._connection_key not in _sessions_unavailable:
@@ -89,7 +98,7 @@ class AgentSession:
             elif error not in SESSIONS_UNAVAILABLE_ERRORS:
                 logger.info("slack.agent_session_failed", extra={"error": error, "channel": self._channel_id})
             return None
-        except Exception as exc:  # a timeout or a dropped connection: the turn goes on without it
+        except Exception as exc:  # no slot in the budget, a timeout, a dropped connection: the turn goes on
             logger.info(
                 "slack.agent_session_failed", extra={"error": type(exc).__name__, "channel": self._channel_id}
             )

@@ -3,12 +3,16 @@ its end; a workspace without the feature, or an app that does not take the stop 
 its own Stop button; a failure never fails the turn."""
 
 import asyncio
+import time
+import uuid
 
 import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
 from kourier.slack import agent_sessions
 from kourier.slack.agent_sessions import AgentSession
+from kourier.slack.budgets import Budget
+from kourier.slack.clients import async_web_client
 from simulator import defaults
 
 
@@ -77,3 +81,20 @@ def test_settling_moves_a_session_left_processing_to_active(slack_fake, root):
     asyncio.run(session_of(slack_fake, root).settle())
 
     assert slack_fake.agent_session_status(defaults.CHANNEL_ID, root) == "active"
+
+
+def test_a_status_whose_budget_has_no_slot_soon_is_not_sent_and_the_turn_keeps_its_button(
+    slack_fake, root, settings
+):
+    settings.SLACK_API_URL = slack_fake.url
+    settings.SLACK_CALL_LIMITS = "agents.sessions.setStatus=1/20"  # a slot within the client's 60 s
+    settings.SLACK_REACTION_WAIT_SECONDS = 5
+    workspace = f"T-{uuid.uuid4().hex}"
+    Budget(workspace).reserve("agents.sessions.setStatus", time.time(), max_wait=0)  # this minute's one
+    session = AgentSession(
+        async_web_client(slack_fake.bot_token, workspace=workspace), defaults.CHANNEL_ID, root, "1"
+    )
+
+    assert run_turn(session) is False  # not held up for 20 s: the Stop button shows instead
+
+    assert slack_fake.count("agents.sessions.setStatus") == 0  # not sent to draw a 429
