@@ -218,6 +218,13 @@ def assert_acked(slack: SlackFake, ts: str) -> None:
     assert answers == [(kind, 200) for kind, _ in answers]
 
 
+# Slack's budgets for a burst test that is not about them (SLACK_CALL_LIMITS, as an operator may set
+# it): with the published 20 stream starts a minute, one channel's fifty answers take half a minute
+# (twenty streamed, then a post a second); allowed a hundred, they take seconds. The fake enforces no
+# limit in such tests (its default); tests/e2e/test_slack_budgets.py is where budgets are under test.
+ROOMY_STREAM_BUDGETS = {"SLACK_CALL_LIMITS": "chat.startStream=100/60,chat.stopStream=100/60"}
+
+
 def mentions_at(world, count: int, per_second: float) -> list[str]:
     """``count`` people's mentions in new threads, ``per_second`` of them a second (sent from a few
     threads at their moments, as people post whatever the app does); their ts, in order."""

@@ -20,6 +20,7 @@ from interactions.models import Interaction
 from sessions.models import Turn
 from simulator import defaults
 from tests.e2e.helpers import (
+    ROOMY_STREAM_BUDGETS,
     WAIT,
     mentions_at,
     pause_then_finish,
@@ -41,6 +42,16 @@ SENT_AGAIN = (0.0, 2.0, 5.0)
 @pytest.fixture
 def slack_fake(make_slack_fake):
     return make_slack_fake(socket_retry_delays=SENT_AGAIN)
+
+
+@pytest.fixture
+def make_socket_world(make_socket_world):
+    """Under test are the sockets: the answers to a burst are not made to wait for Slack's budgets."""
+
+    def make(**options):
+        return make_socket_world(env=ROOMY_STREAM_BUDGETS, **options)
+
+    return make
 
 
 @pytest.fixture
@@ -88,8 +99,13 @@ def test_a_refresh_requested_mid_burst_loses_and_doubles_nothing(make_socket_wor
         world, BURST, lambda: world.slack.socket_disconnect("refresh_requested", close_after=2.0)
     )
     each_answered_once(world, agent, sent)
-    # The new socket was open before Slack closed the old one.
-    old, new = sorted(world.slack.socket_connections(open_only=False), key=lambda c: c.id)[:2]
+
+    # The new socket was open before Slack closed the old one (two seconds after asking for the refresh).
+    def old_and_new():
+        return sorted(world.slack.socket_connections(open_only=False), key=lambda c: c.id)[:2]
+
+    wait_for(lambda: old_and_new()[0].closed_at is not None, "the old socket closed")
+    old, new = old_and_new()
     assert old.close_reason == "refresh_requested"
     assert old.closed_at is not None
     assert new.opened_at < old.closed_at
