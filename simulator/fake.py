@@ -889,9 +889,9 @@ class SlackFake:
             return [s.status for s in self._state.agent_sessions.get((channel, thread_ts), [])]
 
     def user_stops_agent_session(self, user: str, channel: str, thread_ts: str) -> list[Delivery]:
-        """A person viewing the thread (a member of the channel or not) presses Slack's stop control of its agent session, which shows only
-        while the session is processing and the app subscribes to the stop: the thread's streams stop
-        and the app is sent agent_session_stopped."""
+        """A person viewing the thread (a member of the channel or not) presses Slack's stop control
+        of its agent session, which shows only while the session is processing and the app subscribes
+        to the stop: the thread's streams stop and the app is sent agent_session_stopped."""
         with self._state.lock:
             person = self._user(user)
             workspace = self._state.workspace(self._channel(channel).team_id)

@@ -77,8 +77,7 @@ class AgentSession:
 
     async def settle(self) -> None:
         """Moves a session a person asked to stop off processing when no turn runs in its thread."""
-        self._processing = True
-        await self.active()
+        await self._set(ACTIVE)
 
     async def _set(self, status: str) -> list[str] | None:
         """The call's warnings, or None when it failed."""
