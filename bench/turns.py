@@ -72,7 +72,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script 
 
 import httpx
 
-from bench import support
+from bench import profiling, support
 from bench.scripted_agent import MARKER, is_the_answer
 from simulator import delivery as slack_delivery
 from simulator.delivery import Delivery
@@ -667,6 +667,7 @@ class Run:
     baseline_rss_kib: int
     finished: bool
     retries_sent: int
+    profile: profiling.Sampler | None
 
 
 def report(args: argparse.Namespace, run: Run) -> str:
@@ -810,7 +811,25 @@ def report(args: argparse.Namespace, run: Run) -> str:
     lines.append(
         support.markdown_table(["method", "most calls in a window", "budget"], busiest_minute(calls, slack))
     )
+    if run.profile:
+        lines += ["", profile_report(run.profile, after.cpu["worker"] - before.cpu["worker"], complete)]
     return "\n".join(lines)
+
+
+def profile_report(profile: profiling.Sampler, worker_cpu: float, complete: int) -> str:
+    """The worker's profile, and tracing's own work in it (the direct part of what tracing costs a
+    turn, which a run without traces cannot tell apart from run-to-run noise: docs/performance.md, g)."""
+    stacks = profile.stacks()
+    share = profiling.tracing_share(stacks)
+    sampled = sum(stacks.values()) / profiling.SAMPLES_PER_SECOND
+    return "\n".join([
+        f"Tracing's own work (OpenTelemetry's code and kourier/tracing.py, the batch processor's thread "
+        f"included): {100 * share:.1f} % of the worker's sampled CPU, about "
+        f"{1000 * share * worker_cpu / max(complete, 1):.2f} ms per turn "
+        f"({sampled:.1f} s sampled holding the GIL of {worker_cpu:.1f} s of worker CPU).",
+        "",
+        profile.report(),
+    ])  # fmt: skip
 
 
 def main() -> None:
@@ -845,6 +864,11 @@ def main() -> None:
         help="each mention (the warm-up's too) shares a file of this many bytes: a turn's cost with a file",
     )  # fmt: skip
     parser.add_argument("--file-type", default="image/png", help="its media type (text/plain: redacted)")
+    parser.add_argument(
+        "--profile", action="store_true",
+        help="sample the worker processes with py-spy during the burst: where their CPU goes, and how "
+        "much of it is tracing's own work (with --traces)",
+    )  # fmt: skip
     parser.add_argument(
         "--traces",
         action="store_true",
@@ -908,6 +932,13 @@ def main() -> None:
             sampler = ResourceSampler(processes, workdir)
             sampler.start()
             before = Usage.now(processes, agent, workdir)
+            profile = (
+                profiling.Sampler(workdir, "the product", processes.pids("worker"), "worker process(es)")
+                if args.profile
+                else None
+            )
+            if profile:
+                profile.start()
             print(f"{args.sessions} people mention the bot ...", file=sys.stderr)
             deadline = time.monotonic() + args.timeout
             burst = [t for t in threads[1:] if not t.control]
@@ -922,6 +953,8 @@ def main() -> None:
             if finished:
                 time.sleep(SETTLE_SECONDS)
             after = Usage.now(processes, agent, workdir)
+            if profile:
+                profile.pause()
             sampler.stop()
             all_calls = slack.calls()
             control_teams = {t.workspace.team_id for t in threads if t.control}
@@ -945,6 +978,7 @@ def main() -> None:
             baseline_rss,
             finished,
             retries.sent,
+            profile,
         )
         print(report(args, run))
         for name in processes.running:

@@ -16,7 +16,6 @@ worker's Python CPU to a twentieth (docs/performance.md, issue 17 point 6, sessi
 """
 
 import asyncio
-import contextvars
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -124,13 +123,11 @@ def run_script(script: str, keys: list[str], args: list[Any]) -> Any:
 async def arun(fn: Callable[[], R]) -> R:
     """``fn`` (cache work) on the running loop's executor, with the caller's context variables.
 
-    Its Redis commands make no spans of their own when tracing is on (``tracing.folded``): async
+    Its Redis commands make no spans of their own when tracing is on (``tracing.folded_context``): async
     code's bookkeeping (a Slack call's budget slot, a reply's plan, the stop word a running turn
     reads each second, cached names) was most of a turn's spans and of what tracing cost it
     (docs/performance.md, section g); the span it serves (a Slack call, the turn) tells the wait."""
-    with tracing.folded():
-        context = contextvars.copy_context()
-    return await asyncio.get_running_loop().run_in_executor(None, context.run, fn)
+    return await asyncio.get_running_loop().run_in_executor(None, tracing.folded_context().run, fn)
 
 
 async def aget(key: str) -> Any:

@@ -20,9 +20,10 @@ message text or secrets.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
@@ -135,29 +136,62 @@ def span(
     continues a trace kept from another process (a turn row's); empty: the current one."""
     if _tracer is None:
         return _no_span
-    return _span(name, traceparent, dict(attributes or {}))
-
-
-@contextlib.contextmanager
-def _span(name: str, traceparent: str, attributes: dict[str, Any]) -> Iterator[Any]:
     context = None
     if traceparent:
         from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
         context = TraceContextTextMapPropagator().extract({"traceparent": traceparent})
-    with _tracer.start_as_current_span(name, context=context, attributes=attributes) as current:
-        yield current
+    return _CurrentSpan(_tracer.start_span(name, context=context, attributes=attributes))
 
 
-def folded() -> contextlib.AbstractContextManager[Any]:
-    """No spans of the instrumented clients for the ``with`` block (a no-op when tracing is off): its
-    work belongs to the current span (``shared_cache.arun``'s Redis bookkeeping; a context copied
-    inside the block, as an executor hop's is, keeps it)."""
-    if _tracer is None:
-        return _no_span
-    from opentelemetry.instrumentation.utils import suppress_instrumentation
+class _CurrentSpan:
+    """What the SDK's ``start_as_current_span`` does (the span current for the block, an exception
+    recorded on it, the span ended), without its three generator layers: a turn makes a dozen spans,
+    and these layers were a fifth of each one's cost (docs/performance.md, section g)."""
 
-    return suppress_instrumentation()
+    __slots__ = ("_span", "_token")
+
+    def __init__(self, started: Any) -> None:
+        self._span = started
+
+    def __enter__(self) -> Any:
+        from opentelemetry import context
+        from opentelemetry.trace import set_span_in_context
+
+        self._token = context.attach(set_span_in_context(self._span))
+        return self._span
+
+    def __exit__(self, kind: Any, error: BaseException | None, traceback: Any) -> None:
+        from opentelemetry import context
+
+        context.detach(self._token)
+        # As the SDK's use_span: an Exception is the span's error; a BaseException (a cancelled
+        # task, a generator closed) is not.
+        if isinstance(error, Exception) and self._span.is_recording():
+            from opentelemetry.trace import Status, StatusCode
+
+            self._span.record_exception(error)
+            self._span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+        self._span.end()
+
+
+def folded_context() -> contextvars.Context:
+    """A copy of the current context in which the instrumented clients make no spans (when tracing is
+    on), to run work in (an executor's): its work belongs to the current span (``shared_cache.arun``'s
+    Redis bookkeeping). Made in the copy, so the caller's context is never attached and detached."""
+    copied = contextvars.copy_context()
+    if _tracer is not None:
+        copied.run(_suppress_instrumentation)
+    return copied
+
+
+def _suppress_instrumentation() -> None:
+    """What OpenTelemetry's ``suppress_instrumentation`` sets, set in the context this runs in (the
+    instrumentations read both keys)."""
+    from opentelemetry import context
+
+    suppressed = context.set_value(context._SUPPRESS_INSTRUMENTATION_KEY, True)
+    context.attach(context.set_value("suppress_instrumentation", True, suppressed))
 
 
 def annotate(**attributes: str | int | bool) -> None:

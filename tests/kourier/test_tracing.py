@@ -65,6 +65,30 @@ asyncio.run(call())
 tracing.flush()
 """
 
+ERRORS_PROBE = """
+import asyncio, django
+django.setup()
+from kourier import tracing
+assert tracing.configure("kourier-probe")
+try:
+    with tracing.span("kourier.turn"):
+        raise RuntimeError("the agent went away")
+except RuntimeError:
+    pass
+
+async def stopped():
+    with tracing.span("slack.chat.appendStream"):
+        raise asyncio.CancelledError
+
+try:
+    asyncio.run(stopped())
+except asyncio.CancelledError:
+    pass
+with tracing.span("slack.event"):
+    pass
+tracing.flush()
+"""
+
 
 def run_probe(code: str, **env: str) -> subprocess.CompletedProcess[str]:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
@@ -128,6 +152,16 @@ def test_on_a_kept_traceparent_continues_its_trace_and_log_lines_name_it():
     assert turn.events == ("slack.rate_limited",)
     logged = next(json.loads(line) for line in done.stderr.splitlines() if "probe.logged" in line)
     assert (logged["trace_id"], logged["span_id"]) == (turn.trace_id, turn.span_id)
+
+
+def test_a_span_left_by_an_exception_is_an_error_a_cancelled_one_is_not_and_neither_stays_current():
+    with otlp_receiver() as receiver:
+        run_probe(ERRORS_PROBE, OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url, OTEL_BSP_SCHEDULE_DELAY="50")
+        spans = {span.name: span for span in receiver.wait_for(lambda spans: len(spans) >= 3, timeout=30)}
+
+    assert (spans["kourier.turn"].error, spans["kourier.turn"].events) == (True, ("exception",))
+    assert (spans["slack.chat.appendStream"].error, spans["slack.chat.appendStream"].events) == (False, ())
+    assert spans["slack.event"].parent_span_id == ""  # a root: neither span was left current
 
 
 def test_a_client_call_outside_any_trace_is_no_trace_of_its_own_but_one_inside_a_trace_is_kept():

@@ -20,6 +20,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
+from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
 TRACES_PATH = "/v1/traces"
 
@@ -33,6 +34,7 @@ class ReceivedSpan:
     parent_span_id: str  # empty for a trace's root
     attributes: dict[str, object] = field(default_factory=dict)
     events: tuple[str, ...] = ()
+    error: bool = False  # the span's status is ERROR
 
 
 class OtlpReceiver:
@@ -90,6 +92,7 @@ class OtlpReceiver:
                         parent_span_id=span.parent_span_id.hex(),
                         attributes={a.key: _value(a.value) for a in span.attributes},
                         events=tuple(event.name for event in span.events),
+                        error=span.status.code == Status.STATUS_CODE_ERROR,
                     )
                     for span in scope_spans.spans
                 )
