@@ -744,9 +744,16 @@ def report(args: argparse.Namespace, run: Run) -> str:
          " / ".join(milliseconds(latencies, f) for f in (0.5, 0.9, 0.99, 1.0))],
         ["text chunks never shown", never_shown],
     ]  # fmt: skip
-    for role, seconds in after.cpu.items():
-        used = seconds - before.cpu.get(role, 0.0)
-        summary.append([f"CPU s: {role} (per turn)", f"{used:.1f} ({used / max(complete, 1):.3f})"])
+    used = {role: seconds - before.cpu.get(role, 0.0) for role, seconds in after.cpu.items()}
+    for role, seconds in used.items():
+        summary.append([f"CPU s: {role} (per turn)", f"{seconds:.2f} ({seconds / max(complete, 1):.4f})"])
+    # The host's speed varies from run to run (every process's CPU for the same work moves together),
+    # so runs are compared by the worker's CPU against work that is the same in every run.
+    fixed_work = used["scripted agent"] + used["Redis and database servers"]
+    summary.append(
+        ["worker CPU / the scripted agent's and the servers' CPU (the same work in every run)",
+         f"{used['worker'] / fixed_work:.3f}" if fixed_work else "-"]
+    )  # fmt: skip
     host = after.host_cpu - before.host_cpu
     measured = sum(after.cpu.values()) - sum(before.cpu.values())
     summary.append(["CPU s: other processes on the host (not this benchmark's)", f"{host - measured:.1f}"])
