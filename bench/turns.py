@@ -824,16 +824,15 @@ def report(args: argparse.Namespace, run: Run) -> str:
 
 
 def profile_report(profile: profiling.Sampler, worker_cpu: float, complete: int) -> str:
-    """The worker's profile, and tracing's own work in it (the direct part of what tracing costs a
-    turn, which a run without traces cannot tell apart from run-to-run noise: docs/performance.md, g)."""
+    """The worker's profile, and tracing's own work in it: the direct part of what tracing costs a
+    turn (docs/performance.md, section g). A sample is 1/SAMPLES_PER_SECOND of a thread holding the
+    GIL, and tracing's work is Python's, all of it under the GIL."""
     stacks = profile.stacks()
-    share = profiling.tracing_share(stacks)
-    sampled = sum(stacks.values()) / profiling.SAMPLES_PER_SECOND
+    tracing_seconds = profiling.tracing_share(stacks) * sum(stacks.values()) / profiling.SAMPLES_PER_SECOND
     return "\n".join([
         f"Tracing's own work (OpenTelemetry's code and kourier/tracing.py, the batch processor's thread "
-        f"included): {100 * share:.1f} % of the worker's sampled CPU, about "
-        f"{1000 * share * worker_cpu / max(complete, 1):.2f} ms per turn "
-        f"({sampled:.1f} s sampled holding the GIL of {worker_cpu:.1f} s of worker CPU).",
+        f"included): {tracing_seconds:.2f} s, {100 * tracing_seconds / worker_cpu:.1f} % of the worker's "
+        f"{worker_cpu:.1f} s of CPU, {1000 * tracing_seconds / max(complete, 1):.2f} ms per turn.",
         "",
         profile.report(),
     ])  # fmt: skip
