@@ -82,6 +82,23 @@ def check_metrics_directory(app_configs, **kwargs):
 
 
 @register()
+def check_trace_sampling(app_configs, **kwargs):
+    from kourier import tracing
+
+    problem = tracing.sampling_problem() if tracing.wanted() else ""
+    if problem:
+        return [
+            Error(
+                problem,
+                hint="Leave OTEL_TRACES_SAMPLER unset to keep every trace, or set "
+                "OTEL_TRACES_SAMPLER=parentbased_traceidratio and OTEL_TRACES_SAMPLER_ARG=0.1 to keep a tenth.",
+                id="kourier.E047",
+            )
+        ]
+    return []
+
+
+@register()
 def check_agent_header_variables(app_configs, **kwargs):
     import re
 

@@ -69,7 +69,7 @@ def configure(service_name: str, *, environ: Mapping[str, str] = os.environ) -> 
 
     # OTEL_SERVICE_NAME, when set, names the service; otherwise the process's part (web, worker, beat).
     resource = Resource.create({SERVICE_NAME: environ.get("OTEL_SERVICE_NAME") or service_name})
-    provider = TracerProvider(resource=resource, sampler=doors_only_sampler())
+    provider = TracerProvider(resource=resource, sampler=doors_only_sampler(sampled_share(environ)))
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     trace.set_tracer_provider(provider)
     left_out = disabled_instrumentations(environ)
@@ -93,13 +93,61 @@ def disabled_instrumentations(environ: Mapping[str, str]) -> frozenset[str]:
     return frozenset(name.strip().lower() for name in names.split(",") if name.strip())
 
 
-def doors_only_sampler() -> Any:
+# OTEL_TRACES_SAMPLER's values Kourier takes. A span always follows its parent's decision (a turn's
+# spans are its trace's, whichever process makes them), so "always_on" is "parentbased_always_on".
+SAMPLERS = (
+    "always_on", "parentbased_always_on", "always_off", "parentbased_always_off",
+    "traceidratio", "parentbased_traceidratio",
+)  # fmt: skip
+
+
+def sampling_problem(environ: Mapping[str, str] = os.environ) -> str:
+    """What is wrong with ``OTEL_TRACES_SAMPLER`` and ``OTEL_TRACES_SAMPLER_ARG`` (empty: nothing), for
+    the start-up check (kourier/checks.py)."""
+    name = environ.get("OTEL_TRACES_SAMPLER", "").strip().lower()
+    if name and name not in SAMPLERS:
+        return f"OTEL_TRACES_SAMPLER is {name!r}, which is not one of {', '.join(SAMPLERS)}."
+    argument = environ.get("OTEL_TRACES_SAMPLER_ARG", "").strip()
+    if name.endswith("traceidratio") and argument:
+        try:
+            share = float(argument)
+        except ValueError:
+            share = -1.0
+        if not 0.0 <= share <= 1.0:
+            return f"OTEL_TRACES_SAMPLER_ARG is {argument!r}, not the share of traces to keep (0 to 1)."
+    return ""
+
+
+def sampled_share(environ: Mapping[str, str] = os.environ) -> float:
+    """The share of traces the doors start that are kept: 1 unless ``OTEL_TRACES_SAMPLER`` says
+    ``always_off`` (0) or ``traceidratio`` (``OTEL_TRACES_SAMPLER_ARG``; 1 when unset or not a share,
+    as OpenTelemetry's specification says, and the start-up check refuses the latter)."""
+    name = environ.get("OTEL_TRACES_SAMPLER", "").strip().lower()
+    if name.endswith("always_off"):
+        return 0.0
+    if name.endswith("traceidratio") and not sampling_problem(environ):
+        return float(environ.get("OTEL_TRACES_SAMPLER_ARG", "").strip() or 1.0)
+    return 1.0
+
+
+def doors_only_sampler(share: float = 1.0) -> Any:
     """Traces start at the doors (a request served, a task consumed or sent), never at a client call
     outside any trace: a worker's Celery polls its broker in Redis every second, and each poll made a
     trace of its own, most of what tracing cost a turn (docs/performance.md, section g). A client
-    call inside a trace (a budget's reservation in a turn, the A2A request) is kept with it."""
-    from opentelemetry.sdk.trace.sampling import ALWAYS_ON, Decision, ParentBased, Sampler, SamplingResult
+    call inside a trace (a budget's reservation in a turn, the A2A request) is kept with it. A door
+    keeps ``share`` of the traces it starts (by trace id, as every process decides alike), and every
+    span follows its parent's decision: a turn is traced whole or not at all."""
+    from opentelemetry.sdk.trace.sampling import (
+        ALWAYS_ON,
+        Decision,
+        ParentBased,
+        Sampler,
+        SamplingResult,
+        TraceIdRatioBased,
+    )
     from opentelemetry.trace import SpanKind
+
+    at_the_door = ALWAYS_ON if share >= 1.0 else TraceIdRatioBased(share)
 
     class NoLoneClientCalls(Sampler):
         def should_sample(
@@ -107,12 +155,12 @@ def doors_only_sampler() -> Any:
         ):  # type: ignore[no-untyped-def]
             if kind is SpanKind.CLIENT:
                 return SamplingResult(Decision.DROP)
-            return ALWAYS_ON.should_sample(
+            return at_the_door.should_sample(
                 parent_context, trace_id, name, kind, attributes, links, trace_state
             )
 
         def get_description(self) -> str:
-            return "NoLoneClientCalls"
+            return f"NoLoneClientCalls({at_the_door.get_description()})"
 
     return ParentBased(root=NoLoneClientCalls())
 
@@ -236,13 +284,14 @@ def inject(headers: dict[str, Any]) -> None:
 
 
 def current_ids() -> tuple[str, str] | None:
-    """The current span's trace and span ids in hex, as tracing back ends show them; None when off."""
+    """The current span's trace and span ids in hex, as tracing back ends show them; None when off, or
+    when the current trace is not kept (``OTEL_TRACES_SAMPLER``)."""
     if _tracer is None:
         return None
     from opentelemetry import trace
 
     context = trace.get_current_span().get_span_context()
-    if not context.is_valid:
+    if not context.is_valid or not context.trace_flags.sampled:  # a trace not kept leads nowhere
         return None
     return f"{context.trace_id:032x}", f"{context.span_id:016x}"
 

@@ -199,3 +199,27 @@ def test_a_plain_http_issuer_fails_only_the_deployment_checks():
     with override_settings(**{**SINGLE_SIGN_ON, "OIDC_ISSUER": "http://127.0.0.1:8080/openid"}):
         assert messages_with("kourier.E044") == []
         assert len(messages_with("kourier.E044", deploy=True)) == 1
+
+
+@pytest.mark.parametrize(
+    "sampler",
+    [
+        {"OTEL_TRACES_SAMPLER": "jaeger_remote"},
+        {"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "ten percent"},
+    ],
+)
+def test_a_trace_sampler_kourier_cannot_take_is_refused_when_traces_are_on(monkeypatch, sampler):
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
+    for name, value in sampler.items():
+        monkeypatch.setenv(name, value)
+
+    [message] = [m for m in run_checks() if m.id == "kourier.E047"]
+    assert next(iter(sampler)) in message.msg or "OTEL_TRACES_SAMPLER_ARG" in message.msg
+
+
+def test_a_trace_sampler_is_not_checked_while_traces_are_off(monkeypatch):
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
+    monkeypatch.setenv("OTEL_TRACES_SAMPLER", "jaeger_remote")
+
+    assert "kourier.E047" not in error_ids()

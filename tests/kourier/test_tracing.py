@@ -211,3 +211,66 @@ def test_the_instrumentations_otels_variable_disables_are_left_out_and_the_other
         "httpx": True,
         "redis": False,
     }
+
+
+@pytest.mark.parametrize(
+    ("environ", "share", "problem"),
+    [
+        ({}, 1.0, ""),
+        ({"OTEL_TRACES_SAMPLER": "parentbased_always_on"}, 1.0, ""),
+        ({"OTEL_TRACES_SAMPLER": "always_off"}, 0.0, ""),
+        ({"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.1"}, 0.1, ""),
+        ({"OTEL_TRACES_SAMPLER": "traceidratio"}, 1.0, ""),  # no share given: every trace, as OTel says
+        ({"OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "10%"}, 1.0, "not the share"),
+        ({"OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "1.5"}, 1.0, "not the share"),
+        ({"OTEL_TRACES_SAMPLER": "jaeger_remote"}, 1.0, "is not one of"),
+    ],
+)
+def test_the_share_of_traces_kept_is_read_from_otels_sampler_variables(environ, share, problem):
+    assert tracing.sampled_share(environ) == share
+    found = tracing.sampling_problem(environ)
+    assert problem in found
+    assert bool(found) == bool(problem)
+
+
+def test_a_door_keeps_its_share_of_traces_by_trace_id_and_a_turns_spans_follow_the_doors_decision():
+    from opentelemetry.sdk.trace.sampling import Decision
+    from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, TraceFlags, set_span_in_context
+
+    sampler = tracing.doors_only_sampler(0.25)
+    trace_ids = [(n * 0x9E3779B97F4A7C15) % 2**64 for n in range(1, 4001)]  # spread over the id space
+    kept = [
+        t
+        for t in trace_ids
+        if sampler.should_sample(None, t, "slack.event", SpanKind.SERVER).decision.is_sampled()
+    ]
+
+    assert 0.2 < len(kept) / len(trace_ids) < 0.3
+    again = tracing.doors_only_sampler(0.25)  # another process decides the same for the same trace
+    assert all(
+        again.should_sample(None, t, "slack.event", SpanKind.SERVER).decision.is_sampled() for t in kept
+    )
+    left_out = set_span_in_context(
+        NonRecordingSpan(SpanContext(7, 8, is_remote=True, trace_flags=TraceFlags(0)))
+    )
+    kept_parent = set_span_in_context(
+        NonRecordingSpan(SpanContext(7, 8, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED)))
+    )
+    assert sampler.should_sample(left_out, 7, "kourier.turn", SpanKind.INTERNAL).decision is Decision.DROP
+    assert sampler.should_sample(kept_parent, 7, "kourier.turn").decision is Decision.RECORD_AND_SAMPLE
+    assert sampler.should_sample(None, kept[0], "BRPOP", SpanKind.CLIENT).decision is Decision.DROP
+
+
+def test_a_log_line_names_a_kept_trace_only(monkeypatch):
+    from opentelemetry import context, trace
+    from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
+
+    monkeypatch.setattr(tracing, "_tracer", object())  # on, as configure leaves it
+    for flags, named in ((TraceFlags.SAMPLED, True), (TraceFlags.DEFAULT, False)):
+        span = NonRecordingSpan(SpanContext(0xAB, 0xCD, is_remote=False, trace_flags=TraceFlags(flags)))
+        token = context.attach(set_span_in_context(span))
+        try:
+            assert trace.get_current_span() is span
+            assert (tracing.current_ids() == (f"{0xAB:032x}", f"{0xCD:016x}")) is named
+        finally:
+            context.detach(token)
