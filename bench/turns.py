@@ -819,7 +819,7 @@ def report(args: argparse.Namespace, run: Run) -> str:
         support.markdown_table(["method", "most calls in a window", "budget"], busiest_minute(calls, slack))
     )
     if run.profile:
-        lines += ["", profile_report(run.profile, after.cpu["worker"] - before.cpu["worker"], complete)]
+        lines += ["", profile_report(run.profile, used["worker"], complete)]
     return "\n".join(lines)
 
 

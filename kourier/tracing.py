@@ -189,57 +189,22 @@ def span(
         from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
         context = TraceContextTextMapPropagator().extract({"traceparent": traceparent})
-    return _CurrentSpan(_tracer.start_span(name, context=context, attributes=attributes))
+    from opentelemetry.trace import use_span
 
-
-class _CurrentSpan:
-    """What the SDK's ``start_as_current_span`` does (the span current for the block, an exception
-    recorded on it, the span ended), without its three generator layers: a turn makes a dozen spans,
-    and these layers were a fifth of each one's cost (docs/performance.md, section g)."""
-
-    __slots__ = ("_span", "_token")
-
-    def __init__(self, started: Any) -> None:
-        self._span = started
-
-    def __enter__(self) -> Any:
-        from opentelemetry import context
-        from opentelemetry.trace import set_span_in_context
-
-        self._token = context.attach(set_span_in_context(self._span))
-        return self._span
-
-    def __exit__(self, kind: Any, error: BaseException | None, traceback: Any) -> None:
-        from opentelemetry import context
-
-        context.detach(self._token)
-        # As the SDK's use_span: an Exception is the span's error; a BaseException (a cancelled
-        # task, a generator closed) is not.
-        if isinstance(error, Exception) and self._span.is_recording():
-            from opentelemetry.trace import Status, StatusCode
-
-            self._span.record_exception(error)
-            self._span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
-        self._span.end()
+    # use_span (one layer) rather than start_as_current_span (three around it): a turn makes a dozen.
+    return use_span(_tracer.start_span(name, context=context, attributes=attributes), end_on_exit=True)
 
 
 def folded_context() -> contextvars.Context:
     """A copy of the current context in which the instrumented clients make no spans (when tracing is
     on), to run work in (an executor's): its work belongs to the current span (``shared_cache.arun``'s
-    Redis bookkeeping). Made in the copy, so the caller's context is never attached and detached."""
-    copied = contextvars.copy_context()
-    if _tracer is not None:
-        copied.run(_suppress_instrumentation)
-    return copied
+    Redis bookkeeping)."""
+    if _tracer is None:
+        return contextvars.copy_context()
+    from opentelemetry.instrumentation.utils import suppress_instrumentation
 
-
-def _suppress_instrumentation() -> None:
-    """What OpenTelemetry's ``suppress_instrumentation`` sets, set in the context this runs in (the
-    instrumentations read both keys)."""
-    from opentelemetry import context
-
-    suppressed = context.set_value(context._SUPPRESS_INSTRUMENTATION_KEY, True)
-    context.attach(context.set_value("suppress_instrumentation", True, suppressed))
+    with suppress_instrumentation():
+        return contextvars.copy_context()
 
 
 def annotate(**attributes: str | int | bool) -> None:
