@@ -72,7 +72,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script 
 
 import httpx
 
-from bench import profiling, support
+from bench import call_counting, profiling, support
 from bench.scripted_agent import MARKER, is_the_answer
 from simulator import delivery as slack_delivery
 from simulator.delivery import Delivery
@@ -249,11 +249,30 @@ def stop_agent(agent: subprocess.Popen, stamps: Path) -> dict:
 
 
 def worker_command(args: argparse.Namespace, queue: str, index: int) -> list[str]:
+    celery = [str(Path(call_counting.__file__))] if args.count_calls else ["-m", "celery"]
     return [
-        support.PYTHON, "-m", "celery", "-A", "kourier", "worker", "--pool", args.pool,
+        support.PYTHON, *celery, "-A", "kourier", "worker", "--pool", args.pool,
         "--concurrency", str(args.concurrency),
         "-Q", queue, "-n", f"bench{index}@%h", "--without-gossip", "--without-mingle", "--loglevel", "INFO",
     ]  # fmt: skip
+
+
+def signal_workers(processes: support.Processes, signum: int) -> None:
+    for pid in processes.pids("worker"):
+        os.kill(pid, signum)
+
+
+def stop_counting(processes: support.Processes, workdir: Path) -> collections.Counter[str]:
+    """Stops the workers' call counters (--count-calls) and adds up what each wrote."""
+    signal_workers(processes, call_counting.STOP_SIGNAL)
+    counts_file = workdir / "call-counts"
+    expected = {counts_file.with_name(f"{counts_file.name}.{pid}") for pid in processes.pids("worker")}
+    deadline = time.monotonic() + 30
+    while not all(path.exists() for path in expected):
+        if time.monotonic() > deadline:
+            raise RuntimeError("a worker did not write its call counts in 30 s; see the logs (--keep)")
+        time.sleep(0.1)
+    return call_counting.read_counts(counts_file)
 
 
 class OtlpSink:
@@ -668,6 +687,7 @@ class Run:
     finished: bool
     retries_sent: int
     profile: profiling.Sampler | None
+    call_counts: collections.Counter[str] | None
 
 
 def report(args: argparse.Namespace, run: Run) -> str:
@@ -820,6 +840,8 @@ def report(args: argparse.Namespace, run: Run) -> str:
     )
     if run.profile:
         lines += ["", profile_report(run.profile, used["worker"], complete)]
+    if run.call_counts is not None:
+        lines += ["", call_counting.report(run.call_counts, complete)]
     return "\n".join(lines)
 
 
@@ -876,6 +898,11 @@ def main() -> None:
         "much of it is tracing's own work (with --traces)",
     )  # fmt: skip
     parser.add_argument(
+        "--count-calls", action="store_true",
+        help="count the worker's Python calls during the burst, and tracing's own among them "
+        "(bench/call_counting.py; the worker runs about ten times slower, so its CPU figures are not the product's)",
+    )  # fmt: skip
+    parser.add_argument(
         "--traces",
         action="store_true",
         help="the product exports OpenTelemetry traces "
@@ -913,6 +940,7 @@ def main() -> None:
                 **{w.secret_env: w.signing_secret for w in workspaces},
                 **({"SLACK_CALL_BUDGETS": "false"} if args.naive else {}),
                 **({"OTEL_EXPORTER_OTLP_ENDPOINT": args.trace_sink.url} if args.trace_sink else {}),
+                call_counting.COUNTS_FILE_VARIABLE: str(workdir / "call-counts"),
             },
         )
         try:
@@ -945,6 +973,8 @@ def main() -> None:
             )
             if profile:
                 profile.start()
+            if args.count_calls:
+                signal_workers(processes, call_counting.START_SIGNAL)
             print(f"{args.sessions} people mention the bot ...", file=sys.stderr)
             deadline = time.monotonic() + args.timeout
             burst = [t for t in threads[1:] if not t.control]
@@ -958,6 +988,7 @@ def main() -> None:
             retries.cancel()
             if finished:
                 time.sleep(SETTLE_SECONDS)
+            call_counts = stop_counting(processes, workdir) if args.count_calls else None
             after = Usage.now(processes, agent, workdir)
             if profile:
                 profile.pause()
@@ -985,6 +1016,7 @@ def main() -> None:
             finished,
             retries.sent,
             profile,
+            call_counts,
         )
         print(report(args, run))
         for name in processes.running:
