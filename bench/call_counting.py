@@ -6,7 +6,10 @@ bench/turns.py --count-calls does) has a profile hook on every thread before Cel
 counts nothing until the benchmark sends START_SIGNAL (after the warm-up turn), counts every call
 (Python functions and built-ins alike) until STOP_SIGNAL (after the burst), then writes the counts to
 ``$CALL_COUNTS_FILE.<pid>``. Counting slows the worker about tenfold: the CPU figures of such a run
-are not the product's, but the calls are the same work.
+are not the product's, but the calls are the same work. So that the batch processor sends batches as
+full as at full speed (a batch's post costs thousands of calls, however few spans it holds),
+bench/turns.py holds spans until a batch is full (BATCH_SCHEDULE_MS), and the stop sends what is
+left before the counts are written.
 
 A call is tracing's own when OpenTelemetry's code or kourier/tracing.py makes it or is called (an
 instrumentation's wrapper, but not the client call it wraps), or when it runs in the batch
@@ -35,6 +38,8 @@ COUNTS_FILE_VARIABLE = "CALL_COUNTS_FILE"
 OTHER = ""  # the key of every call that is not tracing's own
 TRACING_CODE = ("/opentelemetry/", "kourier/tracing.py")
 BATCH_PROCESSOR = "opentelemetry/sdk/_shared_internal/"  # its thread's code: all of the thread is tracing's
+# A slowed worker would send a batch every 5 s (the SDK's default), each far smaller than at full speed.
+BATCH_SCHEDULE_MS = "600000"
 DEEPEST_WALK = 80  # frames looked at for the outermost tracing function (the export's are ~40 deep)
 
 
@@ -78,6 +83,9 @@ class CallCounter:
             self.counting = True
 
         def stop(signum: int, frame: FrameType | None) -> None:
+            from kourier import tracing
+
+            tracing.flush()  # the burst's spans encoded and sent, counted with it
             self.counting = False
             Path(f"{counts_file}.{os.getpid()}").write_bytes(marshal.dumps(dict(self.counts)))
 

@@ -900,7 +900,8 @@ def main() -> None:
     parser.add_argument(
         "--count-calls", action="store_true",
         help="count the worker's Python calls during the burst, and tracing's own among them "
-        "(bench/call_counting.py; the worker runs about ten times slower, so its CPU figures are not the product's)",
+        "(bench/call_counting.py). The worker runs about ten times slower: its CPU figures are not the "
+        "product's, and more than about 40 sessions overrun its turns' timeouts",
     )  # fmt: skip
     parser.add_argument(
         "--traces",
@@ -941,6 +942,7 @@ def main() -> None:
                 **({"SLACK_CALL_BUDGETS": "false"} if args.naive else {}),
                 **({"OTEL_EXPORTER_OTLP_ENDPOINT": args.trace_sink.url} if args.trace_sink else {}),
                 call_counting.COUNTS_FILE_VARIABLE: str(workdir / "call-counts"),
+                **({"OTEL_BSP_SCHEDULE_DELAY": call_counting.BATCH_SCHEDULE_MS} if args.count_calls else {}),
             },
         )
         try:
