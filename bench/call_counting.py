@@ -12,8 +12,8 @@ bench/turns.py holds spans until a batch is full (BATCH_SCHEDULE_MS), and the st
 left before the counts are written.
 
 A call is tracing's own when OpenTelemetry's code or kourier/tracing.py makes it or is called (an
-instrumentation's wrapper, but not the client call it wraps), or when it runs in the batch
-processor's thread (encoding and sending the spans: all of that thread is tracing's). Each such call
+instrumentation's wrapper, but not the client call it wraps), or when it is part of an export (the
+batch processor's thread, or the stop's flush: encoding and sending the spans, all of it tracing's). Each such call
 is counted under the outermost tracing function on its stack: where tracing's work started (a span's
 helper, an instrumentation's wrapper, the batch processor). Calls that the library functions tracing
 calls make in turn (httpx's header handling for the httpx wrapper, contextlib's for a span) are
@@ -37,7 +37,9 @@ STOP_SIGNAL = signal.SIGRTMIN + 3
 COUNTS_FILE_VARIABLE = "CALL_COUNTS_FILE"
 OTHER = ""  # the key of every call that is not tracing's own
 TRACING_CODE = ("/opentelemetry/", "kourier/tracing.py")
-BATCH_PROCESSOR = "opentelemetry/sdk/_shared_internal/"  # its thread's code: all of the thread is tracing's
+# Where every call is tracing's, however deep: the batch processor's thread, and the stop's flush (the
+# same export, made in the worker's main thread).
+EXPORTING = (("opentelemetry/sdk/_shared_internal/", ""), ("kourier/tracing.py", "flush"))
 # A slowed worker would send a batch every 5 s (the SDK's default), each far smaller than at full speed.
 BATCH_SCHEDULE_MS = "600000"
 DEEPEST_WALK = 80  # frames looked at for the outermost tracing function (the export's are ~40 deep)
@@ -45,6 +47,11 @@ DEEPEST_WALK = 80  # frames looked at for the outermost tracing function (the ex
 
 def is_tracing_code(filename: str) -> bool:
     return any(part in filename for part in TRACING_CODE)
+
+
+def is_exporting(frame: FrameType) -> bool:
+    code = frame.f_code
+    return any(path in code.co_filename and function in ("", code.co_name) for path, function in EXPORTING)
 
 
 def short_name(filename: str, function: str) -> str:
@@ -71,7 +78,7 @@ class CallCounter:
             if is_tracing_code(walked.f_code.co_filename):
                 outermost = walked
             walked = walked.f_back
-        if outermost is not None and BATCH_PROCESSOR in outermost.f_code.co_filename:
+        if outermost is not None and is_exporting(outermost):
             own = True
         if own and outermost is not None:
             self.counts[short_name(outermost.f_code.co_filename, outermost.f_code.co_name)] += 1
