@@ -9,9 +9,12 @@ unless told, and httpx reads them with rules of its own: so each is handed the p
 
 from __future__ import annotations
 
+import functools
+import os
 import ssl
 import urllib.request
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from urllib.parse import urlsplit
 
 import httpx
@@ -23,9 +26,24 @@ _bypassed: Callable[[str, dict[str, str]], bool] = urllib.request.proxy_bypass_e
 _SCHEME_FOR_PROXY = {"wss": "https", "ws": "http"}
 
 
+# The variables that decide a route (either case), and the CGI marker that voids HTTP_PROXY.
+_DECIDING = (
+    "https_proxy", "HTTPS_PROXY", "http_proxy", "HTTP_PROXY",
+    "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY", "REQUEST_METHOD",
+)  # fmt: skip
+
+
 def environment_proxies() -> Mapping[str, str]:
-    """The proxies the environment names, by scheme ("https", "http", "all"; "no" holds NO_PROXY)."""
-    return urllib.request.getproxies_environment()
+    """The proxies the environment names, by scheme ("https", "http", "all"; "no" holds NO_PROXY).
+    Read again only when a variable that decides a route changes: the standard library's reading
+    walks and decodes the whole environment, and a turn asks several times (docs/performance.md)."""
+    return _proxies_while(tuple(os.environ.get(name) for name in _DECIDING))
+
+
+@functools.lru_cache(maxsize=8)
+def _proxies_while(deciding: tuple[str | None, ...]) -> Mapping[str, str]:
+    """The environment's proxies, read once for each set of values of the deciding variables."""
+    return MappingProxyType(urllib.request.getproxies_environment())
 
 
 def proxy_for(url: str, proxies: Mapping[str, str] | None = None) -> str | None:

@@ -2,6 +2,8 @@
 HTTP_PROXY, ALL_PROXY and NO_PROXY, and handed to every client (issue 34, point 2). The end-to-end
 proof, through a real proxy with the direct route blocked, is tests/e2e/test_egress_proxy.py."""
 
+import urllib.request
+
 import pytest
 
 from kourier import egress
@@ -67,6 +69,27 @@ def test_all_proxy_serves_a_scheme_without_its_own(proxied):
 
     assert egress.proxy_for("https://slack.com/api/") == "http://all.corp:3128"
     assert egress.proxy_for("http://agent.example/") == PROXY
+
+
+def test_the_environment_is_read_again_only_when_a_variable_deciding_a_route_changes(proxied):
+    reads = []
+    read = urllib.request.getproxies_environment
+
+    def counted() -> dict[str, str]:
+        reads.append(1)
+        return read()
+
+    proxied.setattr(urllib.request, "getproxies_environment", counted)
+    proxied.setenv("NO_PROXY", "read-once.example")  # values no earlier lookup was made with
+
+    egress.proxy_for("https://slack.com/api/")
+    proxied.setenv("KOURIER_UNRELATED", "1")
+    egress.proxy_for("http://agent.example/")
+    assert len(reads) == 1
+
+    proxied.setenv("https_proxy", "http://other.corp:3128")  # the lower case wins, as urllib reads it
+    assert egress.proxy_for("https://slack.com/api/") == "http://other.corp:3128"
+    assert len(reads) == 2
 
 
 def test_a_websocket_is_opened_as_its_http_twin():
