@@ -66,7 +66,8 @@ class CallCounter:
     def hook(self, frame: FrameType, event: str, arg: object) -> None:
         if not self.counting or event not in ("call", "c_call"):
             return
-        caller = frame.f_back if event == "call" else frame
+        # A Python call's frame is the callee's (its caller one up); a built-in's is its caller's.
+        caller = frame.f_back if event == "call" else None
         own = is_tracing_code(frame.f_code.co_filename) or (
             caller is not None and is_tracing_code(caller.f_code.co_filename)
         )
@@ -78,9 +79,7 @@ class CallCounter:
             if is_tracing_code(walked.f_code.co_filename):
                 outermost = walked
             walked = walked.f_back
-        if outermost is not None and is_exporting(outermost):
-            own = True
-        if own and outermost is not None:
+        if outermost is not None and (own or is_exporting(outermost)):
             self.counts[short_name(outermost.f_code.co_filename, outermost.f_code.co_name)] += 1
         else:
             self.counts[OTHER] += 1

@@ -257,6 +257,14 @@ def worker_command(args: argparse.Namespace, queue: str, index: int) -> list[str
     ]  # fmt: skip
 
 
+def counted_worker_env(workdir: Path) -> dict[str, str]:
+    """Where a counted worker writes its counts, and its spans held until the stop sends them whole."""
+    return {
+        call_counting.COUNTS_FILE_VARIABLE: str(workdir / "call-counts"),
+        "OTEL_BSP_SCHEDULE_DELAY": call_counting.BATCH_SCHEDULE_MS,
+    }
+
+
 def signal_workers(processes: support.Processes, signum: int) -> None:
     for pid in processes.pids("worker"):
         os.kill(pid, signum)
@@ -941,8 +949,7 @@ def main() -> None:
                 **{w.secret_env: w.signing_secret for w in workspaces},
                 **({"SLACK_CALL_BUDGETS": "false"} if args.naive else {}),
                 **({"OTEL_EXPORTER_OTLP_ENDPOINT": args.trace_sink.url} if args.trace_sink else {}),
-                call_counting.COUNTS_FILE_VARIABLE: str(workdir / "call-counts"),
-                **({"OTEL_BSP_SCHEDULE_DELAY": call_counting.BATCH_SCHEDULE_MS} if args.count_calls else {}),
+                **(counted_worker_env(workdir) if args.count_calls else {}),
             },
         )
         try:
