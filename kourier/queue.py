@@ -169,7 +169,7 @@ def _direct_route(task: Task) -> _Route | None:
         producer.maybe_declare(queue)
     delivery_mode = queue.exchange.delivery_mode or conf.task_default_delivery_mode
     if conf.broker_url not in _clients:
-        _clients[conf.broker_url] = redis.Redis.from_url(conf.broker_url)
+        _clients[conf.broker_url] = tracing.traced_redis(redis.Redis.from_url(conf.broker_url))
     return _Route(
         queue=queue.name,
         delivery_mode={"persistent": 2, "transient": 1}.get(delivery_mode, delivery_mode),

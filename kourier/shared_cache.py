@@ -16,6 +16,7 @@ worker's Python CPU to a twentieth (docs/performance.md, issue 17 point 6, sessi
 """
 
 import asyncio
+import contextvars
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -34,7 +35,12 @@ class _ClientKeepingRedisCacheClient(RedisCacheClient):
     """Django's client makes a ``redis.Redis`` for every command, and each one sets up its ~170
     response callbacks: more than half of a lookup's CPU once its connection is kept (220 -> 94 us).
     One per connection pool does for every thread (redis-py's client takes a connection from the
-    pool for each command)."""
+    pool for each command).
+
+    Its commands are spans when tracing is on (``tracing.traced_redis``), unless ``traced`` is false:
+    the bookkeeping backend below."""
+
+    traced = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -45,6 +51,8 @@ class _ClientKeepingRedisCacheClient(RedisCacheClient):
         client = self._clients.get(id(pool))
         if client is None:  # two threads may make one each: the first kept serves from then on
             made = self._client(connection_pool=pool)  # type: ignore[attr-defined]  # redis.Redis
+            if self.traced:
+                tracing.traced_redis(made)
             client = self._clients.setdefault(id(pool), made)
         return client
 
@@ -63,13 +71,17 @@ _backend_lock = threading.Lock()
 
 def backend() -> BaseCache:
     """The process's one backend of the default cache, whichever thread or context asks: its
-    connection pool (redis-py's, thread-safe) keeps the connections open between lookups."""
+    connection pool (redis-py's, thread-safe) keeps the connections open between lookups.
+
+    Its commands are Kourier's bookkeeping (budgets, counters, leases, the stop word) and make no
+    spans when tracing is on (``tracing.traced_redis``); Django's ``cache`` makes them."""
     global _backend
     if _backend is None:
         with _backend_lock:
             if _backend is None:
                 made = caches.create_connection(DEFAULT_CACHE_ALIAS)
                 if isinstance(made, RedisCache):  # its pool made now, not by two threads at once
+                    made._cache.traced = False  # type: ignore[attr-defined]  # _ClientKeepingRedisCacheClient
                     made._cache._get_connection_pool(write=True)  # type: ignore[attr-defined]
                 _backend = made
     return _backend
@@ -121,13 +133,8 @@ def run_script(script: str, keys: list[str], args: list[Any]) -> Any:
 
 
 async def arun(fn: Callable[[], R]) -> R:
-    """``fn`` (cache work) on the running loop's executor, with the caller's context variables.
-
-    Its Redis commands make no spans of their own when tracing is on (``tracing.folded_context``): async
-    code's bookkeeping (a Slack call's budget slot, a reply's plan, the stop word a running turn
-    reads each second, cached names) was most of a turn's spans and of what tracing cost it
-    (docs/performance.md, section g); the span it serves (a Slack call, the turn) tells the wait."""
-    return await asyncio.get_running_loop().run_in_executor(None, tracing.folded_context().run, fn)
+    """``fn`` (cache work) on the running loop's executor, with the caller's context variables."""
+    return await asyncio.get_running_loop().run_in_executor(None, contextvars.copy_context().run, fn)
 
 
 async def aget(key: str) -> Any:

@@ -10,7 +10,9 @@ issue 35 point 5).
 On, each process sets up the SDK once at start (``configure``: the web process in kourier/asgi.py, a
 worker and beat in kourier/celery.py) with OpenTelemetry's maintained instrumentation of Django,
 Celery, httpx (the A2A client: every request to an agent carries W3C ``traceparent``, so a kagent
-agent's own spans join the trace) and redis. A turn's trace starts at Slack's event (or the alert, or
+agent's own spans join the trace) and redis (the Redis clients that serve the product: Django's
+cache and the queue's publish, ``traced_redis``; not Celery's polls of its broker, nor the
+bookkeeping of kourier/shared_cache.py). A turn's trace starts at Slack's event (or the alert, or
 the press): the door's span; the turn row keeps that span's ``traceparent`` (``current_traceparent``),
 so the worker's turn span, started whenever the session's runner gets to it (after a pause too),
 continues that trace. Span names and attributes name the Binding, the session and the turn, never
@@ -20,10 +22,9 @@ message text or secrets.
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
@@ -35,6 +36,7 @@ TRACEPARENT_LENGTH = 55  # W3C trace context, version 00: "00-<32 hex>-<16 hex>-
 os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "false")
 
 _tracer: Any = None  # the SDK's tracer once ``configure`` has set tracing up; None: tracing is off
+_redis_traced = False  # whether ``traced_redis`` instruments the clients it is given
 _no_span = contextlib.nullcontext()
 
 
@@ -52,7 +54,7 @@ def enabled() -> bool:
 def configure(service_name: str, *, environ: Mapping[str, str] = os.environ) -> bool:
     """Sets up the SDK, its OTLP/HTTP exporter and the instrumentation for this process when the
     environment asks for traces; True when tracing is on. Safe to call twice."""
-    global _tracer
+    global _tracer, _redis_traced
     if _tracer is not None:
         return True
     if not wanted(environ):
@@ -62,7 +64,6 @@ def configure(service_name: str, *, environ: Mapping[str, str] = os.environ) -> 
     from opentelemetry.instrumentation.celery import CeleryInstrumentor
     from opentelemetry.instrumentation.django import DjangoInstrumentor
     from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
-    from opentelemetry.instrumentation.redis import RedisInstrumentor
     from opentelemetry.sdk.resources import SERVICE_NAME, Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -77,10 +78,10 @@ def configure(service_name: str, *, environ: Mapping[str, str] = os.environ) -> 
         ("django", DjangoInstrumentor),
         ("celery", CeleryInstrumentor),
         ("httpx", HTTPXClientInstrumentor),
-        ("redis", RedisInstrumentor),
     ):
         if name not in left_out:
             instrumentor().instrument()
+    _redis_traced = "redis" not in left_out
     _tracer = trace.get_tracer("kourier")
     logging.getLogger(__name__).info("tracing.on", extra={"service": resource.attributes[SERVICE_NAME]})
     return True
@@ -184,27 +185,57 @@ def span(
     continues a trace kept from another process (a turn row's); empty: the current one."""
     if _tracer is None:
         return _no_span
-    context = None
-    if traceparent:
-        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
-
-        context = TraceContextTextMapPropagator().extract({"traceparent": traceparent})
     from opentelemetry.trace import use_span
 
+    made = _tracer.start_span(name, context=_kept(traceparent), attributes=attributes)
     # use_span (one layer) rather than start_as_current_span (three around it): a turn makes a dozen.
-    return use_span(_tracer.start_span(name, context=context, attributes=attributes), end_on_exit=True)
+    return use_span(made, end_on_exit=True)
 
 
-def folded_context() -> contextvars.Context:
-    """A copy of the current context in which the instrumented clients make no spans (when tracing is
-    on), to run work in (an executor's): its work belongs to the current span (``shared_cache.arun``'s
-    Redis bookkeeping)."""
-    if _tracer is None:
-        return contextvars.copy_context()
-    from opentelemetry.instrumentation.utils import suppress_instrumentation
+@contextlib.contextmanager
+def _continuing(traceparent: str) -> Iterator[None]:
+    from opentelemetry import context
 
-    with suppress_instrumentation():
-        return contextvars.copy_context()
+    token = context.attach(_kept(traceparent))
+    try:
+        yield
+    finally:
+        context.detach(token)
+
+
+def continued(traceparent: str) -> contextlib.AbstractContextManager[Any]:
+    """The trace kept as ``traceparent`` (a turn row's) made current for the ``with`` block, with no
+    span of its own: the spans made in it (the acknowledgment's Slack call) join that trace. A no-op
+    when tracing is off or nothing was kept."""
+    if _tracer is None or not traceparent:
+        return _no_span
+    return _continuing(traceparent)
+
+
+def _kept(traceparent: str) -> Any:
+    """The context a kept ``traceparent`` continues; None (the current one) when it is empty."""
+    if not traceparent:
+        return None
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    return TraceContextTextMapPropagator().extract({"traceparent": traceparent})
+
+
+def traced_redis(client: Any) -> Any:
+    """``client`` (a ``redis.Redis``), its commands made spans by OpenTelemetry's redis instrumentation
+    when tracing is on; the client itself.
+
+    Only the clients given here are traced, not every client of the process as the instrumentation's
+    ``instrument()`` does: a worker's Celery polls its broker every second, and each poll went through
+    the wrapper to make a span the sampler then dropped; kourier/shared_cache.py's bookkeeping (a Slack
+    call's budget slot, a reply's plan, the stop word a running turn reads each second) was most of a
+    turn's spans, and the span it serves (a Slack call, the turn) tells the wait (docs/performance.md,
+    section g)."""
+    if _redis_traced:
+        from opentelemetry.instrumentation.redis import RedisInstrumentor
+
+        RedisInstrumentor.instrument_client(client)
+    return client
 
 
 def annotate(**attributes: str | int | bool) -> None:

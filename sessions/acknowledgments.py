@@ -170,14 +170,8 @@ async def acknowledge_waiting_turns(session_id: int) -> None:
     """Adds the reaction to every turn of the session that waits or runs without one."""
     for ack in await in_database_thread(claim)(session_id):
         try:
-            with (
-                tracing.span(
-                    "kourier.acknowledgment",
-                    traceparent=ack.traceparent,
-                    attributes={"kourier.turn_id": ack.turn_id},
-                ),
-                patience(settings.SLACK_REACTION_WAIT_SECONDS),
-            ):
+            # The reaction's Slack call is a span of the turn's trace, under the event that stored it.
+            with tracing.continued(ack.traceparent), patience(settings.SLACK_REACTION_WAIT_SECONDS):
                 await add_reaction(_slack(ack), ack.channel_id, ack.message_ts, ack.emoji)
         except SlackBudgetDeferred:
             logger.info("turn.acknowledgment_skipped", extra={"turn_id": ack.turn_id})

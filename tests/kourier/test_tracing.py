@@ -40,6 +40,11 @@ from kourier import tracing
 assert tracing.configure("kourier-probe")
 with tracing.span("slack.event", attributes={"kourier.connection_id": 3}):
     kept = tracing.current_traceparent()
+with tracing.continued(kept):
+    with tracing.span("slack.reactions.add"):
+        pass
+with tracing.continued(""), tracing.span("slack.reactions.remove"):
+    pass
 with tracing.span("kourier.turn", traceparent=kept, attributes={"kourier.turn_id": 7}):
     logging.getLogger("probe").warning("probe.logged")
     tracing.add_event("slack.rate_limited", retry_after=1)
@@ -47,8 +52,8 @@ tracing.flush()
 print(json.dumps({"kept": kept}))
 """
 
-FOLDED_PROBE = """
-import asyncio, django
+BOOKKEEPING_PROBE = """
+import asyncio, django, redis
 django.setup()
 from django.core.cache import cache
 from kourier import shared_cache, tracing
@@ -59,10 +64,12 @@ async def call():
     with tracing.span("slack.chat.postMessage"):
         await Budget("T-probe").areserve("chat.postMessage", 0.0, channel="C1", max_wait=0)
         await shared_cache.aget("probe-key")
+        shared_cache.count("probe-count", 60)
         cache.get("probe-key")  # the sync cache, as the web process and Celery's tasks use it
 
 asyncio.run(call())
 tracing.flush()
+print(json.dumps({"every_client_wrapped": hasattr(redis.Redis.execute_command, "__wrapped__")}))
 """
 
 ERRORS_PROBE = """
@@ -99,10 +106,12 @@ def run_probe(code: str, **env: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
-def test_async_codes_redis_bookkeeping_is_folded_into_its_span_the_sync_caches_commands_are_not(redis_url):
+def test_kouriers_redis_bookkeeping_makes_no_spans_djangos_cache_does_and_other_clients_pass_no_wrapper(
+    redis_url,
+):
     with otlp_receiver() as receiver:
-        run_probe(
-            FOLDED_PROBE,
+        done = run_probe(
+            BOOKKEEPING_PROBE,
             OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url,
             OTEL_BSP_SCHEDULE_DELAY="50",
             REDIS_URL=redis_url,
@@ -114,7 +123,11 @@ def test_async_codes_redis_bookkeeping_is_folded_into_its_span_the_sync_caches_c
 
     call = next(span for span in spans if span.name == "slack.chat.postMessage")
     under_the_call = [span.name for span in spans if span.parent_span_id == call.span_id]
-    assert under_the_call == ["GET"]  # the sync read; the reservation's EVALSHA and the async GET made none
+    assert under_the_call == [
+        "GET"
+    ]  # Django's cache; the reservation, the async read and the count made none
+    # Celery's broker polls (its own clients) go through no wrapper of the instrumentation.
+    assert json.loads(done.stdout.splitlines()[-1]) == {"every_client_wrapped": False}
 
 
 @pytest.mark.parametrize(
@@ -140,13 +153,17 @@ def test_off_no_tracer_provider_exporter_or_instrumentation_is_set_up():
 def test_on_a_kept_traceparent_continues_its_trace_and_log_lines_name_it():
     with otlp_receiver() as receiver:
         done = run_probe(ON_PROBE, OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url, OTEL_BSP_SCHEDULE_DELAY="50")
-        spans = receiver.wait_for(lambda spans: len(spans) >= 2, timeout=30)
+        spans = receiver.wait_for(lambda spans: len(spans) >= 4, timeout=30)
 
     kept = json.loads(done.stdout.splitlines()[-1])["kept"]
-    event = next(span for span in spans if span.name == "slack.event")
-    turn = next(span for span in spans if span.name == "kourier.turn")
+    event, turn, added, removed = (
+        next(span for span in spans if span.name == name)
+        for name in ("slack.event", "kourier.turn", "slack.reactions.add", "slack.reactions.remove")
+    )
     assert kept.startswith(f"00-{event.trace_id}-{event.span_id}-")
     assert (turn.trace_id, turn.parent_span_id) == (event.trace_id, event.span_id)
+    assert (added.trace_id, added.parent_span_id) == (event.trace_id, event.span_id)  # continued, no span
+    assert removed.parent_span_id == ""  # nothing kept: a trace of its own
     assert turn.service == "kourier-probe"
     assert turn.attributes == {"kourier.turn_id": 7}
     assert turn.events == ("slack.rate_limited",)
@@ -191,26 +208,31 @@ assert tracing.configure("kourier-probe")
 from opentelemetry.instrumentation.celery import CeleryInstrumentor
 from opentelemetry.instrumentation.django import DjangoInstrumentor
 from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
-from opentelemetry.instrumentation.redis import RedisInstrumentor
-print(json.dumps({name: kind().is_instrumented_by_opentelemetry for name, kind in (
-    ("django", DjangoInstrumentor), ("celery", CeleryInstrumentor),
-    ("httpx", HTTPXClientInstrumentor), ("redis", RedisInstrumentor))}))
+from django.core.cache import cache
+instrumented = {name: kind().is_instrumented_by_opentelemetry for name, kind in (
+    ("django", DjangoInstrumentor), ("celery", CeleryInstrumentor), ("httpx", HTTPXClientInstrumentor))}
+client = cache._cache.get_client()  # made, not connected: no Redis is needed
+print(json.dumps({**instrumented, "redis": getattr(client, "_is_instrumented_by_opentelemetry", False)}))
 """
 
 
-def test_the_instrumentations_otels_variable_disables_are_left_out_and_the_others_set_up():
+@pytest.mark.parametrize(
+    ("left_out", "instrumented"),
+    [
+        (" Redis, celery", {"django": True, "celery": False, "httpx": True, "redis": False}),
+        ("httpx", {"django": True, "celery": True, "httpx": False, "redis": True}),
+    ],
+)
+def test_the_instrumentations_otels_variable_disables_are_left_out_and_the_others_set_up(
+    left_out, instrumented
+):
     done = run_probe(
         INSTRUMENTED_PROBE,
         OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:9",
-        OTEL_PYTHON_DISABLED_INSTRUMENTATIONS=" Redis, celery",
+        OTEL_PYTHON_DISABLED_INSTRUMENTATIONS=left_out,
     )
 
-    assert json.loads(done.stdout.splitlines()[-1]) == {
-        "django": True,
-        "celery": False,
-        "httpx": True,
-        "redis": False,
-    }
+    assert json.loads(done.stdout.splitlines()[-1]) == instrumented
 
 
 @pytest.mark.parametrize(
