@@ -7,7 +7,8 @@ prints "listening on <url>" once it serves, runs until its stdin closes, then wr
 it emitted each text chunk and how many messages each thread sent it.
 
 Every message (a person's mention, "... bench thread <n> ...") gets a few seconds of work: text in
-small chunks, a tool call and its result, more text. Each chunk carries a marker "[#n.k]" and is
+small chunks, a tool call and its result, more text. With --word-by-word each chunk comes a word at a
+time (about 45 text events a turn instead of 6), as a model's answer streams. Each chunk carries a marker "[#n.k]" and is
 time-stamped at the moment the agent builds the event that carries it, so the benchmark can find
 the first Slack write that shows it and measure the latency in between.
 """
@@ -36,6 +37,10 @@ LISTEN_BACKLOG = 2048  # uvicorn's default; the fake's 128 drops connections whe
 
 # One turn: (seconds to wait, then what to emit). About 3.5 s of agent time, 6 text chunks, one tool.
 TEXT, TOOL_CALL, TOOL_RESULT = "text", "tool_call", "tool_result"
+# --word-by-word: each chunk streamed a word at a time, as a model streams its tokens (kagent sends each
+# of its model's deltas as an event of its own), a word every WORD_GAP seconds (times --pace).
+WORD = re.compile(r"\s*\S+\s*")
+WORD_GAP = 0.04
 TURN_SCRIPT: list[tuple[float, str, str]] = [
     (0.4, TEXT, "Let me look into that."),
     (0.3, TEXT, " Checking the recent deploys of the api service."),
@@ -78,8 +83,9 @@ class StampedText(steps.Text):
 class Turns:
     """Makes each message's script and keeps what the benchmark reads back."""
 
-    def __init__(self, pace: float) -> None:
+    def __init__(self, pace: float, word_by_word: bool = False) -> None:
         self.pace = pace
+        self.word_by_word = word_by_word
         self.stamps: dict[str, float] = {}
         self.received: collections.Counter[int] = collections.Counter()
         self.file_bytes = 0  # of the file parts the messages carried (bench/turns.py --file-bytes)
@@ -96,7 +102,12 @@ class Turns:
         script: list[steps.Step] = []
         for wait, kind, _ in TURN_SCRIPT:
             script.append(steps.sleep(wait * self.pace))
-            if kind == TEXT:
+            if kind == TEXT and self.word_by_word:
+                for index, word in enumerate(WORD.findall(next(texts))):
+                    if index:
+                        script.append(steps.sleep(WORD_GAP * self.pace))
+                    script.append(StampedText(word, self.stamps))
+            elif kind == TEXT:
                 script.append(StampedText(next(texts), self.stamps))
             elif kind == TOOL_CALL:
                 script.append(
@@ -124,10 +135,13 @@ def main() -> None:
     )
     parser.add_argument("--stamps", type=Path, required=True)
     parser.add_argument("--pace", type=float, default=1.0, help="scales every pause of the script")
+    parser.add_argument(
+        "--word-by-word", action="store_true", help="streams each text chunk a word at a time"
+    )
     args = parser.parse_args()
 
     agent_module.listening_socket = listening_socket_with_room
-    turns = Turns(args.pace)
+    turns = Turns(args.pace, args.word_by_word)
     # Its card takes files, so that a mention's file (bench/turns.py --file-bytes) is sent to it.
     agent = ScriptedAgent(protocol="1.0", input_modes=("text/*", "image/*", "application/pdf")).start()
     agent.on_message(turns.script_for)

@@ -220,12 +220,12 @@ spec:
 # --- processes -----------------------------------------------------------------------------------
 
 
-def start_agent(workdir: Path, pace: float) -> tuple[subprocess.Popen, str, Path]:
+def start_agent(workdir: Path, pace: float, word_by_word: bool = False) -> tuple[subprocess.Popen, str, Path]:
     stamps = workdir / "agent-stamps.json"
     log = open(workdir / "agent.log", "ab")  # noqa: SIM115  (closed when the process ends)
     agent = subprocess.Popen(
         [support.PYTHON, str(support.REPO_ROOT / "bench" / "scripted_agent.py"), "--stamps", str(stamps),
-         "--pace", str(pace)],
+         "--pace", str(pace), *(["--word-by-word"] if word_by_word else [])],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, cwd=support.REPO_ROOT,
     )  # fmt: skip
     assert agent.stdout is not None
@@ -737,7 +737,7 @@ def report(args: argparse.Namespace, run: Run) -> str:
         f"{args.database_label}; {len({t.workspace for t in bench_threads})} workspaces of up to "
         f"{args.sessions_per_workspace} threads; Slack rate limits x{args.rate_limit_multiplier:g}"
         + ("" if args.rate_limit_multiplier == 1 else " (RAISED above Slack's)")
-        + f"; agent pace x{args.pace:g}; {args.channels_per_workspace} channel(s) per workspace; "
+        + f"; agent pace x{args.pace:g}{', word by word' if args.word_by_word else ''}; {args.channels_per_workspace} channel(s) per workspace; "
         + ("NAIVE product (SLACK_CALL_BUDGETS=false)." if args.naive else "product as configured.")
     )
     if args.file_bytes:
@@ -887,6 +887,10 @@ def main() -> None:
                         help="the product as a stream-only bridge without shared call budgets (the baseline)")  # fmt: skip
     parser.add_argument("--rate-limit-multiplier", type=float, default=1.0, help="scales Slack's budgets")
     parser.add_argument("--pace", type=float, default=1.0, help="scales the agent's pauses")
+    parser.add_argument(
+        "--word-by-word", action="store_true",
+        help="the agent streams each text chunk a word at a time, as a model streams (about 45 text events a turn, not 6)",
+    )  # fmt: skip
     parser.add_argument("--senders", type=int, default=50, help="people posting at the same moment")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for the turns")
     parser.add_argument("--database", choices=["sqlite", "postgres"], default="sqlite",
@@ -937,7 +941,7 @@ def main() -> None:
             channels=args.channels_per_workspace,
             control=args.control_threads,
         )
-        agent, agent_url, stamps = start_agent(workdir, args.pace)
+        agent, agent_url, stamps = start_agent(workdir, args.pace, args.word_by_word)
         processes = support.Processes(workdir)
         args.trace_sink = OtlpSink().start() if args.traces else None
         env = support.product_env(

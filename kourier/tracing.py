@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -221,6 +222,82 @@ def _kept(traceparent: str) -> Any:
     return TraceContextTextMapPropagator().extract({"traceparent": traceparent})
 
 
+class _Call:
+    """One client call as ``call`` traces it: what it will show, kept until it ends."""
+
+    __slots__ = ("attributes", "events", "name", "started")
+
+    def __init__(self, name: str, attributes: Mapping[str, str | int | bool]) -> None:
+        self.name = name
+        self.attributes = dict(attributes)
+        self.events: list[tuple[str, dict[str, str | int | float | bool], int]] = []
+        self.started = 0
+
+    def set_attribute(self, key: str, value: str | int | bool) -> None:
+        self.attributes[key] = value
+
+    def add_event(self, name: str, **attributes: str | int | float | bool) -> None:
+        self.events.append((name, attributes, time.time_ns()))
+
+    def __enter__(self) -> _Call:
+        self.started = time.time_ns()
+        return self
+
+    def __exit__(self, kind: Any, error: BaseException | None, traceback: Any) -> None:
+        from opentelemetry.trace import Status, StatusCode, get_current_span
+
+        current = get_current_span()
+        failed = isinstance(error, Exception)  # a cancelled call (the turn stopped) is no failure
+        if current.is_recording() and not self.events and not failed:
+            self.attributes["kourier.duration_ms"] = (time.time_ns() - self.started) // 1_000_000
+            current.add_event(self.name, self.attributes, self.started)
+            return
+        made = _tracer.start_span(self.name, attributes=self.attributes, start_time=self.started)
+        for name, attributes, at in self.events:
+            made.add_event(name, attributes, at)
+        if failed:
+            made.record_exception(error)
+            made.set_status(Status(StatusCode.ERROR, f"{kind.__name__}: {error}"))
+        made.end()
+
+
+class _UntracedCall:
+    """``call``'s stand-in when tracing is off: nothing is kept."""
+
+    def set_attribute(self, key: str, value: str | int | bool) -> None:
+        pass
+
+    def add_event(self, name: str, **attributes: str | int | float | bool) -> None:
+        pass
+
+    def __enter__(self) -> _UntracedCall:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        pass
+
+
+_untraced_call = _UntracedCall()
+
+
+def call(name: str, attributes: Mapping[str, str | int | bool]) -> _Call | _UntracedCall:
+    """A client call (a Slack API call) for the ``with`` block, as the trace shows it:
+
+    - one that went straight through is an event named ``name`` on the current span (the turn's),
+      at the call's start, with ``attributes`` and its ``kourier.duration_ms``;
+    - one with more to tell (an event added to it: a wait for its budget, a 429, a retry; or an
+      exception) is a span of its own, from its start to its end, with its events;
+    - so is one that no span of this process records (none is current, or only a trace kept from
+      another process: an acknowledgment's reaction), so that it shows in a trace.
+
+    A span costs the worker about six times what an event does (docs/performance.md, section g), and
+    a turn makes several calls that go straight through. The call is not made current: it makes no
+    spans of its own. When tracing is off, a stand-in that keeps nothing."""
+    if _tracer is None:
+        return _untraced_call
+    return _Call(name, attributes)
+
+
 def traced_redis(client: Any) -> Any:
     """``client`` (a ``redis.Redis``), its commands made spans by OpenTelemetry's redis instrumentation
     when tracing is on; the client itself.
@@ -247,15 +324,6 @@ def annotate(**attributes: str | int | bool) -> None:
     current = trace.get_current_span()
     for name, value in attributes.items():
         current.set_attribute(f"kourier.{name}", value)
-
-
-def add_event(name: str, **attributes: str | int | float | bool) -> None:
-    """An event on the current span (a Slack call's 429, its retry), when tracing is on."""
-    if _tracer is None:
-        return
-    from opentelemetry import trace
-
-    trace.get_current_span().add_event(name, attributes)
 
 
 def current_traceparent() -> str:

@@ -288,34 +288,32 @@ class KourierAsyncWebClient(AsyncWebClient):
 
     async def api_call(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:  # type: ignore[override]
         with (
-            tracing.span("slack." + api_method, attributes={"slack.method": api_method}) as span,
+            tracing.call("slack." + api_method, {"slack.method": api_method}) as traced,
             call_log.call(api_method) as noted,
         ):
-            return await self._traced_call(span, noted, api_method, **kwargs)
+            return await self._traced_call(traced, noted, api_method, **kwargs)
 
     async def _traced_call(
-        self, span: Any, noted: call_log.Call | None, api_method: str, **kwargs: Any
+        self, traced: Any, noted: call_log.Call | None, api_method: str, /, **kwargs: Any
     ) -> AsyncSlackResponse:
         try:
-            response = await self._call_with_retries(api_method, **kwargs)
+            response = await self._call_with_retries(traced, api_method, **kwargs)
         except Exception as exc:
             outcome, error = call_outcome(exc), fault_name(exc)
             if noted is not None:
                 noted.outcome = error or outcome
-            if span is not None:
-                span.set_attribute("slack.outcome", outcome)
-                span.set_attribute("slack.error", error)
+            traced.set_attribute("slack.outcome", outcome)
+            traced.set_attribute("slack.error", error)
             metrics.slack_call(api_method, outcome)
             if failures.worth_showing(outcome, error):  # a call deferred by its caller is not a failure
                 at = self._clock()
                 await shared_cache.arun(lambda: failures.remember(self.workspace, api_method, error, at))
             raise
         metrics.slack_call(api_method, CALL_OK)
-        if span is not None:
-            span.set_attribute("slack.outcome", CALL_OK)
+        traced.set_attribute("slack.outcome", CALL_OK)
         return response
 
-    async def _call_with_retries(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:
+    async def _call_with_retries(self, traced: Any, api_method: str, /, **kwargs: Any) -> AsyncSlackResponse:
         attempts = _Attempts(
             api_method, self.base_url + api_method, self.workspace, self.policy, self._clock()
         )
@@ -326,7 +324,7 @@ class KourierAsyncWebClient(AsyncWebClient):
                 api_method, now, channel=channel, max_wait=attempts.max_wait(now)
             )
             if wait := attempts.wait_for_slot(reservation, self._clock()):
-                tracing.annotate(budget_wait_ms=round(wait * 1000))
+                traced.add_event("slack.budget_wait", wait_ms=round(wait * 1000))
                 await self._sleep(wait)
             try:
                 return await super().api_call(api_method, **kwargs)
@@ -334,7 +332,7 @@ class KourierAsyncWebClient(AsyncWebClient):
                 retry_after = retry_after_of(exc)
                 if retry_after is not None:
                     metrics.slack_rate_limited(api_method)
-                    tracing.add_event("slack.rate_limited", retry_after=retry_after)
+                    traced.add_event("slack.rate_limited", retry_after=retry_after)
                     call_log.retried()
                     await self._budget.ablock(
                         api_method, self._clock() + retry_after, retry_after, channel=channel
@@ -370,7 +368,7 @@ class KourierAsyncWebClient(AsyncWebClient):
                 continue
             if delay is None:
                 raise attempts.final_error(fault) from fault
-            tracing.add_event("slack.retry", error=fault_name(fault))
+            traced.add_event("slack.retry", error=fault_name(fault))
             call_log.retried()
             await self._sleep(delay)
 

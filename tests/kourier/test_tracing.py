@@ -23,6 +23,9 @@ import kourier.asgi, sessions.runner, kourier.slack.clients
 from kourier import tracing
 with tracing.span("slack.event"):
     assert tracing.current_traceparent() == ""
+    with tracing.call("slack.auth.test", {"slack.method": "auth.test"}) as call:
+        call.set_attribute("slack.outcome", "ok")
+        call.add_event("slack.retry", error="timeout")
 tracing.inject(headers := {})
 assert headers == {}
 import a2a.utils.telemetry
@@ -47,7 +50,8 @@ with tracing.continued(""), tracing.span("slack.reactions.remove"):
     pass
 with tracing.span("kourier.turn", traceparent=kept, attributes={"kourier.turn_id": 7}):
     logging.getLogger("probe").warning("probe.logged")
-    tracing.add_event("slack.rate_limited", retry_after=1)
+    with tracing.call("slack.chat.postMessage", {"slack.method": "chat.postMessage"}):
+        pass
 tracing.flush()
 print(json.dumps({"kept": kept}))
 """
@@ -61,7 +65,7 @@ from kourier.slack.budgets import Budget
 assert tracing.configure("kourier-probe")
 
 async def call():
-    with tracing.span("slack.chat.postMessage"):
+    with tracing.span("kourier.turn"):
         await Budget("T-probe").areserve("chat.postMessage", 0.0, channel="C1", max_wait=0)
         await shared_cache.aget("probe-key")
         shared_cache.count("probe-count", 60)
@@ -70,6 +74,40 @@ async def call():
 asyncio.run(call())
 tracing.flush()
 print(json.dumps({"every_client_wrapped": hasattr(redis.Redis.execute_command, "__wrapped__")}))
+"""
+
+CALLS_PROBE = """
+import asyncio, django
+django.setup()
+from kourier import tracing
+assert tracing.configure("kourier-probe")
+with tracing.span("kourier.turn"):
+    with tracing.call("slack.chat.appendStream", {"slack.method": "chat.appendStream"}) as call:
+        call.set_attribute("slack.outcome", "ok")
+    with tracing.call("slack.chat.postMessage", {"slack.method": "chat.postMessage"}) as call:
+        call.add_event("slack.rate_limited", retry_after=1)
+        call.set_attribute("slack.outcome", "ok")
+    try:
+        with tracing.call("slack.chat.update", {"slack.method": "chat.update"}):
+            raise RuntimeError("slack went away")
+    except RuntimeError:
+        pass
+    kept = tracing.current_traceparent()
+
+async def stopped():
+    with tracing.span("kourier.turn.stopped"):
+        with tracing.call("slack.chat.stopStream", {"slack.method": "chat.stopStream"}):
+            raise asyncio.CancelledError
+
+try:
+    asyncio.run(stopped())
+except asyncio.CancelledError:
+    pass
+with tracing.call("slack.auth.test", {"slack.method": "auth.test"}):  # no span current
+    pass
+with tracing.continued(kept), tracing.call("slack.reactions.add", {"slack.method": "reactions.add"}):
+    pass
+tracing.flush()
 """
 
 ERRORS_PROBE = """
@@ -117,15 +155,11 @@ def test_kouriers_redis_bookkeeping_makes_no_spans_djangos_cache_does_and_other_
             REDIS_URL=redis_url,
             CACHE_KEY_PREFIX="tracing-probe",
         )
-        spans = receiver.wait_for(
-            lambda spans: any(s.name == "slack.chat.postMessage" for s in spans), timeout=30
-        )
+        spans = receiver.wait_for(lambda spans: any(s.name == "kourier.turn" for s in spans), timeout=30)
 
-    call = next(span for span in spans if span.name == "slack.chat.postMessage")
-    under_the_call = [span.name for span in spans if span.parent_span_id == call.span_id]
-    assert under_the_call == [
-        "GET"
-    ]  # Django's cache; the reservation, the async read and the count made none
+    turn = next(span for span in spans if span.name == "kourier.turn")
+    under_the_turn = [span.name for span in spans if span.parent_span_id == turn.span_id]
+    assert under_the_turn == ["GET"]  # Django's cache; the reservation, the async read and the count: none
     # Celery's broker polls (its own clients) go through no wrapper of the instrumentation.
     assert json.loads(done.stdout.splitlines()[-1]) == {"every_client_wrapped": False}
 
@@ -166,9 +200,39 @@ def test_on_a_kept_traceparent_continues_its_trace_and_log_lines_name_it():
     assert removed.parent_span_id == ""  # nothing kept: a trace of its own
     assert turn.service == "kourier-probe"
     assert turn.attributes == {"kourier.turn_id": 7}
-    assert turn.events == ("slack.rate_limited",)
+    assert turn.events == ("slack.chat.postMessage",)
     logged = next(json.loads(line) for line in done.stderr.splitlines() if "probe.logged" in line)
     assert (logged["trace_id"], logged["span_id"]) == (turn.trace_id, turn.span_id)
+
+
+def test_a_call_that_went_straight_through_is_an_event_of_its_span_one_with_more_to_tell_a_span():
+    with otlp_receiver() as receiver:
+        run_probe(CALLS_PROBE, OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url, OTEL_BSP_SCHEDULE_DELAY="50")
+        spans = {span.name: span for span in receiver.wait_for(lambda spans: len(spans) >= 6, timeout=30)}
+
+    turn = spans["kourier.turn"]
+    assert turn.events == ("slack.chat.appendStream",)
+    through = turn.event_attributes[0]
+    assert through.keys() == {"slack.method", "slack.outcome", "kourier.duration_ms"}
+    assert (through["slack.method"], through["slack.outcome"]) == ("chat.appendStream", "ok")
+    assert "slack.chat.appendStream" not in spans
+    waited = spans["slack.chat.postMessage"]  # a 429 waited out: a span, its wait an event of it
+    assert (waited.parent_span_id, waited.events, waited.error) == (
+        turn.span_id,
+        ("slack.rate_limited",),
+        False,
+    )
+    assert waited.attributes == {"slack.method": "chat.postMessage", "slack.outcome": "ok"}
+    failed = spans["slack.chat.update"]
+    assert (failed.parent_span_id, failed.events, failed.error) == (turn.span_id, ("exception",), True)
+    stopped = spans["kourier.turn.stopped"]  # a cancelled call is no failure: an event
+    assert (stopped.events, "slack.chat.stopStream" in spans) == (("slack.chat.stopStream",), False)
+    assert spans["slack.auth.test"].parent_span_id == ""  # no span current: a trace of its own
+    # No span of this process records the kept trace: the call is a span in it.
+    assert (spans["slack.reactions.add"].trace_id, spans["slack.reactions.add"].parent_span_id) == (
+        turn.trace_id,
+        turn.span_id,
+    )
 
 
 def test_a_span_left_by_an_exception_is_an_error_a_cancelled_one_is_not_and_neither_stays_current():

@@ -34,6 +34,7 @@ class ReceivedSpan:
     parent_span_id: str  # empty for a trace's root
     attributes: dict[str, object] = field(default_factory=dict)
     events: tuple[str, ...] = ()
+    event_attributes: tuple[dict[str, object], ...] = ()  # each event's, in the order of ``events``
     error: bool = False  # the span's status is ERROR
 
 
@@ -92,6 +93,9 @@ class OtlpReceiver:
                         parent_span_id=span.parent_span_id.hex(),
                         attributes={a.key: _value(a.value) for a in span.attributes},
                         events=tuple(event.name for event in span.events),
+                        event_attributes=tuple(
+                            {a.key: _value(a.value) for a in event.attributes} for event in span.events
+                        ),
                         error=span.status.code == Status.STATUS_CODE_ERROR,
                     )
                     for span in scope_spans.spans
