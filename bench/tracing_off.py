@@ -3,11 +3,11 @@
     .venv/bin/python bench/tracing_off.py
 
 Off (no OTLP endpoint), every hook in a turn's path returns after one check of a module global:
-``tracing.span`` and ``tracing.continued`` hand back a shared no-op context manager; ``annotate``,
-``add_event``, ``inject`` and ``current_traceparent`` return at once. This times, in one process,
+``tracing.span``, ``tracing.continued`` and ``tracing.call`` hand back a shared stand-in that keeps
+nothing; ``annotate``, ``inject`` and ``current_traceparent`` return at once. This times, in one process,
 the hooks one turn of the turns benchmark runs (the acknowledgment's continued trace, a turn's span,
 its annotation, the traceparent kept with the turn and put in the task's headers, and per Slack call
-the call's span; SLACK_CALLS calls, as the benchmark's turns make), and gives their CPU per turn
+its trace's record and outcome; SLACK_CALLS calls, as the benchmark's turns make), and gives their CPU per turn
 beside the turn's own worker CPU (docs/performance.md, section g).
 """
 
@@ -35,8 +35,8 @@ def one_turn() -> None:
     with tracing.span("kourier.turn", traceparent="", attributes={"kourier.turn_id": 1}):
         tracing.annotate(binding="bench", resumed=False)
         for _ in range(SLACK_CALLS):
-            with tracing.span("slack.chat.appendStream", attributes={"slack.method": "chat.appendStream"}):
-                pass
+            with tracing.call("slack.chat.appendStream", {"slack.method": "chat.appendStream"}) as traced:
+                traced.set_attribute("slack.outcome", "ok")
 
 
 def main() -> None:

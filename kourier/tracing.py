@@ -285,8 +285,8 @@ def call(name: str, attributes: Mapping[str, str | int | bool]) -> _Call | _Untr
 
     - one that went straight through is an event named ``name`` on the current span (the turn's),
       at the call's start, with ``attributes`` and its ``kourier.duration_ms``;
-    - one with more to tell (an event added to it: a wait for its budget, a 429, a retry; or an
-      exception) is a span of its own, from its start to its end, with its events;
+    - one with more to tell (an event added to it: a 429, a retry; or an exception) is a span of its
+      own, from its start to its end, with its events;
     - so is one that no span of this process records (none is current, or only a trace kept from
       another process: an acknowledgment's reaction), so that it shows in a trace.
 

@@ -9,7 +9,7 @@ import pytest
 from django.test import override_settings
 from slack_sdk.errors import SlackApiError
 
-from kourier import shared_cache
+from kourier import shared_cache, tracing
 from kourier.slack import failures
 from kourier.slack.budgets import forget_local_budgets
 from kourier.slack.clients import (
@@ -501,3 +501,75 @@ def test_the_clients_made_on_a_loop_with_a_shared_session_call_slack_through_it(
     assert used == (session, session, None, None)
     assert session.closed
     assert [message.text for message in slack_fake.thread(defaults.CHANNEL_ID, thread_ts)[1:]] == ["hi"]
+
+
+# -- what the trace is told of each call (kourier/tracing.py: ``call``) ---------------------------------
+
+
+class ToldCall:
+    def __init__(self, name, attributes):
+        self.name, self.attributes, self.events = name, dict(attributes), []
+
+    def set_attribute(self, key, value):
+        self.attributes[key] = value
+
+    def add_event(self, name, **attributes):
+        self.events.append(name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        return None
+
+
+@pytest.fixture
+def told(monkeypatch):
+    calls: list[ToldCall] = []
+
+    def call(name, attributes):
+        calls.append(ToldCall(name, attributes))
+        return calls[-1]
+
+    monkeypatch.setattr(tracing, "call", call)
+    return calls
+
+
+def test_the_trace_is_told_each_calls_method_and_outcome_a_429_and_a_retry(slack_fake, client_for, told):
+    client = client_for("async", workspace=uuid.uuid4().hex)
+    ts = call(client, "chat_postMessage", channel=defaults.CHANNEL_ID, text="draft")["ts"]
+    slack_fake.fail("chat.update", "ratelimited", retry_after=1)
+    call(client, "chat_update", channel=defaults.CHANNEL_ID, ts=ts, text="v1")
+    slack_fake.fail("chat.update", "http_503")
+    call(client, "chat_update", channel=defaults.CHANNEL_ID, ts=ts, text="v2")
+    with pytest.raises(SlackApiError):
+        call(client, "chat_postMessage", channel="C0NOWHERE", text="x")
+
+    assert [(c.name, c.attributes["slack.outcome"], c.events) for c in told] == [
+        ("slack.chat.postMessage", "ok", []),
+        ("slack.chat.update", "ok", ["slack.rate_limited"]),  # then waited out, as its budget's block
+        ("slack.chat.update", "ok", ["slack.retry"]),
+        ("slack.chat.postMessage", "refused", []),
+    ]
+    assert all(c.attributes["slack.method"] == c.name.removeprefix("slack.") for c in told)
+    assert told[-1].attributes["slack.error"] == "channel_not_found"
+
+
+@override_settings(SLACK_CALL_LIMITS="chat.update=3/30")
+def test_a_wait_for_the_workspaces_budget_is_told_as_the_calls_own_not_as_a_fault(
+    slack_fake, client_for, told
+):
+    workspace = f"T0001-{uuid.uuid4().hex}"
+    steps = SteppedTime()
+    one, other = (
+        client_for("async", workspace=workspace, clock=steps.clock, sleep=steps.sleep) for _ in range(2)
+    )
+    ts = call(one, "chat_postMessage", channel=defaults.CHANNEL_ID, text="draft")["ts"]
+    for n in range(3):  # the workspace's budget (3 a 30 s) is then spent
+        call((one, other)[n % 2], "chat_update", channel=defaults.CHANNEL_ID, ts=ts, text=f"v{n}")
+    call(other, "chat_update", channel=defaults.CHANNEL_ID, ts=ts, text="waited")
+
+    assert steps.waits == [pytest.approx(30.5)]
+    waited = told[-1]
+    assert (waited.attributes["kourier.budget_wait_ms"], waited.events) == (30500, [])
+    assert all("kourier.budget_wait_ms" not in c.attributes for c in told[:-1])
