@@ -5,6 +5,7 @@
     .venv/bin/python bench/turns.py --sessions 100 --sessions-per-workspace 100 \
         --channels-per-workspace 10 --control-threads 5          # one workspace's burst (issue 31)
     .venv/bin/python bench/turns.py --sessions 100 --traces   # the same, traces exported (OTLP/HTTP)
+    .venv/bin/python bench/turns.py --sessions 100 --word-by-word   # the answer streamed a word at a time
     .venv/bin/python bench/turns.py --sessions 20 --file-bytes 5000000 --file-type image/png
                                         # each mention shares a 5 MB file (issue 30, point 6)
 

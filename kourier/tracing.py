@@ -290,7 +290,7 @@ def call(name: str, attributes: Mapping[str, str | int | bool]) -> _Call | _Untr
     - so is one that no span of this process records (none is current, or only a trace kept from
       another process: an acknowledgment's reaction), so that it shows in a trace.
 
-    A span costs the worker about six times what an event does (docs/performance.md, section g), and
+    A span costs the worker about three times what an event does (docs/performance.md, section g), and
     a turn makes several calls that go straight through. The call is not made current: it makes no
     spans of its own. When tracing is off, a stand-in that keeps nothing."""
     if _tracer is None:
