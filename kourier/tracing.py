@@ -306,8 +306,8 @@ def traced_redis(client: Any) -> Any:
     ``instrument()`` does: a worker's Celery polls its broker every second, and each poll went through
     the wrapper to make a span the sampler then dropped; kourier/shared_cache.py's bookkeeping (a Slack
     call's budget slot, a reply's plan, the stop word a running turn reads each second) was most of a
-    turn's spans, and the span it serves (a Slack call, the turn) tells the wait (docs/performance.md,
-    section g)."""
+    turn's spans, and what it serves (a Slack call's record, the turn's span) tells the wait
+    (docs/performance.md, section g)."""
     if _redis_traced:
         from opentelemetry.instrumentation.redis import RedisInstrumentor
 
